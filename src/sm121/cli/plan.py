@@ -1,0 +1,84 @@
+"""`sm121 plan`: print exactly what will run before it runs."""
+
+from __future__ import annotations
+
+import shlex
+
+import typer
+from rich.table import Table
+
+from sm121.cli.output import console, parse_sets, print_json
+from sm121.cluster.spec import load_cluster
+from sm121.plan.model import ServePlan
+from sm121.plan.render import DEFAULT_PORT, PlanRequest, render_plan
+from sm121.recipes.loader import load_recipe
+
+PROFILE = typer.Option(None, "--profile", "-p", help="Profile of the recipe (default: the "
+                       "recipe's default_profile).")
+CLUSTER = typer.Option(None, "--cluster", "-c", help="Cluster YAML: nodes, fabric, head.")
+SET = typer.Option(None, "--set", help="Override an engine arg: --set max-num-seqs=4 (repeatable).")
+PORT = typer.Option(DEFAULT_PORT, "--port", help="API port of the engine.")
+HOST = typer.Option("127.0.0.1", "--host", help="Address the engine listens on.")
+
+
+def build_plan(name: str, profile: str | None, cluster: str | None, sets: list[str] | None,
+               port: int, host: str) -> ServePlan:
+    return render_plan(PlanRequest(
+        recipe=load_recipe(name),
+        profile=profile,
+        cluster=load_cluster(cluster) if cluster else None,
+        overrides=parse_sets(sets),
+        port=port,
+        host=host,
+    ))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("plan")
+    def plan(
+        name: str = typer.Argument(..., help="Recipe name or path to a .yaml file."),
+        profile: str | None = PROFILE,
+        cluster: str | None = CLUSTER,
+        sets: list[str] | None = SET,
+        port: int = PORT,
+        host: str = HOST,
+        as_json: bool = typer.Option(False, "--json", help="Print the ServePlan as JSON."),
+    ) -> None:
+        """Render recipe + profile + cluster + overrides into the ServePlan: for each node the
+        exact argv and env, the start order, the readiness probe and the request policy."""
+        serve_plan = build_plan(name, profile, cluster, sets, port, host)
+        if as_json:
+            print_json(serve_plan)
+        else:
+            print_plan(serve_plan)
+
+
+def print_plan(plan: ServePlan) -> None:
+    console.print(f"[bold]{plan.recipe}[/] profile [bold]{plan.profile or '-'}[/]: {plan.purpose}")
+    table = Table("engine arg", "value", "from", title="engine args")
+    for name, value in plan.engine_args.items():
+        origin = ("derived: " + plan.derived[name].how if name in plan.derived
+                  else "--set" if name in plan.overrides else "recipe/profile")
+        table.add_row(name, str(value), origin)
+    console.print(table)
+    for node in sorted(plan.nodes, key=lambda n: n.start_order):
+        where = f"ssh {node.ssh}" if node.ssh else "this machine"
+        console.print(f"\n[bold]{node.start_order + 1}. {node.name}[/] ({node.role}, rank "
+                      f"{node.rank}, {node.runtime}, {where}); then wait for: {node.wait_before_next}")
+        for key, value in node.env.items():
+            console.print(f"  env {key}={value}", highlight=False, markup=False)
+        for key in node.pass_env:
+            console.print(f"  env {key} (secret, passed from your environment)", highlight=False,
+                          markup=False)
+        console.print("  " + shlex.join(node.argv), highlight=False, markup=False, soft_wrap=True)
+    if plan.hooks.before_serve or plan.hooks.after_ready:
+        console.print(f"\nhooks: before_serve {list(plan.hooks.before_serve)}, "
+                      f"after_ready {list(plan.hooks.after_ready)}")
+    probe = plan.readiness
+    console.print(f"\nreadiness: POST {probe.url}/v1/completions model={probe.model} "
+                  f"max_tokens={probe.max_tokens} (token count checked), timeout {probe.timeout_s:.0f} s")
+    for param, rule in plan.request_policy.params.items():
+        console.print(f"request policy: {param}: {rule.action.value} ({rule.reason}); "
+                      f"neutral value passes: {rule.neutral}")
+    for finding in plan.findings:
+        console.print(f"[yellow]{finding.render()}[/]", highlight=False)

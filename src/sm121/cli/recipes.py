@@ -1,0 +1,77 @@
+"""`sm121 recipes list|show|diff`."""
+
+from __future__ import annotations
+
+import typer
+import yaml
+from rich.table import Table
+
+from sm121.cli.output import console, print_json
+from sm121.errors import Sm121Error
+from sm121.recipes.loader import available_names, load_recipe
+from sm121.recipes.validate import merged_args
+
+app = typer.Typer(help="List, show and compare serve recipes.", no_args_is_help=True)
+
+JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
+
+
+@app.command("list")
+def list_recipes(as_json: bool = JSON) -> None:
+    """List the recipes sm121 knows: built-in ones and those in $SM121_HOME/recipes."""
+    rows = []
+    for name in available_names():
+        recipe = load_recipe(name).recipe
+        rows.append({"name": name, "engine": recipe.engine.kind.value,
+                     "runtime": recipe.runtime.kind, "nodes": recipe.parallelism.nodes,
+                     "profiles": list(recipe.profiles), "description": recipe.description})
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("recipe", "engine", "runtime", "nodes", "profiles", "description")
+    for r in rows:
+        table.add_row(r["name"], r["engine"], r["runtime"], str(r["nodes"]),
+                      ", ".join(r["profiles"]) or "-", r["description"])
+    console.print(table)
+
+
+@app.command("show")
+def show(name: str = typer.Argument(..., help="Recipe name or path to a .yaml file."),
+         as_json: bool = JSON) -> None:
+    """Print a recipe as loaded and validated (defaults filled in)."""
+    loaded = load_recipe(name)
+    data = loaded.recipe.model_dump(mode="json")
+    if as_json:
+        print_json(data)
+        return
+    console.print(f"[dim]# {loaded.source}[/]")
+    console.print(yaml.safe_dump(data, sort_keys=False), highlight=False, markup=False)
+
+
+@app.command("diff")
+def diff(name: str = typer.Argument(..., help="Recipe name or path."),
+         profiles: str = typer.Option(..., "--profiles", help="Comma-separated, e.g. agent,batch."),
+         as_json: bool = JSON) -> None:
+    """Compare the engine args of two or more profiles of one recipe, side by side."""
+    recipe = load_recipe(name).recipe
+    chosen = [p.strip() for p in profiles.split(",") if p.strip()]
+    missing = [p for p in chosen if p not in recipe.profiles]
+    if len(chosen) < 2 or missing:
+        raise Sm121Error(f"--profiles needs two or more of this recipe's profiles"
+                         + (f"; unknown: {', '.join(missing)}" if missing else ""),
+                         f"profiles of {recipe.name}: {', '.join(recipe.profiles) or '(none)'}")
+    args = {p: merged_args(recipe, p) for p in chosen}
+    keys = sorted(set().union(*(a.keys() for a in args.values())))
+    rows = [{"arg": k, **{p: args[p].get(k) for p in chosen},
+             "differs": len({repr(args[p].get(k)) for p in chosen}) > 1} for k in keys]
+    if as_json:
+        print_json({"recipe": recipe.name, "profiles": {p: recipe.profiles[p].purpose for p in chosen},
+                    "args": rows})
+        return
+    table = Table("arg", *chosen, title=f"{recipe.name}: " + " vs ".join(chosen))
+    for row in rows:
+        style = "bold yellow" if row["differs"] else ""
+        table.add_row(row["arg"], *(str(row[p]) for p in chosen), style=style)
+    console.print(table)
+    for p in chosen:
+        console.print(f"[bold]{p}[/]: {recipe.profiles[p].purpose}")

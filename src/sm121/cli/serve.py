@@ -1,0 +1,160 @@
+"""`sm121 serve`, `status`, `logs`, `stop` and `model tiny`."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from sm121.cli.output import console, err_console, print_json
+from sm121.cli.plan import CLUSTER, HOST, PORT, PROFILE, SET, build_plan, print_plan
+from sm121.errors import Sm121Error
+from sm121.launch import control
+from sm121.launch.local import serve_local
+from sm121.launch.run_state import RunInfo, list_runs
+
+model_app = typer.Typer(help="Models sm121 makes itself.", no_args_is_help=True)
+
+
+@model_app.command("tiny")
+def model_tiny(directory: Path = typer.Argument(..., help="Where to write the model.")) -> None:
+    """Generate the tiny random-weight Llama (tokenizer with chat template, weights) from a
+    fixed seed, with no downloads. Needs the engine extra (torch, transformers)."""
+    from sm121.models.tiny import generate_tiny_model
+
+    path = generate_tiny_model(directory)
+    console.print(f"tiny model in {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(model_app, name="model")
+    app.command("serve")(serve)
+    app.command("status")(status)
+    app.command("logs")(logs)
+    app.command("stop")(stop)
+
+
+def serve(
+    name: str = typer.Argument(..., help="Recipe name or path to a .yaml file."),
+    profile: str | None = PROFILE,
+    cluster: str | None = CLUSTER,
+    sets: list[str] | None = SET,
+    port: int = PORT,
+    host: str = HOST,
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds to wait for the first "
+                                         "generation (default: the recipe's readiness timeout)."),
+    foreground: bool = typer.Option(False, "--foreground", help="Stay attached; Ctrl-C stops "
+                                    "the engine."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
+) -> None:
+    """Start the engine and return once it has generated: readiness is a real completion with
+    its token count checked, not an open port. The engine keeps running (see `sm121 status`)
+    unless --foreground is given."""
+    plan = build_plan(name, profile, cluster, sets, port, host)
+    if timeout is not None:
+        plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
+            update={"timeout_s": timeout})})
+    if dry_run:
+        print_plan(plan)
+        return
+    if cluster:
+        from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
+
+        run = serve_cluster(plan, progress=lambda m: err_console.print(m, highlight=False))
+        print_summary(run)
+        return
+    for finding in plan.findings:
+        err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
+    run, process = serve_local(plan, progress=lambda m: err_console.print(m, highlight=False))
+    print_summary(run)
+    if foreground:
+        _stay_attached(run, process)
+
+
+def _stay_attached(run: RunInfo, process) -> None:  # type: ignore[no-untyped-def]
+    err_console.print("foreground: Ctrl-C stops the engine")
+    try:
+        process.wait()
+        err_console.print(f"[red]the engine exited with status {process.returncode}[/]")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        control.stop_run(run)
+        err_console.print(f"stopped {run.run_id}")
+
+
+def print_summary(run: RunInfo) -> None:
+    t, boot = run.timings, run.boot
+    console.print(f"[bold green]ready[/] {run.run_id}: {run.recipe} profile {run.profile}")
+    console.print(f"  process start   {t.process_started_s:8.2f} s")
+    console.print(f"  port open       {t.port_open_s:8.2f} s")
+    console.print(f"  first generation{t.first_generation_s:8.2f} s")
+    if boot.kv_pool_tokens is not None:
+        console.print(f"  KV pool         {boot.kv_pool_tokens:,} tokens")
+    if boot.max_concurrency is not None:
+        console.print(f"  max concurrency {boot.max_concurrency:.2f}x at "
+                      f"{boot.max_concurrency_at_tokens:,} tokens per request")
+    body = shlex.quote('{"model": "%s", "messages": [{"role": "user", "content": "Hello"}], '
+                       '"max_tokens": 16}' % run.model)
+    console.print(f"\ncall it:\n  curl -s {run.base_url}/v1/chat/completions "
+                  f"-H 'Content-Type: application/json' -d {body}", highlight=False, soft_wrap=True)
+    console.print(f"stop it:\n  sm121 stop {run.run_id}", highlight=False)
+
+
+def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List runs: status (corrected by what is really running), URL and start-up times."""
+    runs = list_runs()
+    rows = [{**r.model_dump(mode="json"), "status": control.effective_status(r)} for r in runs]
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("no runs")
+        return
+    table = Table("run", "status", "url", "first generation", "KV pool")
+    for r, row in zip(runs, rows, strict=True):
+        first = r.timings.first_generation_s
+        table.add_row(r.run_id, row["status"], r.base_url, f"{first:.1f} s" if first else "-",
+                      f"{r.boot.kv_pool_tokens:,}" if r.boot.kv_pool_tokens else "-")
+    console.print(table)
+
+
+def logs(
+    run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines."),
+    node: str | None = typer.Option(None, "--node", help="Node of a multi-node run."),
+) -> None:
+    """Print the engine log of a run."""
+    run = control.resolve_run(run_id)
+    path = control.log_path(run, node)
+    if not path.is_file():
+        raise Sm121Error(f"no log at {path}", "the run may not have started")
+    if not follow:
+        sys.stdout.write(path.read_text(errors="replace"))
+        return
+    try:
+        for chunk in control.follow(path, lambda: control.run_alive(run)):
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+
+
+def stop(
+    run_id: str | None = typer.Argument(None, help="Run id (or a unique prefix)."),
+    all_runs: bool = typer.Option(False, "--all", help="Stop every running run."),
+) -> None:
+    """Stop a run (every node, by process group or container), or all of them."""
+    if all_runs == (run_id is not None):
+        raise Sm121Error("give a run id or --all", "see `sm121 status` for run ids")
+    runs = control.active_runs() if all_runs else [control.resolve_run(run_id or "")]
+    for run in runs:
+        stubborn = control.stop_run(run)
+        if stubborn:
+            raise Sm121Error(f"{run.run_id}: could not stop {', '.join(stubborn)}",
+                             "check the node by hand; its pid is in the run directory")
+        console.print(f"stopped {run.run_id}")
+    if not runs:
+        console.print("nothing running")

@@ -1,0 +1,82 @@
+"""The cluster file: nodes, their fabric, the head. Each node carries its own fabric values,
+because cabling is often asymmetric and a worker breaks when it is given the head's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from sm121.errors import Sm121Error
+from sm121.findings import Finding
+from sm121.recipes.loader import parse_yaml, validate_model
+from sm121.recipes.schema import Severity, Strict
+
+
+class Node(Strict):
+    name: str
+    ssh: str | None = Field(None, description="ssh target (user@host or a ~/.ssh/config alias); "
+                                               "none means this machine")
+    mgmt_if: str | None = Field(None, description="management interface, e.g. enP7s7")
+    fabric_if: str | None = Field(None, description="fabric interface for NCCL, e.g. enp1s0f0np0")
+    fabric_ip: str | None = None
+    hcas: tuple[str, ...] = Field((), description="RDMA device names, e.g. rocep1s0f0")
+    memory_gib: float | None = None
+
+
+class Cluster(Strict):
+    name: str
+    head: str
+    topology: Literal["single", "direct", "switch"] = "direct"
+    nodes: tuple[Node, ...]
+    ssh_user: str | None = None
+    ssh_port: int | None = None
+
+    @model_validator(mode="after")
+    def _head_is_a_node(self) -> Cluster:
+        names = [n.name for n in self.nodes]
+        if self.head not in names:
+            raise ValueError(f"head {self.head!r} is not one of the nodes {names}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"node names must be unique, got {names}")
+        return self
+
+    def ordered(self) -> list[Node]:
+        """Head first, then the workers in file order: the rank order."""
+        head = [n for n in self.nodes if n.name == self.head]
+        return head + [n for n in self.nodes if n.name != self.head]
+
+
+FABRIC_FIELDS = ("fabric_if", "fabric_ip", "hcas")
+
+
+def load_cluster(path: str | Path) -> tuple[Cluster, str]:
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise Sm121Error(f"cluster file {file} does not exist", "check the path given to --cluster")
+    source = str(file)
+    return validate_model(Cluster, parse_yaml(file.read_text(), source), source), source
+
+
+def check_fabric(cluster: Cluster, source: str, nodes_needed: int) -> list[Finding]:
+    """Every node that takes part in a multi-node serve needs its own fabric values."""
+    if nodes_needed <= 1:
+        return []
+    findings = []
+    for index, node in enumerate(cluster.ordered()[:nodes_needed]):
+        missing = [f for f in FABRIC_FIELDS if not getattr(node, f)]
+        if missing:
+            findings.append(Finding(
+                severity=Severity.ERROR, source=source, field=f"nodes[{index}] ({node.name})",
+                message=f"missing per-node fabric values: {', '.join(missing)}",
+                allowed="fabric_if (interface name), fabric_ip, hcas (list of RDMA devices)",
+                fix="set them for this node; never copy the head's values, cabling may be asymmetric",
+            ))
+    if len(cluster.nodes) < nodes_needed:
+        findings.append(Finding(
+            severity=Severity.ERROR, source=source, field="nodes",
+            message=f"the recipe needs {nodes_needed} nodes, the cluster has {len(cluster.nodes)}",
+            allowed=f">= {nodes_needed} nodes",
+        ))
+    return findings

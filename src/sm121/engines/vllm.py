@@ -1,0 +1,115 @@
+"""What sm121 knows about vLLM: flags, derived values, the rules a profile must obey."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+
+from sm121.engines.vllm_known_args import known_vllm_args
+from sm121.findings import Finding
+from sm121.recipes.schema import ArgValue, Recipe, Severity, SpecKRule
+
+NATIVE_COMMAND = ("python", "-m", "vllm.entrypoints.openai.api_server")
+DOCKER_COMMAND = ("vllm", "serve")
+
+GMU = "gpu-memory-utilization"
+MAX_NUM_SEQS = "max-num-seqs"
+CAPTURE_SIZE = "max-cudagraph-capture-size"
+SPECULATIVE_CONFIG = "speculative-config"
+# Flags sm121 sets itself from the recipe and the plan; a recipe or profile must not.
+OWNED_BY_SM121 = frozenset(
+    {"model", "served-model-name", "port", "nnodes", "node-rank", "master-addr", "master-port",
+     "headless", "tensor-parallel-size", "pipeline-parallel-size", "decode-context-parallel-size",
+     "revision", SPECULATIVE_CONFIG}
+)
+
+
+def render_args(args: Mapping[str, ArgValue]) -> list[str]:
+    """Engine args as argv: `True` is a bare flag, `False` the `--no-` form, `None` omits."""
+    argv: list[str] = []
+    for name, value in args.items():
+        if value is None:
+            continue
+        if value is True:
+            argv.append(f"--{name}")
+        elif value is False:
+            argv.append(f"--no-{name}")
+        else:
+            argv += [f"--{name}", value if isinstance(value, str) else json.dumps(value)]
+    return argv
+
+
+def speculative_k_allowed(rule: SpecKRule, k: int) -> bool:
+    if rule is SpecKRule.LE5_OR_MULTIPLE_OF_5:
+        return k <= 5 or k % 5 == 0
+    return True
+
+
+def derived_args(recipe: Recipe, args: Mapping[str, ArgValue]) -> dict[str, tuple[ArgValue, str]]:
+    """Values computed from others, never typed twice. name -> (value, how it was derived)."""
+    derived: dict[str, tuple[ArgValue, str]] = {}
+    spec = recipe.speculative
+    if spec is None:
+        return derived
+    config = {"method": spec.method, "num_speculative_tokens": spec.k}
+    derived[SPECULATIVE_CONFIG] = (json.dumps(config), f"speculative.method={spec.method}, k={spec.k}")
+    seqs = args.get(MAX_NUM_SEQS)
+    if isinstance(seqs, int):
+        derived[CAPTURE_SIZE] = (
+            seqs * (spec.k + 1),
+            f"max-num-seqs x (k+1) = {seqs} x {spec.k + 1}",
+        )
+    return derived
+
+
+def check_args(
+    recipe: Recipe, args: Mapping[str, ArgValue], source: str, field: str
+) -> list[Finding]:
+    """Unknown flags, flags sm121 owns, and typed-twice derived values."""
+    known = known_vllm_args() | set(recipe.engine.extra_known_args)
+    findings: list[Finding] = []
+    for name in args:
+        if name in OWNED_BY_SM121:
+            findings.append(_error(source, f"{field}.{name}", "is set by sm121 from the recipe "
+                                   "(model, parallelism, speculative) and the plan; remove it here"))
+        elif name in (CAPTURE_SIZE,) and recipe.speculative is not None:
+            findings.append(_error(source, f"{field}.{name}", "is derived as max-num-seqs x (k+1); "
+                                   "do not type it twice"))
+        elif name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=3)
+            findings.append(Finding(
+                severity=Severity.ERROR, source=source, field=f"{field}.{name}",
+                message="is not a known vLLM flag",
+                allowed=", ".join(close) if close else "a flag of `vllm serve --help`",
+                fix="correct the name, or list it under engine.extra_known_args for a patched build",
+            ))
+    return findings
+
+
+def check_limits(
+    recipe: Recipe, args: Mapping[str, ArgValue], source: str, field: str
+) -> list[Finding]:
+    findings: list[Finding] = []
+    gmu = args.get(GMU)
+    ceiling = recipe.limits.gmu_ceiling
+    if isinstance(gmu, int | float) and ceiling is not None and gmu > ceiling:
+        findings.append(Finding(
+            severity=recipe.limits.gmu_ceiling_severity, source=source, field=f"{field}.{GMU}",
+            message=f"{gmu} is above this recipe's ceiling {ceiling}. {recipe.limits.gmu_ceiling_reason}",
+            allowed=f"<= {ceiling}",
+            fix=f"set {GMU} to {ceiling} or lower",
+        ))
+    spec = recipe.speculative
+    if spec is not None and not speculative_k_allowed(recipe.limits.speculative_k_rule, spec.k):
+        findings.append(Finding(
+            severity=Severity.ERROR, source=source, field="speculative.k",
+            message=f"k={spec.k} is rejected by the engine at boot",
+            allowed="k <= 5 or a multiple of 5 (1-5, 10, 15, ...)",
+            fix="use k=5",
+        ))
+    return findings
+
+
+def _error(source: str, field: str, message: str) -> Finding:
+    return Finding(severity=Severity.ERROR, source=source, field=field, message=message)

@@ -1,0 +1,80 @@
+"""Read facts out of a vLLM boot log: the KV pool, max concurrency, memory and phase times,
+and the cause when the engine died."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+_KV_TOKENS = re.compile(r"(?:GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+_KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+_WEIGHTS = re.compile(r"Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) s")
+_LOAD_WEIGHTS = re.compile(r"Loading weights took ([\d.]+) s(?:econds)?")
+_COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s")
+_CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
+_INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s(?:econds)?")
+_ERROR_LINE = re.compile(r"(Error|Exception|error:|FATAL|Traceback|exceeds|refus|not enough)", re.I)
+_NOISE = re.compile(r"Triton is installed|DeprecationWarning|FutureWarning")
+
+
+class BootFacts(BaseModel):
+    kv_pool_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_at_tokens: int | None = None
+    kv_memory_gib: float | None = None
+    weights_gib: float | None = None
+    weights_load_s: float | None = None
+    compile_s: float | None = None
+    graph_capture_s: float | None = None
+    init_engine_s: float | None = None
+
+
+def parse_boot_log(text: str) -> BootFacts:
+    facts = BootFacts()
+    if m := _last(_KV_TOKENS, text):
+        facts.kv_pool_tokens = _int(m.group(1))
+    if m := _last(_CONCURRENCY, text):
+        facts.max_concurrency_at_tokens = _int(m.group(1))
+        facts.max_concurrency = float(m.group(2))
+    if m := _last(_KV_MEMORY, text):
+        facts.kv_memory_gib = float(m.group(1))
+    if m := _last(_WEIGHTS, text):
+        facts.weights_gib, facts.weights_load_s = float(m.group(1)), float(m.group(2))
+    elif m := _last(_LOAD_WEIGHTS, text):
+        facts.weights_load_s = float(m.group(1))
+    if m := _last(_COMPILE, text):
+        facts.compile_s = float(m.group(1))
+    if m := _last(_CAPTURE, text):
+        facts.graph_capture_s = float(m.group(1))
+    if m := _last(_INIT_ENGINE, text):
+        facts.init_engine_s = float(m.group(1))
+    return facts
+
+
+def parse_boot_log_file(path: Path) -> BootFacts:
+    return parse_boot_log(path.read_text(errors="replace")) if path.is_file() else BootFacts()
+
+
+def death_cause(text: str, tail: int = 40) -> tuple[str, list[str]]:
+    """The most telling error line of a dead engine, and the last lines of its log."""
+    lines = [line for line in text.splitlines() if line.strip() and not _NOISE.search(line)]
+    last = lines[-tail:]
+    errors = [line.strip() for line in lines if _ERROR_LINE.search(line)]
+    # The final exception line ("ValueError: ...") says more than "Traceback" or a wrapper.
+    specific = [e for e in errors if re.search(r"\w+(Error|Exception): ", e)]
+    cause = (specific or errors or last or ["(the log is empty)"])[-1]
+    return cause, last
+
+
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    match = None
+    for match in pattern.finditer(text):
+        pass
+    return match
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))

@@ -1,0 +1,89 @@
+"""status / logs / stop for runs, whatever node they are on."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from sm121.errors import Sm121Error
+from sm121.launch import processes
+from sm121.launch.run_state import NodeProcess, RunInfo, list_runs, load_run
+
+
+def node_alive(node: NodeProcess) -> bool:
+    if node.ssh is not None:
+        from sm121.launch import remote  # the SSH side, kept apart from local processes
+
+        return remote.node_alive(node)
+    return node.pgid is not None and processes.group_alive(node.pgid)
+
+
+def run_alive(run: RunInfo) -> bool:
+    return any(node_alive(node) for node in run.nodes)
+
+
+def effective_status(run: RunInfo) -> str:
+    """The stored status, corrected by what is really running."""
+    if run.status in ("ready", "starting") and not run_alive(run):
+        return "exited"
+    return run.status
+
+
+def stop_run(run: RunInfo) -> list[str]:
+    """Stop every node of a run; returns the names of nodes that would not stop."""
+    stubborn = []
+    for node in reversed(run.nodes):  # workers first, the head last
+        if node.ssh is not None:
+            from sm121.launch import remote
+
+            if not remote.stop_node(node):
+                stubborn.append(node.name)
+        elif node.pgid is not None and not processes.stop_group(node.pgid):
+            stubborn.append(node.name)
+    run.status = "stopped"
+    run.save()
+    return stubborn
+
+
+def active_runs() -> list[RunInfo]:
+    return [r for r in list_runs() if effective_status(r) in ("ready", "starting")]
+
+
+def resolve_run(run_id: str) -> RunInfo:
+    """A run by id or unique prefix."""
+    runs = list_runs()
+    exact = [r for r in runs if r.run_id == run_id]
+    matches = exact or [r for r in runs if r.run_id.startswith(run_id)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        return load_run(run_id)  # raises with the list of known runs
+    raise Sm121Error(f"{run_id!r} matches {len(matches)} runs",
+                     "give more of the run id: " + ", ".join(r.run_id for r in matches))
+
+
+def log_path(run: RunInfo, node_name: str | None) -> Path:
+    nodes = [n for n in run.nodes if node_name in (None, n.name)]
+    if not nodes:
+        raise Sm121Error(f"run {run.run_id} has no node {node_name!r}",
+                         f"nodes: {', '.join(n.name for n in run.nodes)}")
+    node = nodes[0]
+    if node.ssh is not None:
+        from sm121.launch import remote
+
+        return remote.fetch_log(run, node)
+    return Path(node.log)
+
+
+def follow(path: Path, still_running: Callable[[], bool]) -> Iterator[str]:
+    """Yield new log text as it is written, until the engine is gone."""
+    with open(path, errors="replace") as handle:
+        while True:
+            chunk = handle.read()
+            if chunk:
+                yield chunk
+            elif not still_running():
+                return
+            else:
+                time.sleep(0.5)

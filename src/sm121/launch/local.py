@@ -1,0 +1,130 @@
+"""Serve a plan on this machine: native runtime, own process group, run directory, readiness
+to the first generation, and a clean stop on failure."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from string import Template
+
+from sm121 import paths
+from sm121.engines.vllm_log import death_cause, parse_boot_log_file
+from sm121.errors import Sm121Error
+from sm121.launch import processes
+from sm121.launch.readiness import NotReady, host_port, port_in_use, wait_ready
+from sm121.launch.run_state import (
+    NodeProcess,
+    RunInfo,
+    Timings,
+    create_run_dir,
+    monotonic,
+    new_run_id,
+    now_iso,
+    write_json_atomic,
+)
+from sm121.models.tiny import generate_tiny_model
+from sm121.plan.model import NodePlan, ServePlan
+
+Progress = Callable[[str], None]
+LOG_NAME = "engine.log"
+
+
+def serve_local(plan: ServePlan, progress: Progress = lambda _: None) -> tuple[RunInfo,
+                                                                              subprocess.Popen[bytes]]:
+    """Start the engine and return once it generated. The caller owns the returned process
+    (to wait on it in the foreground, or to let it run on)."""
+    node = _single_native_node(plan)
+    _prepare_model(plan, progress)
+    host, port = host_port(plan.base_url)
+    if port_in_use(host, port):
+        raise Sm121Error(f"port {port} on {host} is already in use",
+                         "stop what holds it (`sm121 status` lists sm121's runs) or pass --port N")
+    run = _new_run(plan, node)
+    progress(f"run {run.run_id}: starting {node.argv[0]} ...")
+    started = monotonic()
+    process = processes.spawn(_local_argv(node), engine_environment(node),
+                              run.directory / LOG_NAME)
+    run.nodes[0].pid = run.nodes[0].pgid = process.pid
+    (run.directory / "engine.pid").write_text(f"{process.pid}\n")
+    run.timings = Timings(process_started_s=monotonic() - started)
+    run.save()
+    try:
+        result = wait_ready(plan.readiness, started,
+                            alive=lambda: process.poll() is None, on_phase=progress)
+    except (NotReady, KeyboardInterrupt) as exc:
+        _fail(run, process, exc)
+    run.timings.port_open_s = round(result.port_open_s, 2)
+    run.timings.first_generation_s = round(result.first_generation_s, 2)
+    run.boot = parse_boot_log_file(run.directory / LOG_NAME)
+    run.status = "ready"
+    run.save()
+    return run, process
+
+
+def engine_environment(node: NodePlan, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The launcher's environment, plus the node's values with ${VAR} expanded from it.
+    Secrets (pass_env) are inherited as they are and never written to disk."""
+    env = dict(os.environ if base is None else base)
+    env.update({k: Template(v).safe_substitute(env) for k, v in node.env.items()})
+    return env
+
+
+def _single_native_node(plan: ServePlan) -> NodePlan:
+    if len(plan.nodes) != 1 or plan.nodes[0].ssh is not None:
+        raise Sm121Error(f"{plan.recipe} runs on {len(plan.nodes)} nodes",
+                         "serve it with --cluster FILE")
+    node = plan.nodes[0]
+    if node.runtime != "native":
+        raise Sm121Error(f"{plan.recipe} uses the {node.runtime} runtime; local serving runs "
+                         "the native runtime", "use --cluster FILE for the docker runtime")
+    return node
+
+
+def _prepare_model(plan: ServePlan, progress: Progress) -> None:
+    tiny = paths.models_dir() / "tiny"
+    if Path(plan.model_ref) == tiny and not (tiny / "config.json").is_file():
+        progress(f"generating the tiny model in {tiny} ...")
+        generate_tiny_model(tiny)
+
+
+def _local_argv(node: NodePlan) -> list[str]:
+    # `python` in a recipe means the interpreter running sm121 (the one that has the engine).
+    return [sys.executable, *node.argv[1:]] if node.argv[0] == "python" else list(node.argv)
+
+
+def _new_run(plan: ServePlan, node: NodePlan) -> RunInfo:
+    run_id = new_run_id(plan.recipe, plan.profile)
+    folder = create_run_dir(run_id)
+    write_json_atomic(folder / "plan.json", plan.model_dump(mode="json"))
+    write_json_atomic(folder / "argv.json", _local_argv(node))
+    write_json_atomic(folder / "env.json", {"set": node.env, "passed_through": node.pass_env})
+    run = RunInfo(
+        run_id=run_id, recipe=plan.recipe, profile=plan.profile, created=now_iso(),
+        base_url=plan.base_url, model=plan.readiness.model,
+        nodes=[NodeProcess(name=node.name, log=str(folder / LOG_NAME),
+                           pid_file=str(folder / "engine.pid"))],
+    )
+    run.save()
+    return run
+
+
+def _fail(run: RunInfo, process: subprocess.Popen[bytes], exc: BaseException) -> None:
+    """Stop what is left, record why, and raise with the engine's own words."""
+    processes.stop_group(process.pid)
+    process.wait(timeout=10)
+    log_text = (run.directory / LOG_NAME).read_text(errors="replace")
+    cause, tail = death_cause(log_text)
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    run.status = "stopped" if interrupted else "failed"
+    run.failure = "interrupted" if interrupted else f"{exc}; cause: {cause}"
+    run.save()
+    if interrupted:
+        raise exc
+    raise Sm121Error(
+        f"the engine did not become ready: {exc}\n  cause: {cause}\n  last log lines:\n    "
+        + "\n    ".join(tail[-15:]),
+        f"full log: sm121 logs {run.run_id}",
+    )

@@ -1,0 +1,73 @@
+"""Local processes: start in their own process group, check and stop by group id.
+
+Never by name pattern: `pkill -f` matches itself (and across SSH matches the ssh command).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path | None = None
+          ) -> subprocess.Popen[bytes]:
+    """Start argv in a new session (its own process group), stdout and stderr to log_path."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True,
+        )
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group, read from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the command name, which is in parentheses and may hold spaces.
+        fields = stat.rsplit(")", 1)[1].split()
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    return bool(group_members(pgid))
+
+
+def stop_group(pgid: int, grace_s: float = 20.0) -> bool:
+    """SIGTERM the group, then SIGKILL after grace_s. True when nothing of it is left."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return True
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not group_alive(pgid):
+            return True
+        time.sleep(0.2)
+    _signal_group(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if not group_alive(pgid):
+            return True
+        time.sleep(0.1)
+    return not group_alive(pgid)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,106 @@
+"""Readiness: the first successful generation, with its token count checked. An open port or a
+200 from /v1/models only says the API server is up, not that the engine can generate."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+from urllib.parse import urlparse
+
+from sm121.plan.model import ReadinessProbe
+
+
+T = TypeVar("T")
+
+
+class NotReady(Exception):
+    """The engine did not become ready; the message says what was seen."""
+
+
+@dataclass(frozen=True)
+class ReadinessResult:
+    port_open_s: float
+    first_generation_s: float
+    completion_tokens: int
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host if host not in ("0.0.0.0", "") else "127.0.0.1", port)) == 0
+
+
+def wait_ready(probe: ReadinessProbe, started: float, alive: Callable[[], bool],
+               on_phase: Callable[[str], None] = lambda _: None) -> ReadinessResult:
+    """Poll until a generation succeeds. `alive` is asked between polls so a dead engine is
+    noticed at once instead of at the timeout."""
+    deadline = started + probe.timeout_s
+    _wait(lambda: _api_up(probe.url), deadline, alive, "the API to answer")
+    port_open_s = time.monotonic() - started
+    on_phase("api up")
+    tokens = _wait(lambda: _generate(probe), deadline, alive, "a first generation")
+    return ReadinessResult(port_open_s, time.monotonic() - started, tokens)
+
+
+def generate_once(probe: ReadinessProbe) -> int:
+    """One checked generation; raises NotReady with the reason when it fails."""
+    result = _generate(probe)
+    if result is None:
+        raise NotReady(f"no generation from {probe.url}")
+    return result
+
+
+def _wait(check: Callable[[], T | None], deadline: float, alive: Callable[[], bool],
+             what: str) -> T:
+    while True:
+        if not alive():
+            raise NotReady(f"the engine exited while waiting for {what}")
+        result = check()
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            raise NotReady(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def _api_up(url: str) -> bool | None:
+    try:
+        with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as response:
+            return True if response.status == 200 else None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _generate(probe: ReadinessProbe) -> int | None:
+    body = json.dumps({
+        "model": probe.model, "prompt": probe.prompt, "max_tokens": probe.max_tokens,
+        "temperature": 0, "ignore_eos": True, "stream": False,
+    }).encode()
+    request = urllib.request.Request(f"{probe.url}/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            data = json.load(response)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (400, 404, 422):
+            detail = exc.read().decode(errors="replace")[:300]
+            raise NotReady(f"the readiness request was refused ({exc.code}): {detail}") from exc
+        return None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    tokens = (data.get("usage") or {}).get("completion_tokens")
+    if tokens != probe.max_tokens:
+        raise NotReady(f"the readiness generation returned {tokens} tokens, expected "
+                       f"{probe.max_tokens} (ignore_eos was set): the engine is not serving correctly")
+    return int(tokens)
+
+
+def host_port(url: str) -> tuple[str, int]:
+    parsed = urlparse(url)
+    return parsed.hostname or "127.0.0.1", parsed.port or 80

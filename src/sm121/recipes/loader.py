@@ -1,0 +1,113 @@
+"""Find and load recipes: built-in ones, the user's own, or a YAML file given by path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from sm121 import paths
+from sm121.errors import Sm121Error
+from sm121.recipes.schema import Recipe
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class LoadedRecipe:
+    recipe: Recipe
+    source: str  # file name shown in errors
+
+
+def user_recipes_dir() -> Path:
+    return paths.home() / "recipes"
+
+
+def builtin_names() -> list[str]:
+    folder = resources.files("sm121.recipes").joinpath("builtin")
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def available_names() -> list[str]:
+    user = sorted(p.stem for p in user_recipes_dir().glob("*.yaml")) if user_recipes_dir().is_dir() else []
+    return sorted(set(builtin_names()) | set(user))
+
+
+def load_recipe(name_or_path: str) -> LoadedRecipe:
+    """A path (anything ending in .yaml/.yml) or a name: the user's recipe, then a built-in."""
+    if name_or_path.endswith((".yaml", ".yml")):
+        path = Path(name_or_path).expanduser()
+        if not path.is_file():
+            raise Sm121Error(f"recipe file {path} does not exist", "check the path")
+        return _parse(path.read_text(), str(path))
+    user_file = user_recipes_dir() / f"{name_or_path}.yaml"
+    if user_file.is_file():
+        return _parse(user_file.read_text(), str(user_file))
+    builtin = resources.files("sm121.recipes").joinpath(f"builtin/{name_or_path}.yaml")
+    if builtin.is_file():
+        return _parse(builtin.read_text(), f"builtin:{name_or_path}.yaml")
+    raise Sm121Error(
+        f"no recipe named {name_or_path!r}",
+        f"known recipes: {', '.join(available_names())} (or give a path to a .yaml file)",
+    )
+
+
+def _parse(text: str, source: str) -> LoadedRecipe:
+    data = parse_yaml(text, source)
+    return LoadedRecipe(validate_model(Recipe, data, source), source)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise Sm121Error(f"{source}: not valid YAML: {exc}", "fix the YAML syntax") from exc
+    if not isinstance(data, dict):
+        raise Sm121Error(f"{source}: expected a mapping at the top level", "see the built-in recipes")
+    return data
+
+
+def validate_model(model: type[M], data: Any, source: str) -> M:
+    """Pydantic errors rewritten to name the file, the field and what is allowed."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"  {source}: {_field(err['loc'])}: {_describe(model, err)}" for err in exc.errors()]
+        raise Sm121Error(
+            f"{source} is not valid:\n" + "\n".join(lines),
+            "fix the fields named above",
+        ) from exc
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc) or "(top level)"
+
+
+def _describe(model: type[BaseModel], err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        allowed = _allowed_keys(model, err["loc"][:-1])
+        return f"unknown field (allowed: {', '.join(allowed)})" if allowed else "unknown field"
+    if err["type"] in {"literal_error", "enum"}:
+        return f"{err['msg']}"
+    return f"{err['msg']} (got {err.get('input')!r})"
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Walk the schema along `loc` to list the fields allowed where an unknown one appeared."""
+    current: Any = model
+    for part in loc:
+        if not isinstance(part, str):  # a list index: stay on the element type
+            continue
+        fields = getattr(current, "model_fields", None)
+        if fields is None or part not in fields:
+            return []
+        annotation = fields[part].annotation
+        current = next((a for a in getattr(annotation, "__args__", (annotation,))
+                        if isinstance(a, type) and issubclass(a, BaseModel)), annotation)
+    fields = getattr(current, "model_fields", None)
+    return sorted(fields) if fields else []

@@ -1,0 +1,172 @@
+"""The recipe schema: what a model needs to be served, and the profiles that tune it.
+
+A recipe is YAML validated by these pydantic models. Field names in YAML use snake_case;
+engine args keep the engine's own spelling (`max-num-batched-tokens`), so a value copied
+from an engine's docs or a field report reads the same in the recipe.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ArgValue = str | int | float | bool | None
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a typo in a recipe must not pass silently."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSource(StrEnum):
+    HF = "hf"  # a Hugging Face id, resolved through the HF cache
+    PATH = "path"  # a local directory
+    TINY = "tiny"  # the tiny random-weight model sm121 generates itself
+
+
+class ModelSpec(Strict):
+    id: str = Field(description="The name clients use (served model name).")
+    source: ModelSource = ModelSource.HF
+    hf_id: str | None = None
+    path: str | None = None
+    revision: str | None = None
+    size_gb: float | None = Field(None, description="Weights on disk, GB (1e9 bytes).")
+    params_b: float | None = Field(None, description="Parameters, billions.")
+    shards: int | None = None
+    quantization: str | None = None
+
+
+class EngineKind(StrEnum):
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    LLAMA_CPP = "llama.cpp"
+
+
+class EngineSpec(Strict):
+    kind: EngineKind = EngineKind.VLLM
+    version: str | None = None
+    # Flags a patched build accepts beyond the upstream engine's own (e.g. a DSpark overlay).
+    extra_known_args: tuple[str, ...] = ()
+
+
+class Mount(Strict):
+    host: str
+    container: str
+    mode: Literal["rw", "ro"] = "rw"
+    purpose: str = ""
+
+
+class RuntimeSpec(Strict):
+    kind: Literal["docker", "native"] = "native"
+    image: str | None = None
+    mounts: tuple[Mount, ...] = ()
+    # The engine entry point; for docker it runs inside the image.
+    command: tuple[str, ...] = ()
+    container_name: str | None = None
+
+
+class Parallelism(Strict):
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    dcp: int = Field(1, ge=1, description="decode-context-parallel size")
+    nodes: int = Field(1, ge=1)
+    gpus_per_node: int = Field(1, ge=1)
+    backend: Literal["native", "ray"] = "native"
+
+
+class Speculative(Strict):
+    method: str = "mtp"
+    k: int = Field(ge=1, description="num_speculative_tokens")
+
+
+class PolicyAction(StrEnum):
+    STRIP = "strip"
+    REJECT = "reject"
+
+
+class ParamPolicy(Strict):
+    action: PolicyAction
+    reason: str
+    # A value that is harmless and passes silently (e.g. repetition_penalty 1.0).
+    neutral: ArgValue | list[ArgValue] = None
+
+
+class RequestPolicy(Strict):
+    params: dict[str, ParamPolicy] = {}
+
+
+class SpecKRule(StrEnum):
+    ANY = "any"
+    LE5_OR_MULTIPLE_OF_5 = "le5-or-multiple-of-5"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Limits(Strict):
+    gmu_ceiling: float | None = Field(None, gt=0, le=1)
+    gmu_ceiling_reason: str = ""
+    # A known-working baseline may sit above the ceiling on purpose: then it only warns.
+    gmu_ceiling_severity: Severity = Severity.ERROR
+    speculative_k_rule: SpecKRule = SpecKRule.ANY
+
+
+class Hooks(Strict):
+    before_serve: tuple[str, ...] = ()
+    after_ready: tuple[str, ...] = ()
+    # Commands for hook names outside the built-in set; they run only with --trust.
+    custom: dict[str, str] = {}
+
+
+class Profile(Strict):
+    purpose: str = Field(description="One line: what this profile is for.")
+    args: dict[str, ArgValue] = {}
+    env: dict[str, str] = {}
+
+    @field_validator("args")
+    @classmethod
+    def _args_without_dashes(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return normalize_args(value)
+
+
+class Readiness(Strict):
+    prompt: str = "Say hello."
+    max_tokens: int = Field(8, ge=1)
+    timeout_s: float = Field(3600, gt=0)
+
+
+class Recipe(Strict):
+    name: str
+    description: str = ""
+    model: ModelSpec
+    engine: EngineSpec = EngineSpec()
+    runtime: RuntimeSpec = RuntimeSpec()
+    parallelism: Parallelism = Parallelism()
+    speculative: Speculative | None = None
+    args: dict[str, ArgValue] = {}
+    env: dict[str, str] = {}
+    hooks: Hooks = Hooks()
+    request_policy: RequestPolicy = RequestPolicy()
+    limits: Limits = Limits()
+    readiness: Readiness = Readiness()
+    profiles: dict[str, Profile] = {}
+    default_profile: str | None = None
+
+    @field_validator("args")
+    @classmethod
+    def _args_without_dashes(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return normalize_args(value)
+
+
+def normalize_args(args: dict[str, Any]) -> dict[str, Any]:
+    return {normalize_arg(k): v for k, v in args.items()}
+
+
+def normalize_arg(name: str) -> str:
+    """`--max_num_seqs`, `max_num_seqs` and `max-num-seqs` all name one flag."""
+    return name.lstrip("-").replace("_", "-")

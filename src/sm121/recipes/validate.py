@@ -1,0 +1,86 @@
+"""Recipe validation: the field's known traps, each named by file, field and allowed values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sm121.engines import vllm
+from sm121.findings import Finding
+from sm121.recipes.hook_names import BUILTIN_HOOKS
+from sm121.recipes.schema import ArgValue, EngineKind, Recipe, Severity
+
+
+def merged_args(recipe: Recipe, profile: str | None) -> dict[str, ArgValue]:
+    """Recipe args with the profile's overrides on top."""
+    args = dict(recipe.args)
+    if profile is not None:
+        args.update(recipe.profiles[profile].args)
+    return args
+
+
+def validate_recipe(recipe: Recipe, source: str) -> list[Finding]:
+    findings = _check_parallelism(recipe, source) + _check_hooks(recipe, source)
+    if recipe.default_profile and recipe.default_profile not in recipe.profiles:
+        findings.append(_err(source, "default_profile", f"{recipe.default_profile!r} is not a profile",
+                             allowed=", ".join(recipe.profiles)))
+    if recipe.engine.kind is EngineKind.VLLM:
+        findings += vllm.check_args(recipe, recipe.args, source, "args")
+        findings += vllm.check_limits(recipe, recipe.args, source, "args")
+        for name, profile in recipe.profiles.items():
+            field = f"profiles.{name}.args"
+            findings += vllm.check_args(recipe, profile.args, source, field)
+            findings += vllm.check_limits(recipe, merged_args(recipe, name), source, field)
+    return _unique(findings)
+
+
+def validate_overrides(
+    recipe: Recipe, profile: str | None, overrides: Mapping[str, ArgValue], source: str
+) -> list[Finding]:
+    """`--set` values get the same checks as a profile."""
+    if recipe.engine.kind is not EngineKind.VLLM or not overrides:
+        return []
+    args = merged_args(recipe, profile) | dict(overrides)
+    return (vllm.check_args(recipe, overrides, "--set", "args")
+            + vllm.check_limits(recipe, args, "--set", "args"))
+
+
+def _check_parallelism(recipe: Recipe, source: str) -> list[Finding]:
+    par = recipe.parallelism
+    findings: list[Finding] = []
+    gpus = par.nodes * par.gpus_per_node
+    if par.tp * par.pp != gpus:
+        findings.append(_err(
+            source, "parallelism",
+            f"tp x pp = {par.tp} x {par.pp} = {par.tp * par.pp} ranks, but nodes x gpus_per_node "
+            f"= {par.nodes} x {par.gpus_per_node} = {gpus} GPUs",
+            allowed="tp x pp == nodes x gpus_per_node (vLLM's decode-context-parallel reuses "
+                    "the TP ranks, so dcp adds no GPUs)",
+        ))
+    if par.tp % par.dcp:
+        findings.append(_err(source, "parallelism.dcp", f"dcp={par.dcp} does not divide tp={par.tp}",
+                             allowed=f"a divisor of {par.tp}"))
+    return findings
+
+
+def _check_hooks(recipe: Recipe, source: str) -> list[Finding]:
+    findings = []
+    for phase in ("before_serve", "after_ready"):
+        for name in getattr(recipe.hooks, phase):
+            if name not in BUILTIN_HOOKS and name not in recipe.hooks.custom:
+                findings.append(_err(
+                    source, f"hooks.{phase}", f"unknown hook {name!r}",
+                    allowed=f"{', '.join(sorted(BUILTIN_HOOKS))}, or a name under hooks.custom",
+                ))
+    return findings
+
+
+def _err(source: str, field: str, message: str, allowed: str = "") -> Finding:
+    return Finding(severity=Severity.ERROR, source=source, field=field, message=message,
+                   allowed=allowed)
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen: dict[tuple[str, str], Finding] = {}
+    for f in findings:
+        seen.setdefault((f.field, f.message), f)
+    return list(seen.values())
