@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from support import TinyEngine, free_port, run_cli
 
+from sm121.launch.processes import group_alive
+
 
 @pytest.fixture(scope="session", autouse=True)
 def sm121_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -35,4 +37,7 @@ def tiny_engine(sm121_home: Path) -> Iterator[TinyEngine]:
     engine = TinyEngine(base_url=f"http://127.0.0.1:{port}", model="tiny",
                         run_id=run_dir.name, port=port, run_dir=run_dir)
     yield engine
-    run_cli("stop", engine.run_id, check=False)
+    # Stopping is part of what is tested: the whole process group must be gone.
+    pgid = int((run_dir / "engine.pid").read_text())
+    run_cli("stop", engine.run_id)
+    assert not group_alive(pgid), f"processes of group {pgid} survived `sm121 stop`"

@@ -49,11 +49,14 @@ class SSEParser:
 
     @staticmethod
     def _split_line(buffer: bytes) -> tuple[bytes, bytes, bytes]:
-        for sep in (b"\r\n", b"\n", b"\r"):
-            index = buffer.find(sep)
-            if index >= 0 and (sep != b"\r" or index + 1 < len(buffer)):
-                return buffer[:index], sep, buffer[index + len(sep):]
-        return buffer, b"", b""
+        """The first line and its terminator (CRLF, LF or CR); no terminator yet: wait."""
+        cr, lf = buffer.find(b"\r"), buffer.find(b"\n")
+        if lf >= 0 and (cr < 0 or lf < cr):
+            return buffer[:lf], b"\n", buffer[lf + 1:]
+        if cr < 0 or cr + 1 == len(buffer):  # a CR at the end may be half of a CRLF
+            return buffer, b"", b""
+        sep = b"\r\n" if buffer[cr + 1:cr + 2] == b"\n" else b"\r"
+        return buffer[:cr], sep, buffer[cr + len(sep):]
 
     def _line(self, line: str) -> SSEEvent | None:
         if not line:
