@@ -43,9 +43,16 @@ def register(app: typer.Typer) -> None:
         port: int = PORT,
         host: str = HOST,
         as_json: bool = typer.Option(False, "--json", help="Print the ServePlan as JSON."),
+        memory: bool = typer.Option(False, "--memory", help="Add the memory plan: KV budget, "
+                                    "pool, concurrency (as `sm121 memory plan`)."),
     ) -> None:
         """Render recipe + profile + cluster + overrides into the ServePlan: for each node the
         exact argv and env, the start order, the readiness probe and the request policy."""
+        if memory:
+            from sm121.cli.memory import plan_with_memory
+
+            plan_with_memory(name, profile, cluster, sets, port, host, as_json)
+            return
         serve_plan = build_plan(name, profile, cluster, sets, port, host)
         if as_json:
             print_json(serve_plan)

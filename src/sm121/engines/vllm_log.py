@@ -16,6 +16,13 @@ _LOAD_WEIGHTS = re.compile(r"Loading weights took ([\d.]+) s(?:econds)?")
 _COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s")
 _CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
 _INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s(?:econds)?")
+# The CPU build: "Explicitly set (2.0/23.47) GiB for KV cache" or "Auto set (...)".
+_CPU_KV = re.compile(r"(?:Explicitly|Auto) set \(([\d.]+)/([\d.]+)\) GiB for KV cache")
+# The memory refusals: the start-up check, and the KV check at max-model-len.
+_START_REFUSED = re.compile(r"Free memory on device \S+ \(([\d.]+)/([\d.]+) GiB\) on startup "
+                            r"is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)")
+_KV_REFUSED = re.compile(r"max seq len \((\d+)\), \(([\d.]+) GiB KV cache is needed, which is "
+                         r"larger than the available KV cache memory \(([\d.]+) GiB\)")
 _ERROR_LINE = re.compile(r"(Error|Exception|error:|FATAL|Traceback|exceeds|refus|not enough)", re.I)
 _NOISE = re.compile(r"Triton is installed|DeprecationWarning|FutureWarning")
 
@@ -30,6 +37,9 @@ class BootFacts(BaseModel):
     compile_s: float | None = None
     graph_capture_s: float | None = None
     init_engine_s: float | None = None
+    memory_total_gib: float | None = None  # the node's memory as the engine saw it
+    startup_free_gib: float | None = None  # set when the start-up memory check refused
+    kv_needed_gib: float | None = None  # set when the KV check at max-model-len refused
 
 
 def parse_boot_log(text: str) -> BootFacts:
@@ -51,7 +61,17 @@ def parse_boot_log(text: str) -> BootFacts:
         facts.graph_capture_s = float(m.group(1))
     if m := _last(_INIT_ENGINE, text):
         facts.init_engine_s = float(m.group(1))
+    _parse_memory_lines(facts, text)
     return facts
+
+
+def _parse_memory_lines(facts: BootFacts, text: str) -> None:
+    if m := _last(_CPU_KV, text):
+        facts.kv_memory_gib, facts.memory_total_gib = float(m.group(1)), float(m.group(2))
+    if m := _last(_START_REFUSED, text):
+        facts.startup_free_gib, facts.memory_total_gib = float(m.group(1)), float(m.group(2))
+    if m := _last(_KV_REFUSED, text):
+        facts.kv_needed_gib, facts.kv_memory_gib = float(m.group(2)), float(m.group(3))
 
 
 def parse_boot_log_file(path: Path) -> BootFacts:

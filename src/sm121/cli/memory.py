@@ -1,0 +1,226 @@
+"""`sm121 memory plan|calibrate|observed`: the KV planner, and its check against real boots."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from sm121.cli.output import console, parse_sets, print_json
+from sm121.cli.plan import CLUSTER, PROFILE, SET
+from sm121.errors import Sm121Error
+from sm121.findings import errors
+from sm121.memory.budget import GIB
+from sm121.memory.calibration import load_observations, save_observation
+from sm121.memory.planner import (
+    GB10_ASSUMED,
+    MemoryPlan,
+    MemoryRequest,
+    NodeMemory,
+    plan_memory,
+)
+from sm121.memory.runs import RunCheck, check_run
+from sm121.memory.solve import Solution, parse_load, solve
+from sm121.recipes.loader import LoadedRecipe, load_recipe
+from sm121.recipes.schema import ArgValue
+
+app = typer.Typer(help="The KV memory planner: budget, pool, concurrency; calibrated by boots.",
+                  no_args_is_help=True)
+
+NODE_GIB = typer.Option(None, "--node-gib", help="Memory of one node in GiB (default: the "
+                        "cluster file's memory_gib, else a GB10 node, 119.6 GiB).")
+JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
+def register(main: typer.Typer) -> None:
+    main.add_typer(app, name="memory")
+
+
+def node_memory(cluster: str | None, node_gib: float | None) -> NodeMemory:
+    if node_gib is not None:
+        return NodeMemory("node", node_gib, "given (--node-gib)")
+    if cluster:
+        from sm121.cluster.spec import load_cluster
+
+        spec, source = load_cluster(cluster)
+        sized = [n for n in spec.ordered() if n.memory_gib]
+        if sized:
+            smallest = min(sized, key=lambda n: n.memory_gib or 0)
+            assert smallest.memory_gib is not None
+            return NodeMemory(smallest.name, smallest.memory_gib,
+                              f"{source}: the smallest node's memory_gib")
+        return NodeMemory(spec.head, GB10_ASSUMED.total_gib,
+                          f"{source} gives no memory_gib: assumed GB10 (119.6 GiB)")
+    return GB10_ASSUMED
+
+
+@app.command("plan")
+def plan_cmd(
+    name: str = typer.Argument(..., help="Recipe name or path to a .yaml file."),
+    profile: str | None = PROFILE,
+    sets: list[str] | None = SET,
+    cluster: str | None = CLUSTER,
+    node_gib: float | None = NODE_GIB,
+    weights_gib: float | None = typer.Option(None, "--weights-gib", help="Weights per rank, "
+                                             "GiB (default: safetensors sizes or the recipe)."),
+    kv_space: float | None = typer.Option(None, "--kv-space", help="An explicit KV size in "
+                                          "GiB (as VLLM_CPU_KVCACHE_SPACE / kv-cache-memory-bytes)."),
+    solve_for: str | None = typer.Option(None, "--solve", help="agents=N,context=N[k|m]: the "
+                                         "GMU and max-model-len that serve this load."),
+    no_calibration: bool = typer.Option(False, "--no-calibration", help="Ignore observed boots."),
+    as_json: bool = JSON,
+) -> None:
+    """KV budget, KV pool in tokens, max concurrency at max-model-len and the largest context
+    that fits, with the arithmetic, for a recipe and profile on a node."""
+    request = MemoryRequest(
+        recipe=load_recipe(name), profile=profile, overrides=parse_sets(sets),
+        node=node_memory(cluster, node_gib), weights_gib=weights_gib,
+        kv_bytes=int(kv_space * GIB) if kv_space is not None else None,
+        calibrate=not no_calibration)
+    if solve_for:
+        solution = solve(request, parse_load(solve_for))
+        print_json(solution) if as_json else print_solution(solution)
+        if not solution.feasible:
+            raise typer.Exit(1)
+        return
+    memory_plan = plan_memory(request)
+    print_json(memory_plan) if as_json else print_memory_plan(memory_plan)
+    if errors(memory_plan.findings):
+        raise typer.Exit(1)
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    runs: list[str] = typer.Argument(..., help="Run ids (see `sm121 status`)."),
+    node_gib: float | None = NODE_GIB,
+    as_json: bool = JSON,
+) -> None:
+    """Parse each run's engine log (KV pool, concurrency, memory lines), store it as an
+    observation of its recipe and profile, and print the planner's prediction against it."""
+    from sm121.launch.control import resolve_run
+
+    node = NodeMemory("node", node_gib, "given (--node-gib)") if node_gib else GB10_ASSUMED
+    checks: list[RunCheck] = []
+    for run_id in runs:
+        run = resolve_run(run_id)
+        check, observation = check_run(run.directory, node)
+        save_observation(observation)
+        checks.append(check)
+    if as_json:
+        print_json([c.model_dump(mode="json") | {"error_pct": c.error_pct} for c in checks])
+        return
+    print_checks(checks)
+
+
+@app.command("observed")
+def observed_cmd(name: str = typer.Argument(..., help="Recipe name."),
+                 as_json: bool = JSON) -> None:
+    """The boots observed for a recipe (stored calibrations and the built-in field figures)."""
+    observations = load_observations(name)
+    if as_json:
+        print_json(observations)
+        return
+    if not observations:
+        raise Sm121Error(f"no observations for {name}", "calibrate a run: sm121 memory calibrate RUN")
+    table = Table("profile", "source", "GMU", "KV GiB", "pool tokens", "chunk")
+    for o in observations:
+        table.add_row(o.profile or "-", o.source, _fmt(o.gmu), _fmt(o.kv_gib),
+                      f"{o.pool_tokens:,}" if o.pool_tokens else "-", _fmt(o.batched_tokens))
+    console.print(table)
+
+
+def plan_with_memory(name: str, profile: str | None, cluster: str | None,
+                     sets: list[str] | None, port: int, host: str, as_json: bool) -> None:
+    """`sm121 plan NAME --memory`: the ServePlan, then the memory plan. A multi-node recipe
+    without --cluster cannot be rendered per node; its memory can still be planned (on
+    assumed GB10 nodes), so the node part is skipped with a note instead of failing."""
+    from sm121.cli.plan import build_plan, print_plan
+
+    loaded = load_recipe(name)
+    overrides = parse_sets(sets)
+    serve_plan, note = None, ""
+    if cluster or loaded.recipe.parallelism.nodes <= 1:
+        serve_plan = build_plan(name, profile, cluster, sets, port, host)
+    else:
+        _validate_without_cluster(loaded, profile, overrides)
+        note = (f"no --cluster: the per-node plan of this {loaded.recipe.parallelism.nodes}-node "
+                "recipe needs one and is skipped; memory assumes GB10 nodes (119.6 GiB)")
+    memory_plan = plan_memory(MemoryRequest(recipe=loaded, profile=profile, overrides=overrides,
+                                            node=node_memory(cluster, None)))
+    if as_json:
+        print_json({"plan": serve_plan.model_dump(mode="json") if serve_plan else None,
+                    "note": note, "memory": memory_plan.model_dump(mode="json")})
+    else:
+        if serve_plan is not None:
+            print_plan(serve_plan)
+            console.print()
+        if note:
+            console.print(f"[yellow]note:[/] {note}", highlight=False)
+        print_memory_plan(memory_plan)
+    if errors(memory_plan.findings):
+        raise typer.Exit(1)
+
+
+def _validate_without_cluster(loaded: LoadedRecipe, profile: str | None,
+                              overrides: dict[str, ArgValue]) -> None:
+    from sm121.findings import raise_on_errors
+    from sm121.plan.render import resolve_profile
+    from sm121.recipes.validate import validate_overrides, validate_recipe
+
+    recipe, source = loaded.recipe, loaded.source
+    chosen = resolve_profile(recipe, profile, source)
+    findings = validate_recipe(recipe, source) + validate_overrides(recipe, chosen, overrides,
+                                                                    source)
+    raise_on_errors(findings, f"the plan for {recipe.name}")
+    for finding in findings:
+        console.print(f"[yellow]{finding.render()}[/]", highlight=False)
+
+
+def print_memory_plan(plan: MemoryPlan) -> None:
+    console.print(f"[bold]memory[/] {plan.recipe} profile [bold]{plan.profile or '-'}[/]")
+    for line in plan.explanation:
+        console.print(f"  {line}", highlight=False)
+    if plan.comparisons:
+        table = Table("observed boot", "settings", "predicted", "observed", "error",
+                      title="predicted against observed")
+        for c in plan.comparisons:
+            predicted = (f"{c.predicted_tokens:,} tok" if c.predicted_tokens and c.observed_tokens
+                         else f"{c.predicted_kv_gib:.2f} GiB")
+            observed = (f"{c.observed_tokens:,} tok" if c.observed_tokens
+                        else f"{c.observed_kv_gib:.2f} GiB" if c.observed_kv_gib else "-")
+            error = f"{c.error_pct:+.2f}%" if c.error_pct is not None else "-"
+            table.add_row(c.source + (" (calibrates)" if c.calibrates else ""), c.settings,
+                          predicted, observed, error)
+        console.print(table)
+    for finding in plan.findings:
+        color = "red" if finding.severity.value == "error" else "yellow"
+        console.print(f"[{color}]{finding.render()}[/]", highlight=False)
+
+
+def print_solution(solution: Solution) -> None:
+    load = solution.load
+    head = f"solve {load.agents} agents x {load.context:,} tokens: "
+    if solution.feasible and solution.gpu_memory_utilization is not None:
+        console.print(f"{head}[green]gpu-memory-utilization {solution.gpu_memory_utilization:.2f}"
+                      f", max-model-len {solution.max_model_len}[/]", highlight=False)
+    elif solution.feasible:
+        console.print(f"{head}[green]KV size {solution.explicit_kv_gib:g} GiB, max-model-len "
+                      f"{solution.max_model_len}[/]", highlight=False)
+    else:
+        console.print(f"{head}[red]cannot be done[/]", highlight=False)
+    console.print(f"  {solution.reason}", highlight=False)
+
+
+def print_checks(checks: list[RunCheck]) -> None:
+    table = Table("run", "settings", "predicted tokens", "observed tokens", "error",
+                  "predicted conc.", "observed conc.", title="KV pool: planner against vLLM's log")
+    for c in checks:
+        table.add_row(c.run_id, c.settings, _fmt(c.predicted_tokens), _fmt(c.observed_tokens),
+                      f"{c.error_pct:+.3f}%" if c.error_pct is not None else "-",
+                      _fmt(c.predicted_concurrency), _fmt(c.observed_concurrency))
+    console.print(table)
+
+
+def _fmt(value: float | int | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"

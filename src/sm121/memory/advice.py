@@ -1,0 +1,110 @@
+"""What a memory plan means: the arithmetic in words, and findings on risky settings."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sm121.findings import Finding
+from sm121.memory.budget import GIB, gmu_budget
+from sm121.memory.pool import request_bytes
+from sm121.recipes.schema import Severity
+
+if TYPE_CHECKING:
+    from sm121.memory.planner import Context, MemoryPlan
+
+GMU_FIELD = "args.gpu-memory-utilization"
+
+
+def explain(plan: MemoryPlan, ctx: Context) -> list[str]:
+    lines = [f"node {plan.node}: {plan.node_total_gib:.1f} GiB ({plan.node_how})"]
+    if plan.mode == "explicit":
+        lines.append(f"KV budget {plan.kv_gib:.2f} GiB, set explicitly by {plan.kv_how}")
+    else:
+        lines += _gmu_lines(plan)
+    if ctx.layout is not None:
+        lines.append(f"KV layout: {ctx.layout.describe()}; block size {plan.block_size}")
+    if plan.pool_tokens is not None:
+        lines.append(f"KV pool {plan.pool_tokens:,} tokens ({plan.num_blocks:,} blocks); "
+                     f"{plan.max_concurrency:.2f}x requests at max-model-len "
+                     f"{plan.max_model_len:,}; one request alone fits up to "
+                     f"{plan.largest_context:,} tokens")
+    else:
+        lines.append("KV pool in tokens: unknown (no config.json on this machine and no "
+                     "observed pool to calibrate from)")
+    return lines
+
+
+def _gmu_lines(plan: MemoryPlan) -> list[str]:
+    assert plan.gmu is not None and plan.reserve_gib is not None
+    requested = plan.gmu * plan.node_total_gib
+    lines = [
+        f"KV = GMU x total - weights - reserve = {plan.gmu:.2f} x {plan.node_total_gib:.1f} - "
+        f"{plan.weights_gib or 0:.2f} - {plan.reserve_gib:.2f} = {requested:.2f} - "
+        f"{(plan.weights_gib or 0) + plan.reserve_gib:.2f} = {plan.kv_gib:.2f} GiB",
+        f"weights: {plan.weights_how}",
+        f"reserve (activations at max-num-batched-tokens {plan.batched_tokens}, CUDA context, "
+        f"graphs): {plan.reserve_how}",
+        f"GMU is a KV lever here: weights and reserve do not move with it, so each 0.01 of GMU "
+        f"is {plan.node_total_gib / 100:.2f} GiB of KV",
+    ]
+    ceiling = plan.gmu_ceiling
+    if ceiling is not None and abs(ceiling - plan.gmu) > 1e-9:
+        at = gmu_budget(plan.node_total_gib, ceiling, plan.weights_gib or 0, plan.reserve_gib)
+        delta = at.kv_gib - plan.kv_gib
+        ratio = f", {at.kv_gib / plan.kv_gib:.1f}x" if plan.kv_gib > 0 else ""
+        lines.append(
+            f"at the recipe's ceiling {ceiling:.2f} the KV would be {at.kv_gib:.2f} GiB: "
+            f"{delta:+.2f} GiB = ({ceiling:.2f} - {plan.gmu:.2f}) x {plan.node_total_gib:.1f} GiB"
+            f"{ratio}; weights ({plan.weights_gib or 0:.2f} GiB) and reserve "
+            f"({plan.reserve_gib:.2f} GiB) stay the same")
+    return lines
+
+
+def memory_findings(plan: MemoryPlan, ctx: Context) -> list[Finding]:
+    source = f"memory plan ({plan.recipe}, profile {plan.profile or '-'})"
+    findings: list[Finding] = []
+    if plan.kv_gib <= 0:
+        findings.append(Finding(
+            severity=Severity.ERROR, source=source, field="KV budget",
+            message=f"no memory is left for KV ({plan.kv_gib:.2f} GiB): the engine refuses "
+                    "to start",
+            fix=_raise_gmu_fix(plan)))
+        return findings
+    if plan.max_concurrency is not None and plan.max_concurrency < 1 and ctx.layout:
+        need = request_bytes(ctx.layout, plan.max_model_len, plan.block_size,
+                             plan.batched_tokens) / GIB
+        findings.append(Finding(
+            severity=Severity.ERROR, source=source, field="args.max-model-len",
+            message=f"one request at max-model-len {plan.max_model_len:,} needs {need:.2f} GiB "
+                    f"of KV, the budget is {plan.kv_gib:.2f} GiB: vLLM refuses to start",
+            allowed=f"max-model-len <= {plan.largest_context:,}",
+            fix=_raise_gmu_fix(plan) + f", or lower max-model-len to {plan.largest_context:,}"))
+    findings += _below_ceiling(plan, source)
+    return findings
+
+
+def _below_ceiling(plan: MemoryPlan, source: str) -> list[Finding]:
+    """A GMU under the ceiling is not "safer" when weights dominate: it only costs KV."""
+    ceiling = plan.gmu_ceiling
+    if plan.mode != "gmu" or plan.gmu is None or ceiling is None or plan.gmu >= ceiling - 0.005:
+        return []
+    assert plan.reserve_gib is not None
+    at = gmu_budget(plan.node_total_gib, ceiling, plan.weights_gib or 0, plan.reserve_gib)
+    lost = at.kv_gib - plan.kv_gib
+    share = lost / at.kv_gib * 100 if at.kv_gib > 0 else 100.0
+    return [Finding(
+        severity=Severity.WARNING, source=source, field=GMU_FIELD,
+        message=f"{plan.gmu:.2f} is below the ceiling {ceiling:.2f} and costs {lost:.2f} GiB of "
+                f"KV ({share:.0f}% of it): {plan.kv_gib:.2f} GiB instead of {at.kv_gib:.2f}. "
+                f"Weights take {plan.weights_gib or 0:.1f} of {plan.node_total_gib:.1f} GiB, so "
+                "GMU is a KV lever, not a safety lever",
+        allowed=f"{ceiling:.2f} (the measured safe ceiling)",
+        fix=f"set gpu-memory-utilization to {ceiling:.2f}")]
+
+
+def _raise_gmu_fix(plan: MemoryPlan) -> str:
+    if plan.mode == "explicit":
+        return f"raise the explicit KV size ({plan.kv_how})"
+    ceiling = plan.gmu_ceiling
+    return (f"raise gpu-memory-utilization (ceiling {ceiling:.2f})" if ceiling
+            else "raise gpu-memory-utilization")
