@@ -19,19 +19,16 @@ JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 @app.command("list")
 def list_recipes(as_json: bool = JSON) -> None:
     """List the recipes sm121 knows: built-in ones and those in $SM121_HOME/recipes."""
-    rows = []
-    for name in available_names():
-        recipe = load_recipe(name).recipe
-        rows.append({"name": name, "engine": recipe.engine.kind.value,
-                     "runtime": recipe.runtime.kind, "nodes": recipe.parallelism.nodes,
-                     "profiles": list(recipe.profiles), "description": recipe.description})
+    recipes = [load_recipe(name).recipe for name in available_names()]
     if as_json:
-        print_json(rows)
+        print_json([{"name": r.name, "engine": r.engine.kind.value, "runtime": r.runtime.kind,
+                     "nodes": r.parallelism.nodes, "profiles": list(r.profiles),
+                     "description": r.description} for r in recipes])
         return
     table = Table("recipe", "engine", "runtime", "nodes", "profiles", "description")
-    for r in rows:
-        table.add_row(r["name"], r["engine"], r["runtime"], str(r["nodes"]),
-                      ", ".join(r["profiles"]) or "-", r["description"])
+    for r in recipes:
+        table.add_row(r.name, r.engine.kind.value, r.runtime.kind, str(r.parallelism.nodes),
+                      ", ".join(r.profiles) or "-", r.description)
     console.print(table)
 
 
@@ -57,7 +54,7 @@ def diff(name: str = typer.Argument(..., help="Recipe name or path."),
     chosen = [p.strip() for p in profiles.split(",") if p.strip()]
     missing = [p for p in chosen if p not in recipe.profiles]
     if len(chosen) < 2 or missing:
-        raise Sm121Error(f"--profiles needs two or more of this recipe's profiles"
+        raise Sm121Error("--profiles needs two or more of this recipe's profiles"
                          + (f"; unknown: {', '.join(missing)}" if missing else ""),
                          f"profiles of {recipe.name}: {', '.join(recipe.profiles) or '(none)'}")
     args = {p: merged_args(recipe, p) for p in chosen}
@@ -71,7 +68,7 @@ def diff(name: str = typer.Argument(..., help="Recipe name or path."),
     table = Table("arg", *chosen, title=f"{recipe.name}: " + " vs ".join(chosen))
     for row in rows:
         style = "bold yellow" if row["differs"] else ""
-        table.add_row(row["arg"], *(str(row[p]) for p in chosen), style=style)
+        table.add_row(str(row["arg"]), *(str(row[p]) for p in chosen), style=style)
     console.print(table)
     for p in chosen:
         console.print(f"[bold]{p}[/]: {recipe.profiles[p].purpose}")

@@ -112,10 +112,11 @@ def _write_weights(folder: Path) -> None:
     tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
     config = LlamaConfig(
         vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, torch_dtype="bfloat16", tie_word_embeddings=False,
-        **ARCHITECTURE,
+        eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False,
+        **ARCHITECTURE,  # type: ignore[arg-type]
     )
+    config.dtype = "bfloat16"
     torch.manual_seed(SEED)
-    model = LlamaForCausalLM(config).to(torch.bfloat16)
+    model = LlamaForCausalLM(config).to(dtype=torch.bfloat16)  # type: ignore[call-arg]
     model.save_pretrained(folder, safe_serialization=True)
     (folder / "sm121-tiny.json").write_text(json.dumps({"seed": SEED, **ARCHITECTURE}, indent=2))
