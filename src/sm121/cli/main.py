@@ -21,6 +21,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Markdown reflows docstrings, so help text wraps to the terminal instead of the source.
+    rich_markup_mode="markdown",
 )
 app.add_typer(recipes_cli.app, name="recipes")
 plan_cli.register(app)
