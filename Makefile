@@ -24,6 +24,8 @@ demo: setup
 	$(VENV)/bin/sm121 serve tiny-cpu --profile agent --port $(DEMO_PORT)
 
 test: setup
+	@# The cluster tests run a real sshd on loopback; install openssh-server when missing.
+	sh scripts/ensure-sshd.sh
 	$(VENV)/bin/pytest -ra
 
 unit: setup

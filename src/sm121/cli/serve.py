@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -49,6 +50,8 @@ def serve(
     foreground: bool = typer.Option(False, "--foreground", help="Stay attached; Ctrl-C stops "
                                     "the engine."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
+    trust: bool = typer.Option(False, "--trust", help="Allow the recipe's custom hook commands "
+                               "(hooks.custom) to run; built-in hooks need no trust."),
 ) -> None:
     """Start the engine and return once it has generated: readiness is a real completion with
     its token count checked, not an open port. The engine keeps running (see `sm121 status`)
@@ -63,12 +66,14 @@ def serve(
     if cluster:
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
 
-        run = serve_cluster(plan, progress=lambda m: err_console.print(m, highlight=False))
+        run = serve_cluster(plan, progress=lambda m: err_console.print(m, highlight=False),
+                            trust=trust)
         print_summary(run)
         return
     for finding in plan.findings:
         err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
-    run, process = serve_local(plan, progress=lambda m: err_console.print(m, highlight=False))
+    run, process = serve_local(plan, progress=lambda m: err_console.print(m, highlight=False),
+                               trust=trust)
     print_summary(run)
     if foreground:
         _stay_attached(run, process)
@@ -96,8 +101,8 @@ def print_summary(run: RunInfo) -> None:
     if boot.max_concurrency is not None:
         console.print(f"  max concurrency {boot.max_concurrency:.2f}x at "
                       f"{boot.max_concurrency_at_tokens:,} tokens per request")
-    body = shlex.quote('{"model": "%s", "messages": [{"role": "user", "content": "Hello"}], '
-                       '"max_tokens": 16}' % run.model)
+    body = shlex.quote(json.dumps({"model": run.model, "max_tokens": 16,
+                                   "messages": [{"role": "user", "content": "Hello"}]}))
     console.print(f"\ncall it:\n  curl -s {run.base_url}/v1/chat/completions "
                   f"-H 'Content-Type: application/json' -d {body}", highlight=False, soft_wrap=True)
     console.print(f"stop it:\n  sm121 stop {run.run_id}", highlight=False)
@@ -114,6 +119,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         console.print("no runs")
         return
     table = Table("run", "status", "url", "first generation", "KV pool")
+    table.columns[0].overflow = "fold"
     for r, row in zip(runs, rows, strict=True):
         first = r.timings.first_generation_s
         table.add_row(r.run_id, row["status"], r.base_url, f"{first:.1f} s" if first else "-",

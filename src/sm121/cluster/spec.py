@@ -23,6 +23,10 @@ class Node(Strict):
     fabric_ip: str | None = None
     hcas: tuple[str, ...] = Field((), description="RDMA device names, e.g. rocep1s0f0")
     memory_gib: float | None = None
+    home: str | None = Field(None, description="the ssh user's home on the node, for `~` in "
+                                                "mounts and paths; asked over ssh when unset")
+    python: str | None = Field(None, description="interpreter for native recipes whose command "
+                                                  "starts with `python`, e.g. ~/vllm/bin/python")
 
 
 class Cluster(Strict):
@@ -32,6 +36,11 @@ class Cluster(Strict):
     nodes: tuple[Node, ...]
     ssh_user: str | None = None
     ssh_port: int | None = None
+    ssh_config: str | None = Field(None, description="an ssh_config file for every node "
+                                                      "(`ssh -F`); default: ~/.ssh/config")
+    master_port: int = Field(29501, description="vLLM's multi-node rendezvous port on the head")
+    state_dir: str = Field("~/.sm121", description="where sm121 keeps run directories (logs, "
+                                                    "pid files) on each node")
 
     @model_validator(mode="after")
     def _head_is_a_node(self) -> Cluster:
@@ -46,6 +55,12 @@ class Cluster(Strict):
         """Head first, then the workers in file order: the rank order."""
         head = [n for n in self.nodes if n.name == self.head]
         return head + [n for n in self.nodes if n.name != self.head]
+
+    def ssh_target(self, node: Node) -> str | None:
+        """The ssh destination of a node, with the cluster's user when the node names none."""
+        if node.ssh is None or "@" in node.ssh or not self.ssh_user:
+            return node.ssh
+        return f"{self.ssh_user}@{node.ssh}"
 
 
 FABRIC_FIELDS = ("fabric_if", "fabric_ip", "hcas")
@@ -71,7 +86,8 @@ def check_fabric(cluster: Cluster, source: str, nodes_needed: int) -> list[Findi
                 severity=Severity.ERROR, source=source, field=f"nodes[{index}] ({node.name})",
                 message=f"missing per-node fabric values: {', '.join(missing)}",
                 allowed="fabric_if (interface name), fabric_ip, hcas (list of RDMA devices)",
-                fix="set them for this node; never copy the head's values, cabling may be asymmetric",
+                fix="set them for this node; never copy the head's values, cabling may be "
+                    "asymmetric",
             ))
     if len(cluster.nodes) < nodes_needed:
         findings.append(Finding(

@@ -13,18 +13,20 @@ from string import Template
 from sm121 import paths
 from sm121.engines.vllm_log import death_cause, parse_boot_log_file
 from sm121.errors import Sm121Error
-from sm121.launch import processes
+from sm121.launch import processes, startup_history
+from sm121.launch.hooks import HookResult, HookTarget, Phase, check_trust, run_hooks, weights_dir
 from sm121.launch.readiness import NotReady, host_port, port_in_use, wait_ready
 from sm121.launch.run_state import (
     NodeProcess,
     RunInfo,
-    Timings,
     create_run_dir,
     monotonic,
     new_run_id,
     now_iso,
     write_json_atomic,
 )
+from sm121.launch.startup_history import build_record, node_startup
+from sm121.launch.transport import LocalTransport
 from sm121.models.tiny import generate_tiny_model
 from sm121.plan.model import NodePlan, ServePlan
 
@@ -32,24 +34,27 @@ Progress = Callable[[str], None]
 LOG_NAME = "engine.log"
 
 
-def serve_local(plan: ServePlan, progress: Progress = lambda _: None) -> tuple[RunInfo,
-                                                                              subprocess.Popen[bytes]]:
+def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: bool = False
+                ) -> tuple[RunInfo, subprocess.Popen[bytes]]:
     """Start the engine and return once it generated. The caller owns the returned process
     (to wait on it in the foreground, or to let it run on)."""
     node = _single_native_node(plan)
-    _prepare_model(plan, progress)
+    check_trust(plan.hooks, trust, plan.recipe)
+    prepare_model(plan, progress)
     host, port = host_port(plan.base_url)
     if port_in_use(host, port):
         raise Sm121Error(f"port {port} on {host} is already in use",
                          "stop what holds it (`sm121 status` lists sm121's runs) or pass --port N")
     run = _new_run(plan, node)
-    progress(f"run {run.run_id}: starting {node.argv[0]} ...")
     started = monotonic()
+    hook_results = _local_hooks(plan, run, "before_serve", progress)
+    run.timings.hooks_s = round(monotonic() - started, 2)
+    progress(f"run {run.run_id}: starting {node.argv[0]} ...")
     process = processes.spawn(_local_argv(node), engine_environment(node),
                               run.directory / LOG_NAME)
     run.nodes[0].pid = run.nodes[0].pgid = process.pid
     (run.directory / "engine.pid").write_text(f"{process.pid}\n")
-    run.timings = Timings(process_started_s=monotonic() - started)
+    run.timings.process_started_s = round(monotonic() - started, 2)
     run.save()
     try:
         result = wait_ready(plan.readiness, started,
@@ -59,6 +64,8 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None) -> tuple[R
     run.timings.port_open_s = round(result.port_open_s, 2)
     run.timings.first_generation_s = round(result.first_generation_s, 2)
     run.boot = parse_boot_log_file(run.directory / LOG_NAME)
+    hook_results += _local_hooks(plan, run, "after_ready", progress)
+    _record_startup(run, hook_results)
     run.status = "ready"
     run.save()
     return run, process
@@ -83,11 +90,37 @@ def _single_native_node(plan: ServePlan) -> NodePlan:
     return node
 
 
-def _prepare_model(plan: ServePlan, progress: Progress) -> None:
+def prepare_model(plan: ServePlan, progress: Progress) -> None:
     tiny = paths.models_dir() / "tiny"
     if Path(plan.model_ref) == tiny and not (tiny / "config.json").is_file():
         progress(f"generating the tiny model in {tiny} ...")
         generate_tiny_model(tiny)
+
+
+def _local_hooks(plan: ServePlan, run: RunInfo, phase: Phase, progress: Progress
+                 ) -> list[HookResult]:
+    """The recipe's hooks on this machine; a failed before_serve hook stops the serve."""
+    node = plan.nodes[0]
+    home = str(Path.home())
+    target = HookTarget(node=node, transport=LocalTransport(), run_dir=str(run.directory),
+                        weights_dir=weights_dir(plan.model_ref, node, home))
+    results = run_hooks(phase, plan.hooks, target)
+    for result in results:
+        progress(result.render())
+    failed = [r for r in results if r.status == "failed"]
+    if failed and phase == "before_serve":
+        run.status, run.failure = "failed", failed[0].render()
+        run.save()
+        raise Sm121Error(f"a before_serve hook failed, nothing was started: {failed[0].render()}",
+                         "fix the cause, or remove the hook from the recipe")
+    return results
+
+
+def _record_startup(run: RunInfo, hooks: list[HookResult]) -> None:
+    log = (run.directory / LOG_NAME).read_text(errors="replace")
+    node = node_startup(run.nodes[0].name, "head", log, run.timings.hooks_s,
+                        run.timings.process_started_s)
+    startup_history.record(run, build_record(run, [node], [h.render() for h in hooks]))
 
 
 def _local_argv(node: NodePlan) -> list[str]:

@@ -28,6 +28,10 @@ class NodeProcess(BaseModel):
     log: str  # path of the engine log (on the node)
     pid_file: str
     container: str | None = None
+    # How to reach a node over ssh (set for cluster runs).
+    ssh_port: int | None = None
+    ssh_config: str | None = None
+    role: str = "head"
 
 
 class Timings(BaseModel):

@@ -6,8 +6,11 @@ reaches the remote shell unquoted."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shlex
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,14 +57,16 @@ class SshTransport(Transport):
     target: str  # user@host or a ~/.ssh/config alias
     name: str = ""
     port: int | None = None
-    options: tuple[str, ...] = field(default_factory=tuple)  # extra -o options (tests: keys)
+    config: str | None = None  # an ssh_config file (`ssh -F`); default: ~/.ssh/config
+    options: tuple[str, ...] = field(default_factory=tuple)  # extra -o options
 
     def ssh_argv(self) -> list[str]:
-        control = paths.home() / "ssh"
-        control.mkdir(parents=True, exist_ok=True, mode=0o700)
         argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-                "-o", "ControlMaster=auto", "-o", f"ControlPath={control}/%C",
+                "-o", "ServerAliveInterval=15",
+                "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir()}/%C",
                 "-o", "ControlPersist=60"]
+        if self.config:
+            argv += ["-F", str(Path(self.config).expanduser())]
         if self.port:
             argv += ["-p", str(self.port)]
         for option in self.options:
@@ -70,13 +75,45 @@ class SshTransport(Transport):
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float = 60
             ) -> CommandResult:
-        return _completed([*self.ssh_argv(), "--", shlex.join(argv)], input, timeout,
-                          self.name or self.target)
+        result = _completed([*self.ssh_argv(), "--", shlex.join(argv)], input, timeout,
+                            self.name or self.target)
+        if result.returncode == 255:  # ssh's own failure, not the command's
+            raise Sm121Error(f"{self.name or self.target}: ssh to {self.target} failed: "
+                             f"{result.stderr.strip()[-300:]}",
+                             "check `ssh TARGET true` by hand: keys, host name, ssh_config")
+        return result
+
+    def close(self) -> None:
+        """Stop the ControlMaster of this target, if one runs."""
+        subprocess.run([*self.ssh_argv()[:-1], "-O", "exit", self.target],
+                       capture_output=True, stdin=subprocess.DEVNULL, timeout=10)
+
+
+def transport_for(ssh: str | None, port: int | None = None, config: str | None = None,
+                  name: str = "") -> Transport:
+    """The transport of a node: this machine when it names no ssh target."""
+    if ssh is None:
+        return LocalTransport(name=name or "local")
+    return SshTransport(target=ssh, name=name, port=port, config=config)
+
+
+def control_dir() -> Path:
+    """Where ControlMaster sockets live. A socket path must stay under about 100 bytes, so a
+    long $SM121_HOME falls back to a short folder in /tmp named after it."""
+    folder = paths.home() / "ssh"
+    if len(str(folder)) > 60:
+        digest = hashlib.sha1(str(folder).encode()).hexdigest()[:10]
+        folder = Path(tempfile.gettempdir()) / f"sm121-ssh-{os.getuid()}-{digest}"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
 
 
 def _completed(argv: list[str], input: str | None, timeout: float, where: str) -> CommandResult:
+    # Without input, stdin is closed: ssh must never read the user's terminal.
+    stdin = subprocess.DEVNULL if input is None else None
     try:
-        done = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(argv, input=input, stdin=stdin, capture_output=True, text=True,
+                              timeout=timeout)
     except FileNotFoundError as exc:
         raise Sm121Error(f"{where}: {argv[0]} is not installed", f"install {argv[0]}") from exc
     except subprocess.TimeoutExpired as exc:

@@ -32,8 +32,14 @@ class NodePlan(Frozen):
     env: dict[str, str]
     # Secret variables passed through by name from the launcher's environment, never written.
     pass_env: list[str]
-    start_order: int
+    start_order: int  # nodes with the same start order start in parallel
     wait_before_next: str
+    # How to reach the node (with `ssh`), and where things live on it.
+    ssh_port: int | None = None
+    ssh_config: str | None = None
+    home: str | None = None  # None: asked over ssh at launch, to expand `~`
+    state_dir: str = "~/.sm121"
+    container: str | None = None  # docker runtime: the container's name
 
 
 class ReadinessProbe(Frozen):

@@ -12,7 +12,13 @@ from sm121.engines import vllm
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, raise_on_errors
 from sm121.plan.model import DerivedValue, NodePlan, ReadinessProbe, ServePlan, is_secret
-from sm121.plan.runtime_argv import docker_argv
+from sm121.plan.runtime_argv import (
+    HEADLESS_NATIVE_COMMAND,
+    container_name,
+    docker_argv,
+    ray_head_argv,
+    ray_worker_argv,
+)
 from sm121.recipes.loader import LoadedRecipe
 from sm121.recipes.schema import ArgValue, EngineKind, ModelSource, Recipe, Severity
 from sm121.recipes.validate import merged_args, validate_overrides, validate_recipe
@@ -81,16 +87,20 @@ def resolve_profile(recipe: Recipe, profile: str | None, source: str) -> str | N
     return chosen
 
 
-def _validate(request: PlanRequest, profile: str | None, overrides: dict[str, ArgValue]) -> list[Finding]:
+def _validate(request: PlanRequest, profile: str | None,
+              overrides: dict[str, ArgValue]) -> list[Finding]:
     recipe, source = request.recipe.recipe, request.recipe.source
-    findings = validate_recipe(recipe, source) + validate_overrides(recipe, profile, overrides, source)
+    findings = (validate_recipe(recipe, source)
+                + validate_overrides(recipe, profile, overrides, source))
     if request.cluster is not None:
         cluster, cluster_source = request.cluster
         findings += check_fabric(cluster, cluster_source, recipe.parallelism.nodes)
     elif recipe.parallelism.nodes > 1:
+        # A plan without a cluster still shows what will run; serving it needs the cluster.
         findings.append(Finding(
-            severity=Severity.ERROR, source=source, field="parallelism.nodes",
-            message=f"needs {recipe.parallelism.nodes} nodes, and no cluster file was given",
+            severity=Severity.WARNING, source=source, field="parallelism.nodes",
+            message=f"needs {recipe.parallelism.nodes} nodes and no cluster file was given: "
+                    "node names and fabric values below are placeholders",
             fix="pass --cluster FILE with one entry per node",
         ))
     raise_on_errors(findings, f"the plan for {recipe.name}")
@@ -115,7 +125,8 @@ def _model_ref(recipe: Recipe) -> str:
 def _participants(request: PlanRequest) -> list[Node]:
     needed = request.recipe.recipe.parallelism.nodes
     if request.cluster is None:
-        return [Node(name="local")]
+        return [Node(name="local")] if needed == 1 else [Node(name=f"node{i}")
+                                                          for i in range(needed)]
     return request.cluster[0].ordered()[:needed]
 
 
@@ -125,30 +136,53 @@ def _probe_host(request: PlanRequest, nodes: list[NodePlan]) -> str:
     return "127.0.0.1" if nodes[0].ssh is None else nodes[0].ssh.split("@")[-1]
 
 
-def _node_plans(request: PlanRequest, engine_args: dict[str, ArgValue], model_ref: str) -> list[NodePlan]:
+def _node_plans(request: PlanRequest, engine_args: dict[str, ArgValue],
+                model_ref: str) -> list[NodePlan]:
     recipe = request.recipe.recipe
     nodes = _participants(request)
+    cluster = request.cluster[0] if request.cluster else None
     head_ip = nodes[0].fabric_ip or request.host
     plans = []
     for rank, node in enumerate(nodes):
-        argv = _engine_argv(request, engine_args, model_ref, rank, len(nodes), head_ip)
+        argv = _engine_argv(request, engine_args, model_ref, rank, len(nodes), head_ip,
+                            node.fabric_ip or request.host)
+        if recipe.runtime.kind == "native" and node.python and argv[0] == "python":
+            argv = [node.python, *argv[1:]]
         env, pass_env = _node_env(recipe, request.profile, node, len(nodes))
+        container = None
         if recipe.runtime.kind == "docker":
-            argv = docker_argv(recipe, node.name, env, pass_env, argv)
+            container = container_name(recipe, node.name)
+            argv = docker_argv(recipe, node.name, env, pass_env, argv, home=node.home)
         plans.append(NodePlan(
-            name=node.name, role="head" if rank == 0 else "worker", rank=rank, ssh=node.ssh,
+            name=node.name, role="head" if rank == 0 else "worker", rank=rank,
+            ssh=cluster.ssh_target(node) if cluster else node.ssh,
             runtime=recipe.runtime.kind, argv=argv, env=env, pass_env=pass_env,
-            start_order=rank,
-            wait_before_next="process started" if rank < len(nodes) - 1 else "first generation",
+            # The head first (it hosts the rendezvous); then every worker at once.
+            start_order=min(rank, 1),
+            wait_before_next="first generation" if rank == len(nodes) - 1 else "process started",
+            ssh_port=cluster.ssh_port if cluster else None,
+            ssh_config=cluster.ssh_config if cluster else None,
+            home=node.home, state_dir=cluster.state_dir if cluster else "~/.sm121",
+            container=container,
         ))
     return plans
 
 
 def _engine_argv(request: PlanRequest, engine_args: dict[str, ArgValue], model_ref: str,
-                 rank: int, node_count: int, head_ip: str) -> list[str]:
+                 rank: int, node_count: int, head_ip: str, node_ip: str) -> list[str]:
     recipe = request.recipe.recipe
     docker = recipe.runtime.kind == "docker"
-    command = list(recipe.runtime.command or (vllm.DOCKER_COMMAND if docker else vllm.NATIVE_COMMAND))
+    command = list(recipe.runtime.command
+                   or (vllm.DOCKER_COMMAND if docker else vllm.NATIVE_COMMAND))
+    ray = node_count > 1 and recipe.parallelism.backend == "ray"
+    if ray and not docker:
+        raise Sm121Error(f"recipe {recipe.name}: parallelism.backend ray needs the docker runtime",
+                         "the container holds Ray's daemons, so stop removes them all; natively, "
+                         "use backend native (vLLM's --nnodes/--node-rank multi-node)")
+    if rank > 0 and ray:
+        return ray_worker_argv(head_ip, node_ip)
+    if rank > 0 and node_count > 1 and tuple(command) == vllm.NATIVE_COMMAND:
+        command = list(HEADLESS_NATIVE_COMMAND)
     argv = command + ([model_ref] if command[-1] == "serve" else ["--model", model_ref])
     argv += ["--served-model-name", recipe.model.id, "--host", request.host,
              "--port", str(request.port)]
@@ -159,12 +193,19 @@ def _engine_argv(request: PlanRequest, engine_args: dict[str, ArgValue], model_r
                         ("decode-context-parallel-size", par.dcp)):
         if value > 1:
             argv += [f"--{flag}", str(value)]
+    if ray:
+        return ray_head_argv(argv + ["--distributed-executor-backend", "ray"]
+                             + vllm.render_args(engine_args), node_ip)
     if node_count > 1:
         argv += ["--nnodes", str(node_count), "--node-rank", str(rank),
-                 "--master-addr", head_ip, "--master-port", str(MASTER_PORT)]
+                 "--master-addr", head_ip, "--master-port", str(_master_port(request))]
         if rank > 0:
             argv.append("--headless")
     return argv + vllm.render_args(engine_args)
+
+
+def _master_port(request: PlanRequest) -> int:
+    return request.cluster[0].master_port if request.cluster else MASTER_PORT
 
 
 def _node_env(recipe: Recipe, profile: str | None, node: Node,

@@ -1,9 +1,21 @@
-"""The `docker run` line for a node: everything the engine needs from the host, explicit."""
+"""The `docker run` line for a node: everything the engine needs from the host, explicit. And
+the commands of vLLM's multi-node modes that are not plain engine argv (headless worker, Ray)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sm121.errors import Sm121Error
 from sm121.recipes.schema import Recipe
+
+# vLLM's headless worker for native installs: `python -m vllm.entrypoints.openai.api_server`
+# has no headless mode (it would start a second API server on the worker).
+HEADLESS_NATIVE_COMMAND = ("python", "-m", "sm121.engines.vllm_headless")
+RAY_PORT = 6379
+# The head container starts Ray's head, then execs the engine; vLLM waits for the workers'
+# Ray nodes to join before it places its ranks. The node IP arrives as $1, the engine as "$@".
+_RAY_HEAD_SCRIPT = ('ray start --head --port={port} --node-ip-address="$1" --disable-usage-stats'
+                    ' && shift && exec "$@"')
 
 
 def container_name(recipe: Recipe, node_name: str) -> str:
@@ -11,7 +23,7 @@ def container_name(recipe: Recipe, node_name: str) -> str:
 
 
 def docker_argv(recipe: Recipe, node_name: str, env: dict[str, str], pass_env: list[str],
-                engine_argv: list[str]) -> list[str]:
+                engine_argv: list[str], home: str | None = None) -> list[str]:
     runtime = recipe.runtime
     if not runtime.image:
         raise Sm121Error(f"recipe {recipe.name}: runtime.kind is docker but runtime.image is empty",
@@ -20,10 +32,36 @@ def docker_argv(recipe: Recipe, node_name: str, env: dict[str, str], pass_env: l
             "--gpus", "all", "--ipc", "host", "--network", "host",
             "--device", "/dev/infiniband", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864"]
     for mount in runtime.mounts:
-        argv += ["-v", f"{mount.host}:{mount.container}:{mount.mode}"]
+        argv += ["-v", f"{expand_home(mount.host, home)}:{mount.container}:{mount.mode}"]
     for name, value in env.items():
         argv += ["-e", f"{name}={value}"]
     # Secrets by name only: docker copies the value from the launcher's environment.
     for name in pass_env:
         argv += ["-e", name]
     return argv + [runtime.image] + engine_argv
+
+
+def expand_home(path: str, home: str | None) -> str:
+    """`~` and `~/x` with the node's home. Docker does not expand `~`, and a quoted `~` reaches
+    no shell that would; unknown homes stay as they are and are expanded at launch."""
+    if home is None or not (path == "~" or path.startswith("~/")):
+        return path
+    return home.rstrip("/") + path[1:]
+
+
+def expand_mounts(argv: Sequence[str], home: str) -> list[str]:
+    """The `-v HOST:CONTAINER` values of a docker argv with `~` expanded to home."""
+    out = list(argv)
+    for index in range(1, len(out)):
+        if out[index - 1] == "-v":
+            out[index] = expand_home(out[index], home)
+    return out
+
+
+def ray_head_argv(engine_argv: list[str], node_ip: str) -> list[str]:
+    return ["sh", "-c", _RAY_HEAD_SCRIPT.format(port=RAY_PORT), "ray-head", node_ip, *engine_argv]
+
+
+def ray_worker_argv(head_ip: str, node_ip: str) -> list[str]:
+    return ["ray", "start", "--block", f"--address={head_ip}:{RAY_PORT}",
+            f"--node-ip-address={node_ip}", "--disable-usage-stats"]

@@ -1,0 +1,55 @@
+"""`sm121 cluster check FILE`: is every node ready to take part in a serve?"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import typer
+from rich.table import Table
+
+from sm121.cli.output import console, print_json
+from sm121.cluster.check import CheckRequest, check_cluster
+from sm121.cluster.spec import load_cluster
+from sm121.errors import Sm121Error
+from sm121.plan.runtime_argv import RAY_PORT
+from sm121.recipes.loader import load_recipe
+
+app = typer.Typer(help="Cluster files: check the nodes before a serve.", no_args_is_help=True)
+STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="cluster")
+
+
+@app.command("check")
+def check(
+    file: str = typer.Argument(..., help="Cluster YAML."),
+    recipe: str | None = typer.Option(None, "--recipe", "-r", help="Check for this recipe: its "
+                                      "runtime, and for docker that its image is identical on "
+                                      "every node."),
+    port: int = typer.Option(8000, "--port", help="API port that must be free on the nodes."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """SSH reachability, the runtime (docker or python), the interfaces and HCAs of the file,
+    the image id on all nodes, free ports and clock skew. Exits 2 when a check fails."""
+    cluster, source = load_cluster(file)
+    request = CheckRequest(cluster=cluster, source=source, ports=(port, 29501))
+    if recipe:
+        runtime = load_recipe(recipe).recipe.runtime
+        ports = (port, 29501, RAY_PORT) if runtime.kind == "docker" else (port, 29501)
+        request = dataclasses.replace(request, runtime=runtime.kind, image=runtime.image,
+                                      ports=ports)
+    results = check_cluster(request)
+    if as_json:
+        print_json([dataclasses.asdict(r) for r in results])
+    else:
+        table = Table("node", "check", "status", "detail")
+        for r in results:
+            detail = r.detail + (f"\nfix: {r.fix}" if r.fix and r.status != "ok" else "")
+            table.add_row(r.node, r.check, f"[{STYLE[r.status]}]{r.status}[/]", detail)
+        console.print(table)
+    failed = [r for r in results if r.status == "fail"]
+    if failed:
+        raise Sm121Error(f"{len(failed)} check(s) failed on {source}",
+                         "fix them, then run `sm121 cluster check` again")

@@ -1,0 +1,204 @@
+"""Serve a plan across nodes over SSH: hooks, the start order with its waits, readiness to
+the first generation, start-up timing per node, and a rollback of every node when one fails.
+
+One run id for all nodes; the run directory on this machine holds the plan, each node's argv
+and env (without secrets), copies of the node logs and the timings. Each node keeps its own
+log and pid file in its state directory, so `status`, `logs --node` and `stop` reach it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from itertools import groupby
+
+from sm121.engines.vllm_log import parse_boot_log
+from sm121.errors import Sm121Error
+from sm121.launch import control, startup_history
+from sm121.launch.hooks import HookResult, HookTarget, check_trust, run_hooks, weights_dir
+from sm121.launch.node_ops import (
+    Liveness,
+    NodeSlot,
+    in_parallel,
+    prepare_slot,
+    save_local_log,
+    start_slot,
+    why_dead,
+)
+from sm121.launch.readiness import NotReady, host_port, port_in_use, wait_ready
+from sm121.launch.run_state import RunInfo, Timings, create_run_dir, monotonic, new_run_id, now_iso
+from sm121.launch.run_state import write_json_atomic as write_json
+from sm121.launch.runtimes import resolved_argv
+from sm121.plan.model import ServePlan
+
+Progress = Callable[[str], None]
+# A process that dies at once (a missing interpreter, an unknown flag caught early) is caught
+# here; later deaths are caught by the liveness checks while waiting for readiness.
+SETTLE_S = 2.0
+
+
+class ClusterLaunch:
+    def __init__(self, plan: ServePlan, progress: Progress) -> None:
+        self.plan, self.progress = plan, progress
+        self.run = _new_run(plan)
+        self.slots: list[NodeSlot] = []
+        self.hook_results: list[HookResult] = []
+        self.started = monotonic()
+
+    def launch(self) -> RunInfo:
+        plan, run = self.plan, self.run
+        self.progress(f"run {run.run_id}: {len(plan.nodes)} node(s)")
+        self.slots = in_parallel(plan.nodes, lambda n: prepare_slot(n, run.run_id))
+        run.nodes = [s.process for s in self.slots]
+        _write_node_files(run, self.slots)
+        run.save()
+        self.started = monotonic()
+        self._hooks_before()
+        self._start_in_order()
+        liveness = Liveness(self.slots)
+        result = wait_ready(plan.readiness, self.started, alive=liveness,
+                            on_phase=self.progress)
+        run.timings.port_open_s = round(result.port_open_s, 2)
+        run.timings.first_generation_s = round(result.first_generation_s, 2)
+        return run
+
+    def finish(self) -> None:
+        """After the first generation: after_ready hooks, boot facts, the start-up record."""
+        run = self.run
+        self.hook_results += self._hooks("after_ready")
+        logs = in_parallel(self.slots, lambda s: save_local_log(run, s))
+        run.boot = parse_boot_log(logs[0])
+        nodes = [startup_history.node_startup(s.plan.name, s.plan.role, text, s.hooks_s,
+                                              s.started_s)
+                 for s, text in zip(self.slots, logs, strict=True)]
+        record = startup_history.build_record(run, nodes, [h.render() for h in self.hook_results])
+        startup_history.record(run, record)
+        run.status = "ready"
+        run.save()
+        self.progress(f"ready ({record.start} start): first generation after "
+                      f"{run.timings.first_generation_s:.1f} s")
+
+    def _hooks_before(self) -> None:
+        results = self._hooks("before_serve")
+        self.hook_results += results
+        self.run.timings.hooks_s = round(monotonic() - self.started, 2)
+        failed = [r for r in results if r.status == "failed"]
+        if failed:
+            raise Sm121Error("a before_serve hook failed, nothing was started:\n  "
+                             + "\n  ".join(r.render() for r in failed),
+                             "fix the node (see the message), or remove the hook from the recipe")
+
+    def _hooks(self, phase: str) -> list[HookResult]:
+        names = (self.plan.hooks.before_serve if phase == "before_serve"
+                 else self.plan.hooks.after_ready)
+        if not names:
+            return []
+
+        def on_node(slot: NodeSlot) -> list[HookResult]:
+            began = monotonic()
+            target = HookTarget(node=slot.plan, transport=slot.transport,
+                                weights_dir=weights_dir(self.plan.model_ref, slot.plan, slot.home),
+                                run_dir=slot.files.run_dir)
+            results = run_hooks(phase, self.plan.hooks, target)  # type: ignore[arg-type]
+            if phase == "before_serve":
+                slot.hooks_s = round(monotonic() - began, 2)
+            return results
+
+        results = [r for per_node in in_parallel(self.slots, on_node) for r in per_node]
+        for result in results:
+            self.progress(result.render())
+        return results
+
+    def _start_in_order(self) -> None:
+        ordered = sorted(self.slots, key=lambda s: s.plan.start_order)
+        for order, group in groupby(ordered, key=lambda s: s.plan.start_order):
+            members = list(group)
+            self.progress(f"start {order + 1}: " + ", ".join(s.label for s in members))
+            in_parallel(members, self._start_one)
+            self.run.timings.process_started_s = round(monotonic() - self.started, 2)
+            self.run.save()
+            time.sleep(SETTLE_S)
+            liveness = Liveness(members, every_s=0)
+            if not liveness():
+                raise NotReady(_deaths(liveness.dead))
+
+    def _start_one(self, slot: NodeSlot) -> None:
+        start_slot(slot)
+        slot.started_s = round(monotonic() - self.started, 2)
+        self.run.save()
+
+
+def serve_cluster(plan: ServePlan, progress: Progress = lambda _: None,
+                  trust: bool = False) -> RunInfo:
+    """Start the plan on its nodes and return once the head generated. The engine keeps
+    running; `sm121 stop RUN` stops every node."""
+    check_trust(plan.hooks, trust, plan.recipe)
+    from sm121.launch.local import prepare_model
+
+    prepare_model(plan, progress)
+    host, port = host_port(plan.base_url)
+    if port_in_use(host, port):
+        raise Sm121Error(f"port {port} on {host} is already in use",
+                         "stop what holds it (`sm121 status` lists sm121's runs) or pass --port N")
+    _warn_unreachable_probe(plan, progress)
+    launch = ClusterLaunch(plan, progress)
+    try:
+        launch.launch()
+        launch.finish()
+    except (NotReady, Sm121Error, KeyboardInterrupt) as exc:
+        _roll_back(launch, exc)
+    return launch.run
+
+
+def _roll_back(launch: ClusterLaunch, exc: BaseException) -> None:
+    """Stop every node that started, record why, and raise naming the node and its cause."""
+    run = launch.run
+    if isinstance(exc, NotReady):
+        dead = Liveness(launch.slots, every_s=0)
+        dead()
+        message = str(exc) if str(exc).startswith("node ") else (
+            f"{exc}; " + (_deaths(dead.dead) if dead.dead else "every node was still running"))
+    else:
+        message = getattr(exc, "message", None) or "interrupted"
+    launch.progress(f"rolling back {run.run_id} on every node ...")
+    stubborn = control.stop_run(run)
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    run.status = "stopped" if interrupted else "failed"
+    run.failure = message
+    run.save()
+    if interrupted:
+        raise exc
+    left = f"; could not stop {', '.join(stubborn)}" if stubborn else "; every node was stopped"
+    raise Sm121Error(f"the cluster serve failed: {message}{left}",
+                     f"node logs: sm121 logs {run.run_id} --node NAME")
+
+
+def _deaths(dead: list[NodeSlot]) -> str:
+    return "; ".join(f"node {s.label} exited: {why_dead(s)}" for s in dead)
+
+
+def _warn_unreachable_probe(plan: ServePlan, progress: Progress) -> None:
+    head = plan.head
+    host, _ = host_port(plan.base_url)
+    head_host = (head.ssh or "").split("@")[-1]
+    if head.ssh and host.startswith("127.") and not head_host.startswith("127."):
+        progress(f"note: the engine listens on {host} of {head.name}, which this machine cannot "
+                 "reach; pass --host 0.0.0.0 (or the head's address) to serve the cluster")
+
+
+def _new_run(plan: ServePlan) -> RunInfo:
+    run_id = new_run_id(plan.recipe, plan.profile)
+    create_run_dir(run_id)
+    run = RunInfo(run_id=run_id, recipe=plan.recipe, profile=plan.profile, created=now_iso(),
+                  base_url=plan.base_url, model=plan.readiness.model, timings=Timings())
+    write_json(run.directory / "plan.json", plan.model_dump(mode="json"))
+    run.save()
+    return run
+
+
+def _write_node_files(run: RunInfo, slots: list[NodeSlot]) -> None:
+    """argv and env per node as they will run; secrets by name only."""
+    write_json(run.directory / "argv.json",
+               {s.plan.name: resolved_argv(s.plan, s.home, env={}) for s in slots})
+    write_json(run.directory / "env.json",
+               {s.plan.name: {"set": s.plan.env, "passed_through": s.plan.pass_env}
+                for s in slots})

@@ -1,0 +1,140 @@
+"""One node of a cluster launch: reach it, prepare its run directory, start its engine, and
+tell why it failed. The sequencing across nodes lives in cluster_serve."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from sm121 import paths
+from sm121.engines.vllm_log import death_cause
+from sm121.errors import Sm121Error
+from sm121.launch import remote, runtimes
+from sm121.launch.run_state import NodeProcess, RunInfo
+from sm121.launch.runtimes import NodeFiles
+from sm121.launch.transport import Transport, transport_for
+from sm121.plan.model import NodePlan
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class NodeSlot:
+    """A node during a launch: its plan, how to reach it, and its process once started."""
+
+    plan: NodePlan
+    transport: Transport
+    home: str
+    files: NodeFiles
+    process: NodeProcess
+    hooks_s: float | None = None
+    started_s: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.plan.name} ({self.plan.role}, rank {self.plan.rank})"
+
+
+def in_parallel(items: Sequence[T], work: Callable[[T], R]) -> list[R]:
+    """work(item) for every item at once; the first exception is raised after all finished."""
+    if len(items) <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        futures = [pool.submit(work, item) for item in items]
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise errors[0]  # type: ignore[misc]
+        return [f.result() for f in futures]
+
+
+def prepare_slot(node: NodePlan, run_id: str) -> NodeSlot:
+    """Reach the node and learn its home (for `~` in paths), before anything is started."""
+    transport = transport_for(node.ssh, node.ssh_port, node.ssh_config, name=node.name)
+    home = node.home or _probe_home(transport, node)
+    state_dir = str(paths.home()) if node.ssh is None else node.state_dir
+    files = runtimes.node_files(state_dir, home, run_id, node.name)
+    process = NodeProcess(name=node.name, ssh=node.ssh, log=files.log, pid_file=files.pid_file,
+                          container=node.container, ssh_port=node.ssh_port,
+                          ssh_config=node.ssh_config, role=node.role)
+    return NodeSlot(plan=node, transport=transport, home=home, files=files, process=process)
+
+
+def start_slot(slot: NodeSlot) -> None:
+    """Start the node's engine; fills in its pid (native) or container. Raises on failure."""
+    node = slot.plan
+    secrets = runtimes.secret_input(node)
+    argv = runtimes.resolved_argv(node, slot.home)
+    if node.runtime == "docker":
+        script = runtimes.docker_start_script(argv, node.container or "", slot.files,
+                                              bool(secrets))
+    else:
+        script = runtimes.native_start_script(argv, runtimes.resolved_env(node), slot.files,
+                                              bool(secrets))
+    result = slot.transport.run(["sh", "-c", script], input=secrets, timeout=300)
+    if not result.ok:
+        raise Sm121Error(f"{slot.label} did not start: {result.stderr.strip()[-500:]}",
+                         "fix the cause above; nothing is left running")
+    if node.runtime == "native":
+        pid = int(result.stdout.strip().splitlines()[-1])
+        slot.process.pid = slot.process.pgid = pid
+
+
+def why_dead(slot: NodeSlot) -> str:
+    """The most telling line of a node's log, for a report that names node and cause."""
+    text = remote.log_tail(slot.process)
+    cause, _ = death_cause(text)
+    return cause
+
+
+def save_local_log(run: RunInfo, slot: NodeSlot) -> str:
+    """Copy the node's log next to the run (a local node's log is already here)."""
+    if slot.plan.ssh is None and slot.plan.runtime == "native":
+        return Path(slot.files.log).read_text(errors="replace")
+    try:
+        return remote.fetch_log(run, slot.process).read_text(errors="replace")
+    except Sm121Error:
+        return ""
+
+
+class Liveness:
+    """`alive` for the readiness loop: every node checked, at most every few seconds, since
+    each check is a command over ssh and the loop polls twice a second."""
+
+    def __init__(self, slots: list[NodeSlot], every_s: float = 3.0) -> None:
+        self.slots, self.every_s = slots, every_s
+        self.checked = 0.0
+        self.dead: list[NodeSlot] = []
+
+    def __call__(self) -> bool:
+        if time.monotonic() - self.checked < self.every_s:
+            return True
+        self.checked = time.monotonic()
+        alive = in_parallel(self.slots, lambda s: remote.node_alive(s.process)
+                            if _through_transport(s) else _local_alive(s))
+        self.dead = [s for s, ok in zip(self.slots, alive, strict=True) if not ok]
+        return not self.dead
+
+
+def _through_transport(slot: NodeSlot) -> bool:
+    return slot.plan.ssh is not None or slot.plan.runtime == "docker"
+
+
+def _local_alive(slot: NodeSlot) -> bool:
+    from sm121.launch import processes
+
+    return slot.process.pgid is not None and processes.group_alive(slot.process.pgid)
+
+
+def _probe_home(transport: Transport, node: NodePlan) -> str:
+    if node.ssh is None:
+        return str(Path.home())
+    result = transport.run(["sh", "-c", 'printf %s "$HOME"'], timeout=30)
+    if not result.ok or not result.stdout.startswith("/"):
+        raise Sm121Error(f"{node.name}: cannot read $HOME over ssh ({result.stderr.strip()})",
+                         "set `home` for this node in the cluster file")
+    return result.stdout

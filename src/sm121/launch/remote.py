@@ -1,0 +1,73 @@
+"""A started node, reached through its transport (ssh, or this machine for a docker node):
+is it alive, stop it, fetch its log. Processes by group id, containers by name; never by a
+name pattern."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sm121.errors import Sm121Error
+from sm121.launch import runtimes
+from sm121.launch.run_state import NodeProcess, RunInfo
+from sm121.launch.transport import Transport, transport_for
+
+
+def node_transport(node: NodeProcess) -> Transport:
+    return transport_for(node.ssh, node.ssh_port, node.ssh_config, name=node.name)
+
+
+def node_alive(node: NodeProcess) -> bool:
+    if node.container is not None:
+        script = runtimes.container_alive_script(node.container)
+    elif node.pgid is not None:
+        script = runtimes.group_alive_script(node.pgid)
+    else:
+        return False
+    try:
+        result = node_transport(node).run_shell(script, timeout=30)
+    except Sm121Error:
+        return False  # unreachable counts as not alive: status shows "exited", stop retries
+    return result.stdout.strip() == "alive"
+
+
+def stop_node(node: NodeProcess, grace_s: float = 20.0) -> bool:
+    """Stop the node's engine; True when nothing of it is left."""
+    if node.container is not None:
+        script = runtimes.container_stop_script(node.container, int(grace_s) + 10)
+        follower = Path(node.pid_file).with_name("logs.pid")
+        script = f"{_stop_follower(str(follower))}\n{script}"
+    elif node.pgid is not None:
+        script = runtimes.group_stop_script(node.pgid, grace_s)
+    else:
+        return True
+    try:
+        result = node_transport(node).run_shell(script, timeout=grace_s + 60)
+    except Sm121Error:
+        return False
+    return result.stdout.strip().endswith("gone")
+
+
+def fetch_log(run: RunInfo, node: NodeProcess) -> Path:
+    """Copy the node's engine log into the local run directory and return that copy."""
+    local = run.directory / "nodes" / f"{node.name}.log"
+    local.parent.mkdir(parents=True, exist_ok=True)
+    result = node_transport(node).run(["cat", node.log], timeout=120)
+    if not result.ok:
+        raise Sm121Error(f"{node.name}: cannot read {node.log}: {result.stderr.strip()[-200:]}",
+                         "the run may not have started on that node")
+    local.write_text(result.stdout)
+    return local
+
+
+def log_tail(node: NodeProcess, lines: int = 200) -> str:
+    """The end of a node's log, for the cause of a failure; empty when it cannot be read."""
+    try:
+        result = node_transport(node).run(["tail", "-n", str(lines), node.log], timeout=30)
+    except Sm121Error:
+        return ""
+    return result.stdout if result.ok else ""
+
+
+def _stop_follower(pid_file: str) -> str:
+    quoted = runtimes.q(pid_file)
+    return (f"if [ -s {quoted} ]; then kill -TERM -\"$(cat {quoted})\" 2> /dev/null || true; fi")
