@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sm121.findings import Finding
-from sm121.memory.budget import GIB, gmu_budget
-from sm121.memory.pool import request_bytes
+from sm121.memory.budget import gmu_budget
 from sm121.recipes.schema import Severity
 
 if TYPE_CHECKING:
@@ -70,9 +69,8 @@ def memory_findings(plan: MemoryPlan, ctx: Context) -> list[Finding]:
                     "to start",
             fix=_raise_gmu_fix(plan)))
         return findings
-    if plan.max_concurrency is not None and plan.max_concurrency < 1 and ctx.layout:
-        need = request_bytes(ctx.layout, plan.max_model_len, plan.block_size,
-                             plan.batched_tokens) / GIB
+    if plan.max_concurrency is not None and plan.max_concurrency < 1 and plan.request_kv_gib:
+        need = plan.request_kv_gib
         findings.append(Finding(
             severity=Severity.ERROR, source=source, field="args.max-model-len",
             message=f"one request at max-model-len {plan.max_model_len:,} needs {need:.2f} GiB "

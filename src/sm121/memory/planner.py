@@ -25,7 +25,7 @@ from sm121.memory.budget import (
 from sm121.memory.fit import fit
 from sm121.memory.kv import KvLayout, Sharding, kv_dtype, kv_layout
 from sm121.memory.model_files import ModelFiles, find_model_files
-from sm121.memory.pool import Pool, kv_pool
+from sm121.memory.pool import Pool, kv_pool, request_bytes
 from sm121.plan.render import resolve_profile
 from sm121.recipes.loader import LoadedRecipe
 from sm121.recipes.schema import ArgValue, Recipe
@@ -97,6 +97,7 @@ class MemoryPlan(BaseModel):
     num_blocks: int | None
     max_concurrency: float | None
     largest_context: int | None
+    request_kv_gib: float | None = None  # one request at max-model-len
     comparisons: list[Comparison] = []
     explanation: list[str] = []
     findings: list[Finding] = []
@@ -192,6 +193,8 @@ def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
         pool_tokens=pool.tokens if pool else None, num_blocks=pool.num_blocks if pool else None,
         max_concurrency=round(pool.max_concurrency, 4) if pool else None,
         largest_context=pool.largest_context if pool else None,
+        request_kv_gib=(request_bytes(ctx.layout, ctx.max_model_len, ctx.block_size,
+                                      ctx.batched_tokens) / GIB if ctx.layout else None),
     )
 
 

@@ -1,0 +1,62 @@
+"""`sm121 doctor`: findings per node, each with severity, evidence and fix."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from sm121.cli.output import console, parse_sets, print_json
+from sm121.cli.plan import CLUSTER, PROFILE, SET
+from sm121.doctor.model import DoctorReport
+from sm121.doctor.run import DoctorRequest, run_doctor
+
+STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "red"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+def doctor(
+    cluster: str | None = CLUSTER,
+    recipe: str | None = typer.Option(None, "--recipe", "-r", help="Check this recipe on the "
+                                      "nodes: weights in page cache, GMU, the UMA gate."),
+    profile: str | None = PROFILE,
+    sets: list[str] | None = SET,
+    root: str = typer.Option("/", "--root", help="Probe a saved /proc and /sys tree instead of "
+                             "the live one (for post-mortems and tests)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Check this machine (or every node of --cluster, over SSH): memory, weights in page
+    cache, where the HF and JIT caches live (NFS, and over which link), NCCL variables against
+    the interfaces and RDMA devices present, fabric values, GMU, and the UMA gate. Exits 1
+    when any node has an error."""
+    report = run_doctor(DoctorRequest(cluster=cluster, recipe=recipe, profile=profile,
+                                      overrides=parse_sets(sets), root=root))
+    if as_json:
+        print_json(report.model_dump(mode="json") | {"has_errors": report.has_errors})
+    else:
+        print_report(report)
+    if report.has_errors:
+        raise typer.Exit(1)
+
+
+def print_report(report: DoctorReport) -> None:
+    if report.recipe:
+        console.print(f"[bold]doctor[/] for {report.recipe} profile {report.profile or '-'}")
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
+    for node in report.nodes:
+        style = STYLE[node.worst]
+        console.print(f"\n[bold]{node.node}[/] ({node.hostname or '?'}): [{style}]{node.worst}[/]")
+        if node.error:
+            console.print(f"  [red]could not probe: {node.error}[/]", highlight=False)
+            continue
+        table = Table("check", "status", "evidence", show_header=False, box=None, padding=(0, 1))
+        for check in node.checks:
+            table.add_row(check.check, f"[{STYLE[check.status]}]{check.status}[/]", check.summary)
+        console.print(table)
+        for check in node.checks:
+            for finding in check.findings:
+                color = STYLE[finding.severity.value]
+                console.print(f"  [{color}]{finding.render()}[/]", highlight=False)

@@ -1,0 +1,108 @@
+"""Memory checks on a node: free/available/cache/swap, weights in page cache, weights against
+RAM (does a warm-read help?), the GMU setting, and the UMA gate."""
+
+from __future__ import annotations
+
+from sm121.doctor.facts import HostFacts
+from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
+from sm121.engines import vllm
+from sm121.memory.budget import GIB
+from sm121.memory.uma import GateInput, describe, predict_gate
+from sm121.recipes.schema import Severity
+
+LOW_AVAILABLE = 0.10  # MemAvailable under 10% of MemTotal: the node is under pressure
+DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"
+
+
+def check_memory(facts: HostFacts, ctx: NodeContext) -> CheckResult:
+    total, free, available = facts.gib("MemTotal"), facts.gib("MemFree"), facts.gib("MemAvailable")
+    cache = facts.gib("Cached") + facts.gib("Buffers")
+    swap_used = facts.gib("SwapTotal") - facts.gib("SwapFree")
+    summary = (f"total {total:.1f} GiB, free {free:.1f}, available {available:.1f}, page cache "
+               f"{cache:.1f}, swap used {swap_used:.1f} of {facts.gib('SwapTotal'):.1f}")
+    findings = []
+    if total and available < LOW_AVAILABLE * total:
+        findings.append(node_finding(ctx, Severity.WARNING, "memory",
+                                 f"only {available:.1f} of {total:.1f} GiB available",
+                                 "stop what holds memory before a serve (sm121 status lists runs)"))
+    if swap_used > 1.0:
+        findings.append(node_finding(ctx, Severity.WARNING, "swap",
+                                 f"{swap_used:.1f} GiB swapped out: the node has been under "
+                                 "memory pressure", "check what runs beside the engine"))
+    return result("memory", summary, findings)
+
+
+def check_weights_cache(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
+    weights = facts.weights
+    if not weights.get("files"):
+        return None
+    size, cached = weights["bytes"], weights["cached_bytes"]
+    share = 100.0 * cached / size if size else 0.0
+    return result("weights-cache", f"{_size(cached)} of {_size(size)} of weights in page cache "
+                  f"({share:.1f}%, mincore over {weights['files']} files)", ok="info")
+
+
+def _size(count: int) -> str:
+    return f"{count / GIB:.2f} GiB" if count >= GIB // 10 else f"{count / 1024**2:.1f} MiB"
+
+
+def check_weights_vs_ram(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
+    """Pre-reading helps only when this node's share of the weights fits in RAM."""
+    share = facts.weights.get("bytes") or ctx.model_share_bytes
+    if not share:
+        return None
+    nodes = ctx.recipe.parallelism.nodes if ctx.recipe else 1
+    if facts.weights.get("bytes") and nodes > 1 and ctx.recipe and ctx.recipe.parallelism.dcp > 1:
+        share //= nodes  # context parallel: each rank loads about 1/nodes
+    size, total = share / GIB, facts.gib("MemTotal")
+    if size > 0.9 * total:
+        return result("weights-vs-ram", f"this node loads {size:.1f} GiB, RAM is {total:.1f} GiB",
+                      [node_finding(ctx, Severity.WARNING, "weights",
+                                f"{size:.1f} GiB of weights cannot stay in {total:.1f} GiB of RAM: "
+                                "every start re-reads them all, and a warm-read before start "
+                                "would only evict itself",
+                                "shard the load (decode-context-parallel, a lazy loader such "
+                                "as instanttensor) or keep the weights on local NVMe")])
+    cached = facts.weights.get("cached_bytes", 0) / GIB
+    advice = ("already warm" if size and cached >= 0.95 * size else
+              "a warm-read before start (hook warm-read) makes loading faster")
+    return result("weights-vs-ram", f"this node loads {size:.1f} GiB, RAM is {total:.1f} GiB: "
+                  f"fits in page cache; {advice}", ok="info")
+
+
+def check_gmu(ctx: NodeContext) -> CheckResult | None:
+    if ctx.recipe is None:
+        return None
+    findings = vllm.check_limits(ctx.recipe, ctx.args, ctx.cluster_source or "recipe", "args")
+    if ctx.memory is not None:
+        findings += [f for f in ctx.memory.findings if "gpu-memory-utilization" in f.field]
+    gmu = ctx.args.get(vllm.GMU)
+    ceiling = ctx.recipe.limits.gmu_ceiling
+    return result("gmu", f"gpu-memory-utilization {gmu if gmu is not None else '(vLLM default)'}"
+                  f", ceiling {ceiling if ceiling is not None else '-'}", findings)
+
+
+def check_uma_gate(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
+    plan = ctx.memory
+    if plan is None or plan.mode != "gmu" or plan.reserve_gib is None or not plan.request_kv_gib:
+        return None
+    needed = plan.request_kv_gib
+    prediction = predict_gate(GateInput(
+        mem_total_kib=facts.meminfo.get("MemTotal", 0), mem_free_kib=facts.meminfo.get("MemFree", 0),
+        mem_available_kib=facts.meminfo.get("MemAvailable", 0), gmu=plan.gmu or 0.0,
+        weights_gib=plan.weights_gib or 0.0, reserve_gib=plan.reserve_gib,
+        kv_needed_gib=needed, max_model_len=plan.max_model_len))
+    if not prediction.will_refuse:
+        return result("uma-gate", describe(prediction))
+    fixes = [f"run the drop-caches hook before start ({DROP_CACHES}): MemFree then sees "
+             f"{prediction.after_drop_caches.free_seen_gib:.1f} GiB and KV "
+             f"{prediction.after_drop_caches.kv_seen_gib:.2f} GiB"]
+    fixes.append("or use a vLLM that reads MemAvailable (newer vLLM does on compute capability "
+                 f"12.1): KV {prediction.memavailable.kv_seen_gib:.2f} GiB")
+    if prediction.memavailable.refuses:
+        fixes = [f"lower max-model-len below {plan.largest_context or 0:,} or raise "
+                 "gpu-memory-utilization: even without page cache the KV does not fit"]
+    finding = node_finding(ctx, Severity.ERROR, "UMA gate (vLLM #48140)",
+                       describe(prediction), "; ".join(fixes))
+    return result("uma-gate", describe(prediction), [finding])
+

@@ -1,0 +1,81 @@
+"""The doctor's data: what a check found on a node, and the report over all nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from sm121.cluster.spec import Node
+from sm121.findings import Finding
+from sm121.memory.planner import MemoryPlan
+from sm121.recipes.schema import Recipe, Severity
+
+Status = Literal["ok", "info", "warning", "error"]
+
+
+class CheckResult(BaseModel):
+    check: str  # memory, weights-cache, caches, nccl, fabric, gmu, weights-vs-ram, uma-gate
+    status: Status
+    summary: str  # the evidence, in one line
+    findings: list[Finding] = []  # warnings and errors, each with its fix
+
+
+class NodeReport(BaseModel):
+    node: str
+    hostname: str = ""
+    checks: list[CheckResult] = []
+    error: str | None = None  # the node could not be probed
+
+    @property
+    def worst(self) -> Status:
+        order: list[Status] = ["ok", "info", "warning", "error"]
+        statuses = [c.status for c in self.checks] + (["error"] if self.error else [])
+        return max(statuses, key=order.index, default="ok")
+
+
+class DoctorReport(BaseModel):
+    recipe: str | None
+    profile: str | None
+    nodes: list[NodeReport]
+    notes: list[str] = []
+
+    @property
+    def has_errors(self) -> bool:
+        return any(n.worst == "error" for n in self.nodes)
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What the checks know beyond the node's own facts."""
+
+    name: str
+    spec: Node | None = None  # the cluster file's entry
+    cluster_source: str = ""
+    recipe: Recipe | None = None
+    profile: str | None = None
+    args: dict[str, object] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # the engine env rendered for this node
+    memory: MemoryPlan | None = None
+    hf_cache: str = "~/.cache/huggingface"
+    jit_cache: str = "~/.cache/vllm"
+    model_share_bytes: int | None = None  # what this node loads when the files are not here
+
+
+def result(check: str, summary: str, findings: list[Finding] | None = None,
+           ok: Status = "ok") -> CheckResult:
+    """The status follows the worst finding; without findings it is `ok` (or `info`)."""
+    findings = findings or []
+    if any(f.severity is Severity.ERROR for f in findings):
+        status: Status = "error"
+    elif findings:
+        status = "warning"
+    else:
+        status = ok
+    return CheckResult(check=check, status=status, summary=summary, findings=findings)
+
+
+def node_finding(ctx: NodeContext, severity: Severity, field: str, message: str,
+                 fix: str) -> Finding:
+    return Finding(severity=severity, source=ctx.name, field=field, message=message, fix=fix)

@@ -1,0 +1,134 @@
+"""Run the doctor: probe each node (this machine, or every node of a cluster over SSH), then
+turn the facts into checks with findings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from sm121.cluster.spec import Cluster, Node, load_cluster
+from sm121.doctor import memory_checks as mem
+from sm121.doctor import network_checks as net
+from sm121.doctor.facts import HostFacts, ProbeRequest, gather
+from sm121.doctor.model import CheckResult, DoctorReport, NodeContext, NodeReport
+from sm121.errors import Sm121Error
+from sm121.launch.transport import LocalTransport, Transport, transport_for
+from sm121.memory.model_files import hf_cache_dir, model_directory
+from sm121.memory.planner import MemoryRequest, NodeMemory, plan_memory
+from sm121.plan.render import fabric_env, resolve_profile
+from sm121.recipes.loader import LoadedRecipe, load_recipe
+from sm121.recipes.schema import ArgValue, ModelSource
+from sm121.recipes.validate import merged_args
+
+Probe = Callable[[str, Transport, ProbeRequest], HostFacts]
+
+
+@dataclass(frozen=True)
+class DoctorRequest:
+    cluster: str | None = None
+    recipe: str | None = None
+    profile: str | None = None
+    overrides: Mapping[str, ArgValue] | None = None
+    root: str = "/"  # a saved /proc and /sys tree instead of the live one (tests, post-mortems)
+
+
+def run_doctor(request: DoctorRequest, probe: Probe = gather) -> DoctorReport:
+    loaded = load_recipe(request.recipe) if request.recipe else None
+    profile = (resolve_profile(loaded.recipe, request.profile, loaded.source) if loaded
+               else None)
+    cluster = load_cluster(request.cluster) if request.cluster else None
+    nodes = _nodes(cluster)
+    notes = [] if cluster else ["no --cluster: this machine only"]
+    reports = []
+    for spec in nodes:
+        ctx = _context(spec, cluster, loaded, profile, request)
+        try:
+            facts = probe(ctx.name, _transport(spec, cluster), _probe_request(ctx, loaded, request))
+        except Sm121Error as exc:
+            reports.append(NodeReport(node=ctx.name, error=f"{exc.message} ({exc.hint})"))
+            continue
+        reports.append(node_report(facts, _with_memory(ctx, loaded, facts, request)))
+    return DoctorReport(recipe=loaded.recipe.name if loaded else None, profile=profile,
+                        nodes=reports, notes=notes)
+
+
+def node_report(facts: HostFacts, ctx: NodeContext) -> NodeReport:
+    checks: list[CheckResult | None] = [
+        mem.check_memory(facts, ctx), mem.check_weights_cache(facts, ctx),
+        mem.check_weights_vs_ram(facts, ctx), *net.check_caches(facts, ctx),
+        net.check_nccl(facts, ctx), net.check_fabric(facts, ctx), mem.check_gmu(ctx),
+        mem.check_uma_gate(facts, ctx),
+    ]
+    return NodeReport(node=ctx.name, hostname=facts.hostname,
+                      checks=[c for c in checks if c is not None])
+
+
+def _nodes(cluster: tuple[Cluster, str] | None) -> list[Node | None]:
+    return list(cluster[0].ordered()) if cluster else [None]
+
+
+def _transport(spec: Node | None, cluster: tuple[Cluster, str] | None) -> Transport:
+    """The orchestration's transport: this machine, or OpenSSH with the cluster's user,
+    port and ssh_config."""
+    if spec is None or cluster is None:
+        return LocalTransport()
+    return transport_for(cluster[0].ssh_target(spec), cluster[0].ssh_port,
+                         cluster[0].ssh_config, name=spec.name)
+
+
+def _context(spec: Node | None, cluster: tuple[Cluster, str] | None,
+             loaded: LoadedRecipe | None, profile: str | None,
+             request: DoctorRequest) -> NodeContext:
+    ctx = NodeContext(name=spec.name if spec else "local", spec=spec,
+                      cluster_source=cluster[1] if cluster else "")
+    if loaded is None:
+        return ctx
+    recipe = loaded.recipe
+    args = merged_args(recipe, profile) | dict(request.overrides or {})
+    env = dict(recipe.env) | (dict(recipe.profiles[profile].env) if profile else {})
+    if spec is not None and recipe.parallelism.nodes > 1:
+        env |= fabric_env(spec)  # what the plan renders for this node
+    hf, jit = _cache_paths(loaded)
+    share = (int(recipe.model.size_gb * 1e9) // recipe.parallelism.nodes
+             if recipe.model.size_gb else None)
+    return replace(ctx, recipe=recipe, profile=profile, args=args, env=env, hf_cache=hf,
+                   jit_cache=jit, model_share_bytes=share)
+
+
+def _cache_paths(loaded: LoadedRecipe) -> tuple[str, str]:
+    """The host side of the recipe's cache mounts, else the engine's defaults."""
+    hf, jit = str(hf_cache_dir().parent), "~/.cache/vllm"
+    for mount in loaded.recipe.runtime.mounts:
+        purpose = mount.purpose.lower()
+        if "hf cache" in purpose or "huggingface" in mount.container:
+            hf = mount.host
+        elif "jit" in purpose or "compile" in purpose:
+            jit = mount.host
+    return hf, jit
+
+
+def _probe_request(ctx: NodeContext, loaded: LoadedRecipe | None,
+                   request: DoctorRequest) -> ProbeRequest:
+    weights = []
+    if loaded is not None:
+        model = loaded.recipe.model
+        if model.source is ModelSource.HF and model.hf_id:
+            repo = "models--" + model.hf_id.replace("/", "--")
+            weights.append(f"{ctx.hf_cache}/hub/{repo}/snapshots/*")
+        elif (directory := model_directory(loaded.recipe)) is not None:
+            weights.append(str(directory))
+    return ProbeRequest(root=request.root, weights=weights,
+                        paths={"hf-cache": ctx.hf_cache, "jit-cache": ctx.jit_cache})
+
+
+def _with_memory(ctx: NodeContext, loaded: LoadedRecipe | None, facts: HostFacts,
+                 request: DoctorRequest) -> NodeContext:
+    """The memory plan on this node's own memory (its MemTotal)."""
+    if loaded is None:
+        return ctx
+    total = facts.gib("MemTotal") or (ctx.spec.memory_gib if ctx.spec else None)
+    node = NodeMemory(ctx.name, total or 0.0, "this node's /proc/meminfo")
+    plan = plan_memory(MemoryRequest(loaded, ctx.profile, dict(request.overrides or {}),
+                                     node=node))
+    return replace(ctx, memory=plan)
+

@@ -1,0 +1,83 @@
+"""Checks over sample nodes: the UMA gate, NFS over the management link, NCCL names, fabric."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from doctor_hosts import HOSTS
+
+from sm121.cluster.spec import load_cluster
+from sm121.doctor.facts import HostFacts
+from sm121.doctor.model import NodeContext
+from sm121.doctor.run import DoctorRequest, node_report, run_doctor
+from sm121.memory.planner import MemoryRequest, NodeMemory, plan_memory
+from sm121.recipes.loader import load_recipe
+
+DS4 = "deepseek-v4-flash-eugr-agent"
+
+
+def ds4_context(facts: HostFacts, **overrides: object) -> NodeContext:
+    loaded = load_recipe(DS4)
+    args = {**loaded.recipe.args, **loaded.recipe.profiles["agent"].args, **overrides}
+    node = NodeMemory("spark1", facts.gib("MemTotal"), "fixture")
+    plan = plan_memory(MemoryRequest(loaded, "agent", overrides, node=node))  # type: ignore[arg-type]
+    return NodeContext(name="spark1", recipe=loaded.recipe, profile="agent", args=args,
+                       memory=plan)
+
+
+def checks(facts: HostFacts, ctx: NodeContext) -> dict:
+    return {c.check: c for c in node_report(facts, ctx).checks}
+
+
+def test_large_page_cache_and_262k_profile_will_refuse_with_the_fix(head: HostFacts) -> None:
+    gate = checks(head, ds4_context(head, **{"max-model-len": 262144}))["uma-gate"]
+    assert gate.status == "error"
+    assert "will refuse" in gate.summary and "82.0 GiB free" in gate.summary
+    fix = gate.findings[0].fix
+    assert "drop_caches" in fix and "MemAvailable" in fix
+
+
+def test_the_same_node_serves_32k(head: HostFacts) -> None:
+    gate = checks(head, ds4_context(head, **{"max-model-len": 32768}))["uma-gate"]
+    assert gate.status == "ok" and "passes" in gate.summary
+
+
+def test_hf_cache_on_nfs_over_the_management_link_warns(head: HostFacts) -> None:
+    cache = checks(head, NodeContext(name="spark1"))["hf-cache"]
+    assert cache.status == "warning"
+    assert "enP7s7" in cache.summary and "management link" in cache.findings[0].message
+
+
+def test_nccl_names_that_do_not_exist_are_errors(worker: HostFacts) -> None:
+    copied = NodeContext(name="spark2", env={"NCCL_SOCKET_IFNAME": "enp1s0f0np0",
+                                             "NCCL_IB_HCA": "rocep1s0f0"})
+    nccl = checks(worker, copied)["nccl"]
+    assert nccl.status == "error" and len(nccl.findings) == 2
+    own = NodeContext(name="spark2", env={"NCCL_SOCKET_IFNAME": "enP2p1s0f1np1",
+                                          "NCCL_IB_HCA": "roceP2p1s0f1:1"})
+    assert checks(worker, own)["nccl"].status == "info"
+
+
+def test_cluster_file_copying_the_heads_values_fails_on_the_worker(worker: HostFacts) -> None:
+    for name, expected in (("cluster-copied-head.yaml", "error"), ("cluster-own-values.yaml", "ok")):
+        cluster, source = load_cluster(HOSTS / name)
+        spec = cluster.nodes[1]
+        fabric = checks(worker, NodeContext(name=spec.name, spec=spec, cluster_source=source))
+        assert fabric["fabric"].status == expected
+
+
+def test_swap_in_use_warns(worker: HostFacts) -> None:
+    assert checks(worker, NodeContext(name="spark2"))["memory"].status == "warning"
+
+
+def test_gmu_070_is_flagged_by_the_doctor(head: HostFacts) -> None:
+    gmu = checks(head, ds4_context(head, **{"gpu-memory-utilization": 0.70}))["gmu"]
+    assert gmu.status == "warning" and "KV lever" in gmu.findings[0].message
+
+
+def test_run_doctor_probes_a_tree_and_reports_errors(tmp_path: Path) -> None:
+    report = run_doctor(DoctorRequest(recipe=DS4, profile="agent",
+                                      overrides={"max-model-len": 262144},
+                                      root=str(HOSTS / "gb10-head")))
+    assert report.has_errors
+    assert {c.check for c in report.nodes[0].checks} >= {"memory", "hf-cache", "uma-gate"}
