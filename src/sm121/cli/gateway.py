@@ -1,0 +1,182 @@
+"""`sm121 gateway`: run the agent gateway, and `sm121 gateway locality`: its per-session
+prefix locality report."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from sm121.cli.output import console, err_console, print_json
+from sm121.errors import Sm121Error
+from sm121.gateway.config import (
+    DEFAULT_LONG_PROMPT_TOKENS,
+    DEFAULT_PORT,
+    CaptureSettings,
+    GatewayConfig,
+    LocalitySettings,
+    parse_listen,
+)
+from sm121.recipes.schema import RequestPolicy
+
+KEYS_ENV = "SM121_GATEWAY_API_KEYS"  # comma-separated keys the gateway accepts
+CLIENT_KEY_ENV = "SM121_GATEWAY_API_KEY"  # the key `gateway locality` presents
+UPSTREAM_KEY_ENV = "SM121_UPSTREAM_API_KEY"
+URL_ENV = "SM121_GATEWAY_URL"
+
+gateway_app = typer.Typer(help="The agent gateway: an OpenAI-compatible proxy with the "
+                          "recipe's request policy, admission lanes, prefix locality watch, "
+                          "capture and metrics.")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(gateway_app, name="gateway")
+
+
+@gateway_app.callback(invoke_without_command=True)
+def gateway(
+    ctx: typer.Context,
+    upstream: str | None = typer.Option(None, "--upstream", help="The engine's base URL, "
+                                        "e.g. http://127.0.0.1:8000."),
+    recipe: str | None = typer.Option(None, "--recipe", help="Recipe whose request policy "
+                                      "to apply (and whose max-num-seqs caps concurrency)."),
+    profile: str | None = typer.Option(None, "--profile", "-p", help="Profile of the recipe."),
+    listen: str = typer.Option(f"127.0.0.1:{DEFAULT_PORT}", "--listen", help="HOST:PORT."),
+    api_key_file: Path | None = typer.Option(None, "--api-key-file", help="Accepted API keys, "
+                                             f"one per line (or ${KEYS_ENV}, comma-separated)."),
+    max_inflight: int | None = typer.Option(None, "--max-inflight", help="Generations in "
+                                            "flight (default: the recipe's max-num-seqs, or 64)."),
+    per_session: int | None = typer.Option(None, "--max-inflight-per-session",
+                                           help="Cap per session (default: none)."),
+    long_prompt: int = typer.Option(DEFAULT_LONG_PROMPT_TOKENS, "--long-prompt-tokens",
+                                    help="A prompt this long (tokens) takes the long lane."),
+    long_lane: int = typer.Option(1, "--long-lane", help="K: long prefills in flight at once."),
+    max_body_mb: float = typer.Option(64, "--max-body-mb", help="Largest request body."),
+    block_size: int | None = typer.Option(None, "--block-size", help="KV block size for the "
+                                          "locality watch (default: ask the engine)."),
+    no_locality: bool = typer.Option(False, "--no-locality", help="Do not watch locality."),
+    capture_dir: Path | None = typer.Option(None, "--capture", help="Capture raw requests and "
+                                            "responses into this directory (off by default)."),
+    redact: bool = typer.Option(False, "--redact", help="Redact text content in captures."),
+) -> None:
+    """Run the gateway in front of an engine, until Ctrl-C or SIGTERM."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if upstream is None:
+        raise Sm121Error("give the engine to proxy with --upstream URL",
+                         "example: sm121 gateway --upstream http://127.0.0.1:8000 "
+                         "--recipe tiny-cpu")
+    policy, recipe_seqs = _recipe_facts(recipe, profile)
+    host, port = parse_listen(listen)
+    config = GatewayConfig(
+        upstream=upstream, host=host, port=port, policy=policy,
+        api_keys=_load_keys(api_key_file), upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV),
+        max_body_bytes=int(max_body_mb * 1024 * 1024),
+        max_inflight=max_inflight or recipe_seqs or 64, max_inflight_per_session=per_session,
+        long_prompt_tokens=long_prompt, long_lane=long_lane,
+        locality=LocalitySettings(enabled=not no_locality, block_size=block_size),
+        capture=CaptureSettings(directory=capture_dir, redact=redact),
+    )
+    _run(config)
+
+
+def _run(config: GatewayConfig) -> None:
+    from sm121.gateway.app import serve_forever
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                        "%(message)s")
+
+    def ready() -> None:
+        rules = ", ".join(f"{rule.action.value} {name}"
+                          for name, rule in config.policy.params.items()) or "none"
+        err_console.print(f"gateway on {config.base_url} -> {config.upstream}; policy: {rules}; "
+                          f"max in flight {config.max_inflight}, long lane {config.long_lane} "
+                          f"(>= {config.long_prompt_tokens:,} tokens); API keys: "
+                          f"{len(config.api_keys) or 'none'}; capture: "
+                          f"{config.capture.directory or 'off'}", highlight=False)
+
+    serve_forever(config, on_ready=ready)
+
+
+def _recipe_facts(recipe: str | None, profile: str | None) -> tuple[RequestPolicy, int | None]:
+    if recipe is None:
+        return RequestPolicy(), None
+    from sm121.cli.plan import build_plan
+
+    plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1")
+    seqs = plan.engine_args.get("max-num-seqs")
+    return plan.request_policy, seqs if isinstance(seqs, int) else None
+
+
+def _load_keys(path: Path | None) -> tuple[str, ...]:
+    keys = [k.strip() for k in os.environ.get(KEYS_ENV, "").split(",") if k.strip()]
+    if path is not None:
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as exc:
+            raise Sm121Error(f"cannot read the API key file {path}: {exc.strerror}",
+                             "give a readable file with one key per line") from exc
+        keys += [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    return tuple(keys)
+
+
+@gateway_app.command("locality")
+def locality(
+    url: str = typer.Option(f"http://127.0.0.1:{DEFAULT_PORT}", "--url", envvar=URL_ENV,
+                            help="The running gateway."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Per session: how much of each prompt the prefix cache can reuse, where it diverged
+    from the previous one, and which message or field changed."""
+    report = _fetch_report(url.rstrip("/"))
+    if as_json:
+        print_json(report)
+        return
+    sessions = report.get("sessions") or []
+    if not sessions:
+        console.print(f"no sessions yet (block size {report.get('block_size')})")
+        return
+    console.print(_locality_table(report))
+
+
+def _fetch_report(url: str) -> dict[str, Any]:
+    request = urllib.request.Request(f"{url}/sm121/locality")
+    key = os.environ.get(CLIENT_KEY_ENV)
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return dict(json.load(response))
+    except urllib.error.HTTPError as exc:
+        hint = f"set {CLIENT_KEY_ENV}" if exc.code == 401 else "is it an sm121 gateway?"
+        raise Sm121Error(f"{url} answered {exc.code}", hint) from exc
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise Sm121Error(f"no gateway answering at {url}: {exc}",
+                         f"start one with `sm121 gateway --upstream URL`, or pass --url "
+                         f"(or ${URL_ENV})") from exc
+
+
+def _locality_table(report: dict[str, Any]) -> Table:
+    table = Table("session", "requests", "compared", "mean reuse", "last: diverged at",
+                  "last: reusable", "last: changed", "early (streak)", "warnings",
+                  title=f"prefix locality (block size {report.get('block_size')})")
+    for s in report["sessions"]:
+        last = s.get("last") or {}
+        mean = s.get("mean_reusable_fraction")
+        table.add_row(
+            s["session"], str(s["requests"]), str(s["compared"]),
+            f"{mean:.1%}" if mean is not None else "-",
+            (f"token {last['first_divergence']:,} of {last['prompt_tokens']:,} "
+             f"(block {last['first_block']})") if last else "-",
+            f"{last['reusable_fraction']:.1%}" if last else "-",
+            last.get("changed", "-") if last else "-",
+            f"{s['early']} ({s['streak']})", str(s["warnings"]),
+        )
+    return table

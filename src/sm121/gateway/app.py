@@ -1,0 +1,135 @@
+"""The aiohttp application: routes, middlewares (errors, API keys, request counting), and
+running it until interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from sm121.gateway import handlers
+from sm121.gateway.config import GatewayConfig
+from sm121.gateway.handlers import GATEWAY, Refused
+from sm121.gateway.replies import error_reply
+from sm121.gateway.state import Gateway
+
+log = logging.getLogger("sm121.gateway")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+PASSTHROUGH_GET = ("/v1/models", "/health", "/version")
+PASSTHROUGH_POST = ("/tokenize", "/detokenize")
+OWN_ROUTES = ("/metrics", "/sm121/locality")
+
+
+def build_app(config: GatewayConfig) -> web.Application:
+    gateway = Gateway(config)
+    app = web.Application(client_max_size=config.max_body_bytes,
+                          middlewares=[_count_requests, _errors, _auth])
+    app[GATEWAY] = gateway
+    for path in handlers.GENERATION_ROUTES:
+        app.router.add_post(path, handlers.generation)
+    for path in PASSTHROUGH_GET:
+        app.router.add_get(path, handlers.passthrough)
+    for path in PASSTHROUGH_POST:
+        app.router.add_post(path, handlers.passthrough)
+    app.router.add_get("/metrics", handlers.metrics)
+    app.router.add_get("/sm121/locality", handlers.locality_report)
+
+    async def start(_: web.Application) -> None:
+        await gateway.start()
+
+    async def stop(_: web.Application) -> None:
+        await gateway.stop()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
+    return app
+
+
+def _route_label(request: web.Request) -> str:
+    # Only known routes become label values: a scan of random paths must not grow /metrics.
+    info = request.match_info.route.resource
+    return info.canonical if info is not None else "unknown"
+
+
+@web.middleware
+async def _count_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    response = await handler(request)
+    request.app[GATEWAY].metrics.requests.labels(_route_label(request),
+                                                 str(response.status)).inc()
+    return response
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    gw = request.app[GATEWAY]
+    try:
+        return await handler(request)
+    except Refused as refusal:
+        gw.metrics.refused.labels(refusal.reason).inc()
+        return refusal.response
+    except web.HTTPNotFound:
+        gw.metrics.refused.labels("not_found").inc()
+        return error_reply(404, f"no route {request.path} on this gateway; it serves "
+                           f"{', '.join(handlers.GENERATION_ROUTES + PASSTHROUGH_GET)}, "
+                           f"{', '.join(PASSTHROUGH_POST + OWN_ROUTES)}", "not_found")
+    except web.HTTPMethodNotAllowed as exc:
+        gw.metrics.refused.labels("method").inc()
+        return error_reply(405, f"{request.method} is not allowed on {request.path} (allowed: "
+                           f"{', '.join(sorted(exc.allowed_methods))})", "method_not_allowed")
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+    keys = request.app[GATEWAY].config.api_keys
+    if keys and not key_matches(request.headers.get("Authorization", ""), keys):
+        raise Refused(error_reply(401, "a valid API key is required (Authorization: Bearer "
+                                  "KEY)", "invalid_api_key",
+                                  headers={"WWW-Authenticate": "Bearer"}), "unauthorized")
+    return await handler(request)
+
+
+def key_matches(header: str, keys: tuple[str, ...]) -> bool:
+    """Constant time in the key's content: every configured key is compared, always."""
+    scheme, _, given = header.partition(" ")
+    presented = given.strip().encode() if scheme.lower() == "bearer" else b""
+    matched = False
+    for key in keys:
+        matched |= hmac.compare_digest(presented, key.encode())
+    return matched and bool(presented)
+
+
+async def start_site(config: GatewayConfig) -> web.AppRunner:
+    """Start listening; handler cancellation makes a client disconnect cancel its handler,
+    which closes the upstream connection even while the engine is still in prefill."""
+    runner = web.AppRunner(build_app(config), handler_cancellation=True, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, config.host, config.port, backlog=1024)
+    await site.start()
+    return runner
+
+
+def serve_forever(config: GatewayConfig, on_ready: Callable[[], None] = lambda: None) -> None:
+    """Run until SIGINT or SIGTERM, then close every connection cleanly."""
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        uvloop.install()
+    asyncio.run(_serve(config, on_ready))
+
+
+async def _serve(config: GatewayConfig, on_ready: Callable[[], None]) -> None:
+    runner = await start_site(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    on_ready()
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,88 @@
+"""The gateway's settings: one frozen value built by the CLI (or a test) and read everywhere."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sm121.errors import Sm121Error
+from sm121.gateway.sessions import DEFAULT_SESSION_HEADER
+from sm121.recipes.schema import RequestPolicy
+
+DEFAULT_PORT = 8100
+DEFAULT_MAX_BODY = 64 * 1024 * 1024  # a 1M-token prompt is a few MB of JSON; leave room
+DEFAULT_LONG_PROMPT_TOKENS = 16384
+
+
+@dataclass(frozen=True)
+class LocalitySettings:
+    enabled: bool = True
+    block_size: int | None = None  # None: ask the upstream (vLLM's cache_config_info)
+    early_fraction: float = 0.5  # "early": less than this share of the previous prompt reusable
+    warn_after: int = 3  # consecutive early divergences before a session is warned about
+    max_sessions: int = 512
+    max_pending: int = 64  # analyses waiting for /tokenize; beyond this they are skipped
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    directory: Path | None = None  # None: no capture (the default; capture is opt-in)
+    redact: bool = False
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    upstream: str
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    policy: RequestPolicy = field(default_factory=RequestPolicy)
+    api_keys: tuple[str, ...] = ()
+    upstream_api_key: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    max_inflight: int = 64
+    max_inflight_per_session: int | None = None
+    long_prompt_tokens: int = DEFAULT_LONG_PROMPT_TOKENS
+    long_lane: int = 1  # K: long prefills in flight at once
+    max_model_len: int | None = None  # None: ask the upstream (/v1/models)
+    session_header: str = DEFAULT_SESSION_HEADER
+    locality: LocalitySettings = field(default_factory=LocalitySettings)
+    capture: CaptureSettings = field(default_factory=CaptureSettings)
+    upstream_connect_timeout_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "upstream", self.upstream.rstrip("/"))
+        if not self.upstream.startswith(("http://", "https://")):
+            raise Sm121Error(f"upstream {self.upstream!r} is not an http(s) URL",
+                             "example: --upstream http://127.0.0.1:8000")
+        if self.long_lane < 1 or self.max_inflight < 1:
+            raise Sm121Error("--long-lane and --max-inflight must be at least 1",
+                             "K=1 lets one long prefill run at a time")
+        if not self.api_keys and not is_loopback(self.host):
+            raise Sm121Error(
+                f"refusing to listen on {self.host} without API keys",
+                "listen on 127.0.0.1, or give keys with --api-key-file or SM121_GATEWAY_API_KEYS",
+            )
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`127.0.0.1:8100`, `:8100` (loopback) or `[::1]:8100`."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise Sm121Error(f"--listen {value!r} is not HOST:PORT", "example: --listen 127.0.0.1:8100")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)

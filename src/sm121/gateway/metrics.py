@@ -1,0 +1,71 @@
+"""The gateway's own Prometheus metrics, in a registry per gateway (tests run several)."""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+# Client-seen TTFT spans sub-millisecond (a fast upstream) to minutes (a 1M-token prefill).
+_TTFT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+                 60, 120, 300, 600, 1200)
+_WAIT_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600)
+_FRACTION_BUCKETS = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+P = "sm121_gateway_"
+
+
+class GatewayMetrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.requests = Counter(f"{P}requests", "Requests answered, by route and status.",
+                                ["route", "status"], registry=r)
+        self.tokens = Counter(f"{P}tokens", "Tokens reported by the upstream's usage "
+                              "(streams: when the client asks include_usage).",
+                              ["kind"], registry=r)
+        self.stream_chunks = Counter(f"{P}stream_chunks", "SSE chunks passed to clients.",
+                                     registry=r)
+        self.stripped = Counter(f"{P}params_stripped", "Parameters stripped by the request "
+                                "policy.", ["param"], registry=r)
+        self.rejected = Counter(f"{P}params_rejected", "Requests rejected by the request "
+                                "policy, by parameter.", ["param"], registry=r)
+        self.refused = Counter(f"{P}refused", "Requests refused before the upstream saw them.",
+                               ["reason"], registry=r)
+        self.upstream_errors = Counter(f"{P}upstream_errors", "Upstream failures: unreachable, "
+                                       "or died mid-stream.", ["kind"], registry=r)
+        self.client_disconnects = Counter(f"{P}client_disconnects", "Clients that went away "
+                                          "before the end (the upstream request was aborted).",
+                                          registry=r)
+        self.ttft = Histogram(f"{P}ttft_seconds", "Time to first byte as the client sees it, "
+                              "from the request's arrival at the gateway.", ["route"],
+                              buckets=_TTFT_BUCKETS, registry=r)
+        self.queue_depth = Gauge(f"{P}queue_depth", "Requests waiting for admission, by lane.",
+                                 ["lane"], registry=r)
+        self.inflight = Gauge(f"{P}inflight", "Requests admitted and not finished, by lane "
+                              "(long: long prefills not yet at their first token).", ["lane"],
+                              registry=r)
+        self.queue_wait = Histogram(f"{P}queue_wait_seconds", "Time spent waiting for "
+                                    "admission, by lane.", ["lane"], buckets=_WAIT_BUCKETS,
+                                    registry=r)
+        self._locality(r)
+
+    def _locality(self, r: CollectorRegistry) -> None:
+        self.reuse = Gauge(f"{P}locality_reusable_fraction", "Share of the last prompt the "
+                           "prefix cache could serve, per session.", ["session"], registry=r)
+        self.reuse_all = Histogram(f"{P}locality_reusable_fraction_all", "Reusable share of "
+                                   "each compared prompt.", buckets=_FRACTION_BUCKETS,
+                                   registry=r)
+        self.early = Counter(f"{P}locality_early_divergence", "Prompts that diverged early "
+                             "from their session's previous one.", registry=r)
+        self.locality_warnings = Counter(f"{P}locality_warnings", "Sessions warned for "
+                                         "diverging early turn after turn.", registry=r)
+        self.locality_skipped = Counter(f"{P}locality_skipped", "Analyses skipped (tokenize "
+                                        "failed or too many pending).", ["reason"], registry=r)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,65 @@
+"""The request policy: strip or reject request parameters named by the recipe.
+
+Pure functions on the decoded JSON body. A neutral value (for example repetition_penalty 1.0,
+which `vllm bench serve` sends in every completions request) passes silently and unchanged:
+it does nothing in the engine, and stripping it would make a benchmark look different from
+what it sent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sm121.recipes.schema import ArgValue, ParamPolicy, PolicyAction, RequestPolicy
+
+
+@dataclass(frozen=True)
+class PolicyViolation(Exception):
+    """A parameter the policy rejects; the client gets a 400 naming it and why."""
+
+    param: str
+    value: Any
+    reason: str
+
+    def __str__(self) -> str:
+        return (f"parameter {self.param!r} is not accepted by this endpoint "
+                f"(value {self.value!r}): {self.reason}")
+
+
+@dataclass
+class PolicyOutcome:
+    stripped: list[str] = field(default_factory=list)
+
+
+def apply_policy(body: dict[str, Any], policy: RequestPolicy) -> PolicyOutcome:
+    """Remove stripped parameters from `body` in place; raise PolicyViolation for a rejected
+    one. Rejection is checked first, so a request is never half-rewritten and then refused."""
+    offending = [(name, rule) for name, rule in policy.params.items()
+                 if name in body and not is_neutral(body[name], rule)]
+    for name, rule in offending:
+        if rule.action == PolicyAction.REJECT:
+            raise PolicyViolation(name, body[name], rule.reason)
+    outcome = PolicyOutcome()
+    for name, _rule in offending:
+        del body[name]
+        outcome.stripped.append(name)
+    return outcome
+
+
+def is_neutral(value: Any, rule: ParamPolicy) -> bool:
+    """null always means "the engine's default"; otherwise the value must equal a neutral one.
+    Booleans never equal numbers here (JSON true is not 1)."""
+    if value is None:
+        return True
+    neutral = rule.neutral if isinstance(rule.neutral, list) else [rule.neutral]
+    return any(_same(value, n) for n in neutral if n is not None)
+
+
+def _same(value: Any, neutral: ArgValue) -> bool:
+    if isinstance(value, bool) or isinstance(neutral, bool):
+        return type(value) is type(neutral) and value == neutral
+    if isinstance(value, int | float) and isinstance(neutral, int | float):
+        return math.isclose(float(value), float(neutral), rel_tol=0, abs_tol=1e-9)
+    return bool(value == neutral)

@@ -1,0 +1,83 @@
+"""The upstream engine as the gateway sees it: one pooled client session, the headers that
+cross the proxy, and facts asked of the engine (max-model-len, KV block size)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import aiohttp
+from multidict import CIMultiDict
+
+log = logging.getLogger("sm121.gateway")
+
+# Hop-by-hop headers (RFC 9110 7.6.1) and the ones the proxy recomputes itself.
+_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+                  "trailer", "transfer-encoding", "upgrade", "host", "content-length"})
+# The gateway reads streams (usage, errors), so it asks the upstream for identity encoding.
+_REQUEST_DROP = _HOP | {"accept-encoding", "authorization"}
+_RESPONSE_DROP = _HOP | {"content-encoding", "server", "date"}
+_BLOCK_SIZE = re.compile(r'^vllm:cache_config_info\{[^}]*\bblock_size="(\d+)"', re.MULTILINE)
+
+
+def new_session(connect_timeout_s: float) -> aiohttp.ClientSession:
+    # No total timeout: a 1M-token prefill legitimately takes a quarter of an hour.
+    timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout_s)
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30)
+    return aiohttp.ClientSession(timeout=timeout, connector=connector, auto_decompress=False)
+
+
+def request_headers(incoming: Mapping[str, str], upstream_key: str | None,
+                    keep_authorization: bool) -> CIMultiDict[str]:
+    """Client headers for the upstream. The client's Authorization passes only when the gateway
+    has no keys of its own (then it may be meant for the upstream); a gateway key never does."""
+    headers = CIMultiDict((k, v) for k, v in incoming.items() if k.lower() not in _REQUEST_DROP)
+    if upstream_key:
+        headers["Authorization"] = f"Bearer {upstream_key}"
+    elif keep_authorization and "authorization" in incoming:
+        headers["Authorization"] = incoming["authorization"]
+    return headers
+
+
+def response_headers(incoming: Mapping[str, str]) -> CIMultiDict[str]:
+    return CIMultiDict((k, v) for k, v in incoming.items() if k.lower() not in _RESPONSE_DROP)
+
+
+@dataclass(frozen=True)
+class UpstreamFacts:
+    max_model_len: int | None = None
+    block_size: int | None = None
+
+
+async def discover(session: aiohttp.ClientSession, base_url: str,
+                   headers: Mapping[str, str]) -> UpstreamFacts:
+    """Best effort: an engine that does not say leaves the value unknown."""
+    return UpstreamFacts(await _max_model_len(session, base_url, headers),
+                         await _block_size(session, base_url, headers))
+
+
+async def _max_model_len(session: aiohttp.ClientSession, base_url: str,
+                         headers: Mapping[str, str]) -> int | None:
+    try:
+        async with session.get(f"{base_url}/v1/models", headers=headers) as response:
+            data = await response.json() if response.status == 200 else {}
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        log.info("could not read max_model_len from the upstream: %r", exc)
+        return None
+    lengths = [m.get("max_model_len") for m in data.get("data") or [] if isinstance(m, dict)]
+    known = [n for n in lengths if isinstance(n, int)]
+    return min(known) if known else None
+
+
+async def _block_size(session: aiohttp.ClientSession, base_url: str,
+                      headers: Mapping[str, str]) -> int | None:
+    try:
+        async with session.get(f"{base_url}/metrics", headers=headers) as response:
+            text = await response.text() if response.status == 200 else ""
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        log.info("could not read the block size from the upstream: %r", exc)
+        return None
+    match = _BLOCK_SIZE.search(text)
+    return int(match.group(1)) if match else None

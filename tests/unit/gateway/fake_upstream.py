@@ -1,0 +1,131 @@
+"""A purpose-built fake upstream for the gateway's fault tests: an in-process aiohttp server
+that speaks just enough of vLLM's API (streams, /v1/models, /tokenize, /metrics) and can be
+told to misbehave: die mid-stream, flood a slow client, stall before answering.
+
+It is not a stand-in for the engine where the engine can run: behaviour against real vLLM is
+tested in tests/integration/test_gateway_*.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from support import free_port
+
+MAX_MODEL_LEN = 4096
+BLOCK_SIZE = 16
+
+
+@dataclass
+class FakeUpstream:
+    mode: str = "normal"  # normal | die | flood | stall
+    chunks: int = 5
+    interval_s: float = 0.0
+    prefill_s_per_1k: float = 0.0  # "prefill": a delay before the first byte, per 1,000 chars
+    flood_bytes: int = 0
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    tokenize_calls: int = 0
+    bytes_sent: int = 0
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    port: int = 0
+    _runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self, port: int | None = None) -> FakeUpstream:
+        app = web.Application(client_max_size=1 << 30)
+        app.router.add_post("/v1/chat/completions", self._generate)
+        app.router.add_post("/v1/completions", self._generate)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/tokenize", self._tokenize)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, handler_cancellation=True)
+        await self._runner.setup()
+        self.port = port or free_port()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _models(self, _: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": "fake", "object": "model", "max_model_len": MAX_MODEL_LEN}]})
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        return web.Response(text=f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",'
+                                 'engine="0"} 1.0\n')
+
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        """One token per byte of the rendered text, like a byte-level tokenizer."""
+        self.tokenize_calls += 1
+        body = await request.json()
+        if "messages" in body:
+            text = json.dumps(body.get("tools")) + "".join(
+                f"<{m['role']}>{m.get('content') or ''}" for m in body["messages"])
+        else:
+            text = body["prompt"]
+        tokens = list(text.encode())
+        return web.json_response({"count": len(tokens), "max_model_len": MAX_MODEL_LEN,
+                                  "tokens": tokens})
+
+    async def _generate(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.bodies.append(body)
+        self.headers.append(dict(request.headers))
+        if not body.get("stream"):
+            return web.json_response({"id": "cmpl-1", "object": "chat.completion", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "hello"}}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3}},
+                headers={"X-Upstream-Marker": "yes"})
+        try:
+            if self.mode == "stall":
+                await asyncio.sleep(3600)
+            await asyncio.sleep(len(json.dumps(body)) / 1000 * self.prefill_s_per_1k)
+            return await self._stream(request)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        finally:
+            self.finished.set()
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "X-Upstream-Marker": "yes"})
+        await response.prepare(request)
+        if self.mode == "flood":
+            return await self._flood(response)
+        for index in range(self.chunks):
+            chunk = {"id": "c", "object": "chat.completion.chunk",
+                     "choices": [{"index": 0, "delta": {"content": f"tok{index} "}}]}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if self.mode == "die" and index == 1:
+                assert request.transport is not None
+                request.transport.abort()  # the engine crashed: no end of stream
+                return response
+            if self.interval_s:
+                await asyncio.sleep(self.interval_s)
+        usage = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": self.chunks}}
+        await response.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
+        await response.write_eof()
+        return response
+
+    async def _flood(self, response: web.StreamResponse) -> web.StreamResponse:
+        """As much as the connection takes: each write waits for the socket to drain, so
+        bytes_sent counts only what the gateway accepted."""
+        payload = b"data: " + b"x" * 65_000 + b"\n\n"
+        while self.bytes_sent < self.flood_bytes:
+            await response.write(payload)
+            self.bytes_sent += len(payload)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response

@@ -1,0 +1,57 @@
+"""Start a real gateway (the same runner `sm121 gateway` uses) on a free port in this process."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from support import free_port
+
+from sm121.gateway.app import start_site
+from sm121.gateway.config import GatewayConfig
+from sm121.gateway.handlers import GATEWAY
+from sm121.gateway.state import Gateway
+from sm121.recipes.schema import ParamPolicy, PolicyAction, RequestPolicy
+
+POLICY = RequestPolicy(params={
+    "repetition_penalty": ParamPolicy(action=PolicyAction.STRIP, neutral=1.0,
+                                      reason="crashes the DSpark path"),
+    "guided_grammar": ParamPolicy(action=PolicyAction.REJECT, reason="not supported here"),
+})
+
+
+@dataclasses.dataclass
+class Running:
+    url: str
+    runner: web.AppRunner
+    http: aiohttp.ClientSession
+
+    @property
+    def gateway(self) -> Gateway:
+        return self.runner.app[GATEWAY]
+
+    async def chat(self, stream: bool = False, **extra: Any) -> aiohttp.ClientResponse:
+        body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}],
+                "stream": stream, **extra}
+        return await self.http.post(f"{self.url}/v1/chat/completions", json=body)
+
+    async def metric(self, name: str, **labels: str) -> float:
+        value = self.gateway.metrics.registry.get_sample_value(name, labels or None)
+        return value or 0.0
+
+
+@asynccontextmanager
+async def running_gateway(upstream: str, **settings: Any) -> AsyncIterator[Running]:
+    config = GatewayConfig(upstream=upstream, port=free_port(),
+                           policy=settings.pop("policy", POLICY), **settings)
+    runner = await start_site(config)
+    http = aiohttp.ClientSession()
+    try:
+        yield Running(config.base_url, runner, http)
+    finally:
+        await http.close()
+        await runner.cleanup()
