@@ -18,6 +18,7 @@ or through the session fixture `sshd` in tests/integration/conftest.py.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import shutil
 import signal
@@ -54,6 +55,17 @@ class Sshd:
     def run(self, host: str, command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         return subprocess.run([*self.ssh_argv(host), command], capture_output=True, text=True,
                               timeout=timeout)
+
+    def cluster_file(self, path: Path, nodes: list[dict], state_dir: Path,
+                     **fields: object) -> Path:
+        """A cluster YAML whose nodes are this server's hosts, in order. Each entry of `nodes`
+        gives a node's name and fabric values; `ssh` is filled in (127.0.0.2, ...)."""
+        entries = [{"ssh": host, **node} for host, node in zip(self.hosts, nodes, strict=False)]
+        data = {"name": "loopback", "head": entries[0]["name"], "topology": "direct",
+                "ssh_config": str(self.ssh_config), "state_dir": str(state_dir),
+                "nodes": entries, **fields}
+        path.write_text(json.dumps(data, indent=2))  # JSON is YAML
+        return path
 
     def stop(self) -> None:
         """Stop the server by its pid (never by name)."""

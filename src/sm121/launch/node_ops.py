@@ -58,6 +58,11 @@ def prepare_slot(node: NodePlan, run_id: str) -> NodeSlot:
     home = node.home or _probe_home(transport, node)
     state_dir = str(paths.home()) if node.ssh is None else node.state_dir
     files = runtimes.node_files(state_dir, home, run_id, node.name)
+    # Hooks run before the engine and may write here (the run id is new: nothing to clash).
+    made = transport.run(["sh", "-c", 'umask 077; mkdir -p "$1"', "mkdir", files.run_dir])
+    if not made.ok:
+        raise Sm121Error(f"{node.name}: cannot create {files.run_dir}: {made.stderr.strip()}",
+                         "set the cluster's state_dir to a writable folder on every node")
     process = NodeProcess(name=node.name, ssh=node.ssh, log=files.log, pid_file=files.pid_file,
                           container=node.container, ssh_port=node.ssh_port,
                           ssh_config=node.ssh_config, role=node.role)
