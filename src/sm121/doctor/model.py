@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from sm121.cluster.spec import Node
 from sm121.findings import Finding
 from sm121.memory.planner import MemoryPlan
-from sm121.recipes.schema import Recipe, Severity
+from sm121.recipes.schema import ArgValue, Recipe, Severity
 
 Status = Literal["ok", "info", "warning", "error"]
 
@@ -55,7 +55,7 @@ class NodeContext:
     cluster_source: str = ""
     recipe: Recipe | None = None
     profile: str | None = None
-    args: dict[str, object] = field(default_factory=dict)
+    args: dict[str, ArgValue] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # the engine env rendered for this node
     memory: MemoryPlan | None = None
     hf_cache: str = "~/.cache/huggingface"

@@ -62,11 +62,20 @@ def _gmu_lines(plan: MemoryPlan) -> list[str]:
 def memory_findings(plan: MemoryPlan, ctx: Context) -> list[Finding]:
     source = f"memory plan ({plan.recipe}, profile {plan.profile or '-'})"
     findings: list[Finding] = []
-    if plan.kv_gib <= 0:
+    if plan.mode == "gmu" and plan.weights_gib is None:
         findings.append(Finding(
-            severity=Severity.ERROR, source=source, field="KV budget",
+            severity=Severity.WARNING, source=source, field="model.size_gb",
+            message="the weights are unknown, so the KV budget above counts none: it is too high",
+            fix="set model.size_gb in the recipe, pass --weights-gib, or calibrate from a boot"))
+    if plan.kv_gib <= 0:
+        # An on-disk size split over the ranks only estimates what a rank holds in memory.
+        estimated = plan.weights_how.startswith("recipe")
+        findings.append(Finding(
+            severity=Severity.WARNING if estimated else Severity.ERROR, source=source,
+            field="KV budget",
             message=f"no memory is left for KV ({plan.kv_gib:.2f} GiB): the engine refuses "
-                    "to start",
+                    "to start" + (" if the weights in memory are as large as on disk "
+                                  "(an estimate: calibrate from a boot)" if estimated else ""),
             fix=_raise_gmu_fix(plan)))
         return findings
     if plan.max_concurrency is not None and plan.max_concurrency < 1 and plan.request_kv_gib:

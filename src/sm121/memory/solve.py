@@ -79,11 +79,15 @@ def _solve_gmu(request: MemoryRequest, load: Load, need: float, base: MemoryPlan
     if gmu <= ceiling:
         plan = plan_memory(replace(request, overrides={**request.overrides,
                                                        "gpu-memory-utilization": gmu}))
+        top = plan_memory(replace(request, overrides={**request.overrides,
+                                                      "gpu-memory-utilization": ceiling}))
         return Solution(load=load, feasible=True, gpu_memory_utilization=gmu,
                         max_model_len=load.context, kv_needed_gib=round(need, 3), plan=plan,
                         reason=f"{load.agents} x {load.context:,} tokens need {need:.2f} GiB of "
-                               f"KV; GMU {gmu:.2f} gives {plan.kv_gib:.2f} GiB (ceiling "
-                               f"{ceiling:.2f})")
+                               f"KV; GMU {gmu:.2f} is the least that serves it ({plan.kv_gib:.2f} "
+                               f"GiB); the ceiling {ceiling:.2f} gives {top.kv_gib:.2f} GiB "
+                               f"({top.max_concurrency or 0:.1f}x this context), room for the "
+                               "prefix cache")
     top = plan_memory(replace(request, overrides={**request.overrides,
                                                   "gpu-memory-utilization": ceiling}))
     return Solution(load=load, feasible=False, kv_needed_gib=round(need, 3), plan=top,
