@@ -1,0 +1,106 @@
+"""`ab`: serve each profile of a recipe through sm121's own launcher, run one scenario on it,
+stop it, and compare. The order alternates between repetitions (A B, then B A) so that a
+slow drift of a shared machine does not favour one profile; medians and spread per metric."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.results import ResultsFile
+from sm121.bench.runner import Target, run_scenario
+from sm121.bench.scenarios import SCENARIOS
+from sm121.bench.stats import summarize
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AbRequest:
+    recipe: str
+    profiles: list[str]
+    scenario: str
+    reps: int
+    params: dict[str, Any]
+    out: Path
+    port: int
+    host: str = "127.0.0.1"
+    sets: list[str] = field(default_factory=list)
+
+
+def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
+    """(rep, profile) in run order: forward on even repetitions, reversed on odd ones."""
+    return [(rep, p) for rep in range(reps)
+            for p in (profiles if rep % 2 == 0 else list(reversed(profiles)))]
+
+
+def run_ab(request: AbRequest, say: Say = lambda _: None) -> ResultsFile:
+    results = ResultsFile(request.out, "ab", request.scenario, {
+        "recipe": request.recipe, "profiles": request.profiles, "reps": request.reps,
+        "sets": request.sets, "scenario_params": request.params,
+        "order": [f"{rep}:{p}" for rep, p in run_order(request.profiles, request.reps)]})
+    try:
+        for index, (rep, profile) in enumerate(run_order(request.profiles, request.reps)):
+            say(f"[{index + 1}/{request.reps * len(request.profiles)}] rep {rep + 1}, "
+                f"profile {profile}")
+            results.add_sample(_serve_and_measure(request, profile, rep, say))
+            results.set(summary=compare(results.data["samples"], request.profiles,
+                                        request.scenario))
+    except KeyboardInterrupt:
+        results.finish("interrupted")
+        raise
+    except BaseException as exc:
+        results.finish("failed", error=str(exc))
+        raise
+    results.finish("complete")
+    return results
+
+
+def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> dict[str, Any]:
+    from sm121.cli.plan import build_plan
+    from sm121.launch.control import stop_run
+    from sm121.launch.local import serve_local
+
+    plan = build_plan(request.recipe, profile, None, request.sets, request.port, request.host)
+    run, process = serve_local(plan, progress=lambda m: say(f"  {profile}: {m}"))
+    sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
+    spec = SCENARIOS[request.scenario]
+    try:
+        say(f"  {profile}: ready, running {request.scenario}")
+        scenario_results = asyncio.run(run_scenario(
+            request.scenario, spec.run, Target(plan.base_url, plan.readiness.model),
+            {**request.params, "reps": 1}, sub_out,
+            progress=lambda m, _d, _t: say(f"  {profile}: {m}"),
+            needs_stream=spec.needs_stream))
+    finally:
+        stop_run(run)
+        process.wait(timeout=60)
+    data = scenario_results.data
+    return {"profile": profile, "rep": rep, "run_id": run.run_id,
+            "engine_args": plan.engine_args, "boot": run.boot.model_dump(mode="json"),
+            "timings": run.timings.model_dump(mode="json"), "results_file": str(sub_out),
+            "server": data["server"], "probe": data["probe"], "samples": data["samples"],
+            "summary": data["summary"],
+            "metrics": spec.flatten(data["samples"])}
+
+
+def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str
+            ) -> dict[str, Any]:
+    """Per metric and profile: median, min, max, n over repetitions, and the ratio of each
+    median to the first profile's (the baseline)."""
+    spec = SCENARIOS[scenario]
+    table: dict[str, Any] = {"baseline": profiles[0], "metrics": {}}
+    for key, *_ in spec.headline:
+        row = {p: summarize([s["metrics"].get(key) for s in samples if s["profile"] == p])
+               for p in profiles}
+        base = row[profiles[0]]["median"]
+        ratios = {p: _ratio(row[p]["median"], base) for p in profiles}
+        table["metrics"][key] = {"profiles": row, "ratio_to_baseline": ratios}
+    return table
+
+
+def _ratio(value: float | int | None, base: float | int | None) -> float | None:
+    return value / base if value is not None and base else None

@@ -1,0 +1,210 @@
+"""The one streaming client of sm121 bench. It asks for token ids and usage, timestamps every
+chunk on a monotonic clock, counts ids (never chunks) and cross-checks them against usage.
+Every prompt is salted (and sent with `cache_salt` where the server takes it), so a
+measurement never silently hits the prefix cache. `stream=False` is the fallback for servers
+without token ids: counts from usage, one timestamp per request."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from sm121.bench.tokens import check_usage, chunk_tokens
+from sm121.errors import Sm121Error
+from sm121.sse import SSEParser
+
+
+@dataclass
+class StreamRecord:
+    """One request as the client saw it; times are time.monotonic() seconds."""
+
+    label: str
+    submitted: float
+    prompt_chars: int = 0
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    finished: float | None = None
+    usage: dict[str, Any] | None = None
+    finish_reason: str | None = None
+    text: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.chunk_tokens)
+
+    @property
+    def first_token(self) -> float | None:
+        return next((t for t, n in zip(self.chunk_times, self.chunk_tokens, strict=True)
+                     if n > 0), None)
+
+    @property
+    def ttft(self) -> float | None:
+        first = self.first_token
+        return None if first is None else first - self.submitted
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        return None if self.usage is None else self.usage.get("prompt_tokens")
+
+    @property
+    def cached_tokens(self) -> int | None:
+        details = (self.usage or {}).get("prompt_tokens_details") or {}
+        return details.get("cached_tokens")
+
+    def to_json(self, t0: float) -> dict[str, Any]:
+        """Times relative to the scenario's t0, so a results file needs no clock of its own."""
+        return {
+            "label": self.label,
+            "submitted": round(self.submitted - t0, 6),
+            "first_token": None if self.first_token is None else round(self.first_token - t0, 6),
+            "finished": None if self.finished is None else round(self.finished - t0, 6),
+            "chunk_times": [round(t - t0, 6) for t in self.chunk_times],
+            "chunk_tokens": list(self.chunk_tokens),
+            "completion_tokens": self.tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "finish_reason": self.finish_reason,
+        }
+
+
+class BenchClient:
+    """OpenAI-compatible completions over one aiohttp session (use as `async with`)."""
+
+    def __init__(self, base_url: str, model: str, *, stream: bool = True,
+                 cache_salt: bool = False, api_key: str | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.stream = stream
+        self.cache_salt = cache_salt
+        self.run_salt = secrets.token_hex(4)
+        self._counter = itertools.count()
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> BenchClient:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=1800)
+        self._session = aiohttp.ClientSession(timeout=timeout, headers=self._headers)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("BenchClient used outside `async with`")
+        return self._session
+
+    def new_salt(self) -> str:
+        return f"{self.run_salt}-{next(self._counter)}"
+
+    def cache_salt_field(self, tag: str) -> dict[str, Any]:
+        """For prompts that carry their own salt tag (exact-length prompts, locality)."""
+        return {"cache_salt": tag} if self.cache_salt else {}
+
+    async def complete(self, prompt: str | list[int], max_tokens: int, label: str, *,
+                       salt: bool = True, ignore_eos: bool = True,
+                       extra: dict[str, Any] | None = None,
+                       into: StreamRecord | None = None) -> StreamRecord:
+        """One completion. With salt, a unique tag opens the prompt (and goes in cache_salt
+        when the server takes it): the request cannot reuse another's prefix cache. `into`
+        is filled as chunks arrive, so a scenario can watch a stream that is still running."""
+        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens,
+                                "temperature": 0, "ignore_eos": ignore_eos, **(extra or {})}
+        if salt:
+            tag = self.new_salt()
+            if isinstance(prompt, str):
+                prompt = f"[{tag}] {prompt}"
+            body.update(self.cache_salt_field(tag))
+        body["prompt"] = prompt
+        record = into if into is not None else StreamRecord(label=label, submitted=0.0)
+        record.label, record.submitted = label, time.monotonic()
+        record.prompt_chars = len(prompt) if isinstance(prompt, str) else 0
+        if self.stream:
+            await self._stream(body, record)
+        else:
+            await self._whole(body, record)
+        return record
+
+    async def _stream(self, body: dict[str, Any], record: StreamRecord) -> None:
+        body.update(stream=True, return_token_ids=True,
+                    stream_options={"include_usage": True})
+        parser = SSEParser()
+        async with self.session.post(f"{self.base_url}/v1/completions", json=body) as response:
+            await _raise_for_status(response, record.label)
+            async for data in response.content.iter_any():
+                now = time.monotonic()
+                # Line by line: the parser rescans its buffer per line, so one large burst
+                # fed whole costs quadratic time and stalls the loop (and every timestamp).
+                for line in data.splitlines(keepends=True):
+                    for event in parser.feed(line):
+                        _take_event(event.data, now, record)
+                await asyncio.sleep(0)  # let timers and other streams run between reads
+            for event in parser.flush():
+                _take_event(event.data, time.monotonic(), record)
+        record.finished = time.monotonic()
+        check_usage(record.tokens, record.usage, record.label)
+
+    async def _whole(self, body: dict[str, Any], record: StreamRecord) -> None:
+        body["stream"] = False
+        async with self.session.post(f"{self.base_url}/v1/completions", json=body) as response:
+            await _raise_for_status(response, record.label)
+            payload = await response.json()
+        record.finished = time.monotonic()
+        record.usage = payload.get("usage")
+        choice = (payload.get("choices") or [{}])[0]
+        record.text = choice.get("text") or ""
+        record.finish_reason = choice.get("finish_reason")
+        counted = len(choice["token_ids"]) if choice.get("token_ids") is not None else None
+        tokens = check_usage(counted, record.usage, record.label) if counted is not None \
+            else int((record.usage or {}).get("completion_tokens") or 0)
+        record.chunk_times, record.chunk_tokens = [record.finished], [tokens]
+
+    async def get_json(self, path: str) -> Any:
+        async with self.session.get(f"{self.base_url}{path}") as response:
+            await _raise_for_status(response, path)
+            return await response.json()
+
+    async def post_json(self, path: str, body: dict[str, Any]) -> Any:
+        async with self.session.post(f"{self.base_url}{path}", json=body) as response:
+            await _raise_for_status(response, path)
+            return await response.json()
+
+    async def get_text(self, path: str) -> str | None:
+        """A page that may not exist (e.g. /metrics behind a proxy): None when absent."""
+        async with self.session.get(f"{self.base_url}{path}") as response:
+            return await response.text() if response.status == 200 else None
+
+
+def _take_event(data: str, now: float, record: StreamRecord) -> None:
+    if data == "[DONE]" or not data.strip():
+        return
+    payload = json.loads(data)
+    if "error" in payload:
+        raise Sm121Error(f"{record.label}: the server reported an error mid-stream: "
+                         f"{json.dumps(payload['error'])[:300]}")
+    if payload.get("usage"):
+        record.usage = payload["usage"]
+    tokens = chunk_tokens(payload)
+    for choice in payload.get("choices") or []:
+        record.text += choice.get("text") or (choice.get("delta") or {}).get("content") or ""
+        record.finish_reason = choice.get("finish_reason") or record.finish_reason
+    if payload.get("choices"):
+        record.chunk_times.append(now)
+        record.chunk_tokens.append(tokens)
+
+
+async def _raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
+    if response.status == 200:
+        return
+    detail = (await response.text())[:400]
+    raise Sm121Error(f"{label}: HTTP {response.status} from {response.url}: {detail}",
+                     "check --url and --model (`curl URL/v1/models` lists the served models)")

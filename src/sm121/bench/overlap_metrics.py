@@ -1,0 +1,111 @@
+"""Metrics of one overlap repetition, computed from its raw sample (pure, so a report can
+recompute them). Two windows end at the long request's first token:
+- client: from the long request's submission (what a client sees; includes the API server's
+  tokenisation, during which the ongoing stream still decodes undisturbed);
+- engine: from the first long gap in the ongoing stream, when the engine really began the
+  prefill. The headline uses the engine window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sm121.bench.stats import (
+    Window,
+    admission_valid,
+    clipped_gaps,
+    decode_share,
+    engine_start,
+    gap_stats,
+    long_gap_threshold,
+    outlives,
+    rate,
+    summarize,
+    tokens_in,
+)
+
+HEADLINE_WINDOW = "engine"
+# The metrics an A/B compares, in table order: (key, label, format, better when).
+HEADLINE = (
+    ("decode_share", "decode share during prefill (same stream, during/before; engine window)",
+     "pct", "higher"),
+    ("decode_tokens", "decode tokens in the engine window", "int", "higher"),
+    ("decode_tokens_client", "decode tokens in the client window (from submission)", "int",
+     "higher"),
+    ("decode_share_client", "decode share, client window", "pct", "higher"),
+    ("gap_p50", "p50 output gap in window (s)", "s", "lower"),
+    ("gap_p95", "p95 output gap in window (s)", "s", "lower"),
+    ("gap_max", "max output gap in window (s)", "s", "lower"),
+    ("prefill_tok_s", "prefill throughput, engine window (tok/s)", "int", "higher"),
+    ("prefill_tok_s_client", "prefill throughput, client window (tok/s)", "int", "higher"),
+    ("short_ttft_s", "short-request TTFT during the prefill (s)", "s", "lower"),
+    ("idle_ttft_s", "idle TTFT of the same short request (s)", "s", "lower"),
+    ("admission_ratio", "admission ratio (TTFT during / idle)", "x", "lower"),
+    ("engine_delay_s", "submission to engine start (tokenisation) (s)", "s", "lower"),
+    ("before_tok_s", "undisturbed decode before (tok/s)", "int", "higher"),
+)
+
+
+def _window_metrics(times: list[float], tokens: list[int], window: Window,
+                    before_rate: float | None) -> dict[str, Any]:
+    during = rate(times, tokens, window)
+    return {"start": window.start, "end": window.end, "length_s": window.length,
+            "decode_tokens": tokens_in(times, tokens, window), "decode_tok_s": during,
+            "decode_share": decode_share(during, before_rate),
+            "gaps": gap_stats(clipped_gaps(times, window))}
+
+
+def overlap_metrics(sample: dict[str, Any], gap_factor: float = 10.0) -> dict[str, Any]:
+    ongoing, long = sample["ongoing"], sample["long"]
+    times, tokens = ongoing["chunk_times"], ongoing["chunk_tokens"]
+    client = Window(long["submitted"], long["first_token"])
+    before = Window(max(ongoing["first_token"], client.start - sample["before_s"]), client.start)
+    before_rate = rate(times, tokens, before)
+    threshold = long_gap_threshold(clipped_gaps(times, before), gap_factor)
+    started = engine_start(times, client.start, client.end, threshold)
+    engine = Window(started if started is not None else client.start, client.end)
+    windows = {"client": _window_metrics(times, tokens, client, before_rate),
+               "engine": _window_metrics(times, tokens, engine, before_rate)}
+    shorts = [_short(s, client, engine, sample["idle_ttft_s"]) for s in sample["shorts"]]
+    valid_ttfts = [s["ttft_s"] for s in shorts if s["valid"]]
+    short_ttft = summarize(valid_ttfts)["median"]
+    prompt_ok = long.get("prompt_tokens") == sample["prefill_tokens"]
+    # A trimmed stream keeps its true last chunk time apart.
+    last = ongoing.get("last_chunk")
+    outlived = outlives([*times, last] if last is not None else times, client)
+    head = windows[HEADLINE_WINDOW]
+    return {
+        "windows": windows, "headline_window": HEADLINE_WINDOW,
+        "engine_start_source": "first long gap" if started is not None else "client (no gap)",
+        "long_gap_threshold_s": threshold, "before_tok_s": before_rate,
+        "outlived": outlived, "prompt_tokens_exact": prompt_ok,
+        "valid": outlived and prompt_ok,
+        "shorts": shorts, "short_ttft_s": short_ttft, "idle_ttft_s": sample["idle_ttft_s"],
+        "admission_ratio": short_ttft / sample["idle_ttft_s"]
+        if short_ttft is not None and sample["idle_ttft_s"] else None,
+        "decode_share": head["decode_share"], "decode_tokens": head["decode_tokens"],
+        "decode_share_client": windows["client"]["decode_share"],
+        "decode_tokens_client": windows["client"]["decode_tokens"],
+        "gap_p50": head["gaps"]["p50"], "gap_p95": head["gaps"]["p95"],
+        "gap_max": head["gaps"]["max"],
+        "prefill_tok_s": sample["prefill_tokens"] / engine.length if engine.length else None,
+        "prefill_tok_s_client": sample["prefill_tokens"] / client.length
+        if client.length else None,
+        "engine_delay_s": engine.start - client.start,
+    }
+
+
+def _short(short: dict[str, Any], client: Window, engine: Window,
+           idle_ttft: float | None) -> dict[str, Any]:
+    ttft = None if short["first_token"] is None else short["first_token"] - short["submitted"]
+    valid = admission_valid(short["submitted"], engine)
+    return {"submitted": short["submitted"], "ttft_s": ttft,
+            "in_client_window": admission_valid(short["submitted"], client),
+            "valid": valid and ttft is not None,
+            "ratio": ttft / idle_ttft if ttft is not None and idle_ttft else None}
+
+
+def summarize_reps(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median and spread of every headline metric over the valid repetitions."""
+    valid = [m for m in metrics if m.get("valid")]
+    return {"reps": len(metrics), "valid_reps": len(valid),
+            **{key: summarize([m.get(key) for m in valid]) for key, *_ in HEADLINE}}

@@ -1,0 +1,123 @@
+"""PNG plots for the report (matplotlib, Agg). Each takes samples grouped by label (a profile
+of an A/B, or one run) and writes one file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sm121.bench.stats import Window, clipped_gaps  # noqa: E402
+
+Groups = dict[str, list[dict[str, Any]]]  # label -> overlap samples (raw, with "metrics")
+
+
+def _valid(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in samples if s["metrics"].get("valid")]
+
+
+def median_sample(samples: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The repetition whose engine-window decode tokens is the median: a typical run."""
+    valid = sorted(_valid(samples), key=lambda s: s["metrics"]["decode_tokens"])
+    return valid[len(valid) // 2] if valid else None
+
+
+def decode_timeline(groups: Groups, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for index, (label, samples) in enumerate(groups.items()):
+        sample = median_sample(samples)
+        if sample is None:
+            continue
+        color = f"C{index}"
+        t0 = sample["long"]["submitted"]
+        times = np.asarray(sample["ongoing"]["chunk_times"]) - t0
+        ax.plot(times, np.cumsum(sample["ongoing"]["chunk_tokens"]), color=color, label=label,
+                lw=1.2)
+        engine = sample["metrics"]["windows"]["engine"]
+        ax.axvspan(engine["start"] - t0, engine["end"] - t0, color=color, alpha=0.08)
+        ax.axvline(engine["start"] - t0, color=color, ls="--", lw=0.8)
+        ax.axvline(engine["end"] - t0, color=color, ls=":", lw=0.8)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel("seconds since the long request was submitted (0)")
+    ax.set_ylabel("tokens of the ongoing stream (cumulative)")
+    ax.set_title("Decode during a long prefill (median repetition); shaded: engine window "
+                 "(first long gap to first token)", fontsize=9)
+    _legend(ax)
+    return _save(fig, path)
+
+
+def gap_distribution(groups: Groups, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for index, (label, samples) in enumerate(groups.items()):
+        gaps: list[float] = []
+        for sample in _valid(samples):
+            engine = sample["metrics"]["windows"]["engine"]
+            gaps += clipped_gaps(sample["ongoing"]["chunk_times"],
+                                 Window(engine["start"], engine["end"]))
+        gaps = [g for g in gaps if g > 0]
+        if gaps:
+            ordered = np.sort(gaps)
+            ax.step(ordered, np.arange(1, len(ordered) + 1) / len(ordered), where="post",
+                    color=f"C{index}", label=f"{label} (n={len(ordered)})")
+    ax.set_xscale("log")
+    ax.set_xlabel("output gap of the ongoing stream inside the engine window (s, log)")
+    ax.set_ylabel("fraction of gaps <= x")
+    ax.set_title("Output-gap distribution during the prefill (all valid repetitions)",
+                 fontsize=9)
+    _legend(ax)
+    return _save(fig, path)
+
+
+def admission(groups: Groups, path: Path) -> Path:
+    labels, medians, lows, highs = [], [], [], []
+    for label, samples in groups.items():
+        ratios = [s["metrics"]["admission_ratio"] for s in _valid(samples)
+                  if s["metrics"].get("admission_ratio")]
+        if ratios:
+            labels.append(label)
+            medians.append(float(np.median(ratios)))
+            lows.append(medians[-1] - min(ratios))
+            highs.append(max(ratios) - medians[-1])
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.bar(labels, medians, yerr=[lows, highs], capsize=4,
+           color=[f"C{i}" for i in range(len(labels))])
+    ax.set_yscale("log")
+    ax.set_ylabel("short-request TTFT during prefill / idle TTFT (log)")
+    ax.set_title("Admission ratio per profile (median, bars: min-max)", fontsize=9)
+    for i, value in enumerate(medians):
+        ax.annotate(f"{value:,.0f}x", (i, value), ha="center", va="bottom", fontsize=8)
+    return _save(fig, path)
+
+
+def scaling(curves: dict[str, dict[str, list[tuple[int, float]]]], path: Path) -> Path:
+    """curves: kind ("decode" | "prefill") -> label -> [(N, aggregate tok/s)]."""
+    kinds = [k for k in ("decode", "prefill") if curves.get(k)]
+    fig, axes = plt.subplots(1, max(1, len(kinds)), figsize=(5 * max(1, len(kinds)), 4))
+    for ax, kind in zip(np.atleast_1d(axes), kinds, strict=False):
+        for label, points in curves[kind].items():
+            ns, values = zip(*sorted(points), strict=True)
+            ax.plot(ns, values, marker="o", label=label)
+        ax.set_xlabel("concurrent requests N")
+        ax.set_ylabel("aggregate tok/s" if kind == "decode" else "aggregate prompt tok/s")
+        ax.set_title(f"{kind} scaling", fontsize=9)
+        ax.set_ylim(bottom=0)
+        _legend(ax)
+    return _save(fig, path)
+
+
+def _legend(ax: Any) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,124 @@
+"""`sm121 bench report`: Markdown with tables and PNG plots, from one or more results files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sm121.bench import plots
+from sm121.bench.format import fmt, table_rows
+from sm121.bench.results import load_results
+
+WINDOWS_NOTE = (
+    "Windows: the *client* window runs from the long request's submission to its first token;"
+    " the *engine* window starts at the first long gap in the ongoing stream (the engine "
+    "began the prefill; before that the API server was tokenising and the stream decoded "
+    "undisturbed). **Headline metrics use the engine window**; decode tokens and share are "
+    "given for both. Decode share = decode rate in the window / rate before it on the same "
+    "stream. Gaps are clipped to the window. A repetition counts only when the ongoing stream "
+    "outlived the window and the long prompt had exactly L tokens (usage cross-check); a "
+    "short request counts only when it was sent inside the engine window.")
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    if not rows:
+        return []
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
+            *["| " + " | ".join(r) + " |" for r in rows], ""]
+
+
+def _overlap_groups(data: dict[str, Any]) -> plots.Groups:
+    if data["kind"] == "ab":
+        groups: plots.Groups = {p: [] for p in data["params"]["profiles"]}
+        for entry in data["samples"]:
+            groups[entry["profile"]].extend(entry["samples"])
+        return groups
+    return {data.get("label") or data["server"].get("url", "run"): data["samples"]}
+
+
+def _rep_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    headers = ["profile", "rep", "order", "valid", "share (engine)", "share (client)",
+               "decode tok (engine)", "decode tok (client)", "p95 gap", "prefill tok/s",
+               "short TTFT", "admission"]
+    rows = []
+    entries = data["samples"] if data["kind"] == "ab" else [
+        {"profile": "-", "rep": s["rep"], "samples": [s]} for s in data["samples"]]
+    for index, entry in enumerate(entries):
+        for sample in entry["samples"]:
+            m = sample["metrics"]
+            rows.append([entry["profile"], str(entry["rep"] + 1), str(index + 1),
+                         "yes" if m["valid"] else "no", fmt(m["decode_share"], "pct"),
+                         fmt(m["decode_share_client"], "pct"), fmt(m["decode_tokens"], "int"),
+                         fmt(m["decode_tokens_client"], "int"), fmt(m["gap_p95"], "s"),
+                         fmt(m["prefill_tok_s"], "int"), fmt(m["short_ttft_s"], "s"),
+                         fmt(m["admission_ratio"], "x")])
+    return headers, rows
+
+
+def _overlap_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
+    groups = _overlap_groups(data)
+    files = [plots.decode_timeline(groups, out / f"{stem}-decode-timeline.png"),
+             plots.gap_distribution(groups, out / f"{stem}-gaps.png"),
+             plots.admission(groups, out / f"{stem}-admission.png")]
+    lines = [WINDOWS_NOTE, "", *_table(*table_rows(data))]
+    lines += ["Per repetition (order = run order; A/B order alternates between repetitions):",
+              "", *_table(*_rep_rows(data))]
+    lines += [f"![{f.stem}]({f.name})" for f in files] + [""]
+    if data["kind"] == "ab":
+        lines += ["Engine args per profile (as served by sm121):", ""]
+        seen: dict[str, Any] = {}
+        for entry in data["samples"]:
+            seen.setdefault(entry["profile"], entry["engine_args"])
+        lines += [f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
+                                           if k.startswith(("max-num", "long-prefill")))
+                  for p, args in seen.items()] + [""]
+    return lines
+
+
+def _scaling_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
+    rows = [s["metrics"] for s in data["samples"]]
+    kind = "decode" if data["scenario"] == "decode-scaling" else "prefill"
+    key = "aggregate_tok_s" if kind == "decode" else "prefill_tok_s"
+    curve = {kind: {data["server"].get("url", "run"): [(r["n"], r[key]) for r in rows]}}
+    path = plots.scaling(curve, out / f"{stem}-scaling.png")
+    headers = list(rows[0]) if rows else []
+    body = [[fmt(r.get(h)) for h in headers] for r in rows]
+    return [*_table(headers, body), f"![{path.stem}]({path.name})", ""]
+
+
+def _rows_section(data: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+    rows = [[fmt(s.get(k)) for k in keys] for s in data["samples"]]
+    return _table(list(keys), rows)
+
+
+def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
+    head = [f"## {data['scenario']} ({data['kind']}) — `{stem}.json`", "",
+            f"status {data['status']}, sm121 {data['sm121_version']}, created {data['created']}; "
+            f"params: `{data['params']}`", ""]
+    probe = data.get("probe") or (data["samples"][0].get("probe") if data["kind"] == "ab"
+                                  and data["samples"] else None)
+    if probe:
+        head += [f"Probe: token ids {probe.get('token_ids')}, safe {probe.get('safe')}, "
+                 f"tokens per chunk {probe.get('histogram')}.", ""]
+    scenario = data["scenario"]
+    if scenario == "overlap":
+        return head + _overlap_section(data, out, stem)
+    if scenario in ("decode-scaling", "prefill-scaling") and data["kind"] == "scenario":
+        return head + _scaling_section(data, out, stem)
+    if scenario == "locality":
+        return head + _rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",
+                                           "cached_tokens", "reuse_usage", "reuse_metrics"))
+    if scenario == "retrieval":
+        return head + _rows_section(data, ("length", "depth", "prompt_tokens", "found",
+                                           "distractors_returned"))
+    return head + _table(*table_rows(data))
+
+
+def render_report(paths: list[Path], out: Path, title: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {title}", ""]
+    for path in paths:
+        lines += _section(load_results(path), out, path.stem)
+    report = out / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report

@@ -1,0 +1,74 @@
+"""The results file: a versioned JSON schema, written atomically after every sample so that
+Ctrl-C (or a crash) loses nothing already measured."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sm121 import __version__
+from sm121.errors import Sm121Error
+from sm121.launch.run_state import write_json_atomic
+
+SCHEMA = "sm121.bench.results"
+SCHEMA_VERSION = 1
+
+
+def default_path(scenario: str, folder: Path = Path("bench-results")) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return folder / f"{scenario}-{stamp}.json"
+
+
+class ResultsFile:
+    """One scenario run (kind "scenario") or one A/B (kind "ab") on disk.
+
+    Layout: schema, schema_version, kind, scenario, sm121_version, created, status
+    (running | complete | interrupted | failed), params, server, probe, samples (raw, one
+    entry per repetition or step), summary, error."""
+
+    def __init__(self, path: Path, kind: str, scenario: str, params: dict[str, Any]) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "kind": kind,
+            "scenario": scenario, "sm121_version": __version__,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "status": "running", "params": params, "server": {}, "probe": None,
+            "samples": [], "summary": {}, "error": None,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.save()
+
+    def set(self, **fields: Any) -> None:
+        self.data.update(fields)
+        self.save()
+
+    def add_sample(self, sample: dict[str, Any]) -> None:
+        self.data["samples"].append(sample)
+        self.save()
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        self.data["status"] = status
+        self.data["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if error:
+            self.data["error"] = error
+        self.save()
+
+    def save(self) -> None:
+        write_json_atomic(self.path, self.data)
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise Sm121Error(f"cannot read results {path}: {exc}",
+                         "pass a JSON file written by `sm121 bench`") from exc
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise Sm121Error(f"{path} is not an sm121 bench results file",
+                         f"expected \"schema\": \"{SCHEMA}\"")
+    if data.get("schema_version", 0) > SCHEMA_VERSION:
+        raise Sm121Error(f"{path} has schema version {data['schema_version']}; this sm121 "
+                         f"reads up to {SCHEMA_VERSION}", "upgrade sm121")
+    return data

@@ -1,0 +1,85 @@
+"""What the server says about itself: served models, version, cache config and Prometheus
+counters (read before and after a measurement, so deltas belong to it)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sm121.bench.client import BenchClient
+
+# Counters whose deltas a scenario records (absent ones are simply missing).
+COUNTERS = (
+    "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+    "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total",
+    "vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_drafts_total", "vllm:num_preemptions_total",
+    "vllm:request_prefill_time_seconds_sum", "vllm:request_prefill_time_seconds_count",
+    "vllm:request_queue_time_seconds_sum", "vllm:request_queue_time_seconds_count",
+)
+_SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(\{[^}]*\})?\s+(\S+)")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Prometheus text -> {metric name: value summed over its label sets}."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
+    return totals
+
+
+def metric_labels(text: str, name: str) -> dict[str, str]:
+    """The labels of the first sample of `name` (info gauges such as cache_config_info)."""
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match and match.group(1) == name and match.group(2):
+            return dict(_LABEL.findall(match.group(2)))
+    return {}
+
+
+def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {name: round(after[name] - before.get(name, 0.0), 6)
+            for name in COUNTERS if name in after}
+
+
+def spec_acceptance(deltas: dict[str, float]) -> float | None:
+    """Accepted over drafted speculative tokens in the interval, when the server speculates."""
+    drafted = deltas.get("vllm:spec_decode_num_draft_tokens_total")
+    accepted = deltas.get("vllm:spec_decode_num_accepted_tokens_total")
+    return accepted / drafted if drafted and accepted is not None else None
+
+
+def prefix_reuse(deltas: dict[str, float]) -> float | None:
+    queries = deltas.get("vllm:prefix_cache_queries_total")
+    hits = deltas.get("vllm:prefix_cache_hits_total")
+    return hits / queries if queries and hits is not None else None
+
+
+async def read_counters(client: BenchClient) -> dict[str, float]:
+    text = await client.get_text("/metrics")
+    return parse_metrics(text) if text else {}
+
+
+async def server_info(client: BenchClient) -> dict[str, Any]:
+    """The server's config as far as it tells: /v1/models, /version, cache_config_info."""
+    models = await client.get_json("/v1/models")
+    info: dict[str, Any] = {"url": client.base_url, "model": client.model, "models": models}
+    version = await client.get_text("/version")
+    info["version"] = version.strip() if version else None
+    metrics = await client.get_text("/metrics")
+    if metrics:
+        labels = metric_labels(metrics, "vllm:cache_config_info")
+        keep = ("block_size", "enable_prefix_caching", "kv_cache_size_tokens",
+                "gpu_memory_utilization", "cache_dtype", "kv_cache_max_concurrency")
+        info["cache_config"] = {k: v for k, v in labels.items() if k in keep}
+    served = [m for m in models.get("data", []) if m.get("id") == client.model]
+    info["max_model_len"] = served[0].get("max_model_len") if served else None
+    return info

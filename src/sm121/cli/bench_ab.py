@@ -1,0 +1,87 @@
+"""`sm121 bench ab` and `sm121 bench report` (kept apart from the scenario commands)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sm121.bench.results import default_path
+from sm121.cli.output import console, err_console, parse_sets, print_json
+from sm121.errors import Sm121Error
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _params(prefill_tokens: int | None, short_at: str | None,
+            params: list[str] | None) -> dict[str, Any]:
+    """Scenario parameters: the common overlap ones, plus --param key=value (YAML values)."""
+    result: dict[str, Any] = {k.replace("-", "_"): v for k, v in parse_sets(params).items()}
+    if prefill_tokens is not None:
+        result["prefill_tokens"] = prefill_tokens
+    if short_at:
+        result["short_at"] = [float(x) for x in short_at.split(",")]
+    return result
+
+
+def register(bench_app: typer.Typer) -> None:
+    bench_app.command("ab")(ab)
+    bench_app.command("report")(report)
+
+
+def ab(
+    recipe: str = typer.Argument(..., help="Recipe name or path (served on this machine)."),
+    profiles: str = typer.Option(..., "--profiles", help="Comma-separated profiles; the first "
+                                 "is the baseline of the ratios."),
+    scenario: str = typer.Option("overlap", "--scenario"),
+    reps: int = typer.Option(3, "--reps", help="Repetitions; the order alternates."),
+    prefill_tokens: int | None = typer.Option(None, "--prefill-tokens", "-L"),
+    short_at: str | None = typer.Option(None, "--short-at"),
+    params: list[str] | None = typer.Option(None, "--param", help="Scenario parameter "
+                                            "key=value (repeatable), e.g. --param before_s=3"),
+    sets: list[str] | None = typer.Option(None, "--set", help="Engine arg for every profile."),
+    port: int | None = typer.Option(None, "--port", help="Engine port (default: a free one)."),
+    out: Path | None = typer.Option(None, "--out", help="A/B results JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """Serve each profile through sm121's launcher, run the scenario, stop, alternate the
+    order, and print one comparison table of medians, spread and ratios."""
+    from sm121.bench.ab import AbRequest, run_ab
+    from sm121.bench.scenarios import SCENARIOS
+
+    if scenario not in SCENARIOS:
+        raise Sm121Error(f"unknown scenario {scenario!r}", f"one of: {', '.join(SCENARIOS)}")
+    names = [p.strip() for p in profiles.split(",") if p.strip()]
+    if len(names) < 1 or reps < 1:
+        raise Sm121Error("ab needs at least one profile and one repetition",
+                         "example: --profiles agent,batch --reps 3")
+    request = AbRequest(recipe, names, scenario, reps, _params(prefill_tokens, short_at, params),
+                        out or default_path(f"ab-{scenario}"), port or _free_port(),
+                        sets=list(sets or []))
+    results = run_ab(request, say=lambda m: err_console.print(m, highlight=False))
+    if as_json:
+        print_json(results.data["summary"])
+        return
+    from sm121.bench.report import console_summary
+
+    console_summary(results.data)
+    console.print(f"results: {request.out}")
+
+
+def report(
+    results: list[Path] = typer.Argument(..., help="Results JSON files from sm121 bench."),
+    out: Path = typer.Option(Path("bench-report"), "--out", help="Directory for report.md and "
+                             "the PNG plots."),
+    title: str = typer.Option("sm121 bench report", "--title"),
+) -> None:
+    """Write a Markdown report with tables and PNG plots."""
+    from sm121.bench.report import write_report
+
+    path = write_report(results, out, title)
+    console.print(f"report: {path}")

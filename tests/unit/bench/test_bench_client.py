@@ -1,0 +1,123 @@
+"""The streaming client against a real local HTTP server that streams canned SSE: ids are
+counted per chunk, usage is cross-checked, and missing ids or errors are refused; failures in
+concurrent tasks are raised, not swallowed."""
+
+import asyncio
+import json
+
+import pytest
+from aiohttp import web
+
+from sm121.bench.client import BenchClient
+from sm121.bench.runner import run_together
+from sm121.errors import Sm121Error
+
+
+def _sse(chunks):
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+
+
+GOOD = [{"choices": [{"text": "ab", "token_ids": [1, 2]}]},
+        {"choices": [{"text": "c", "token_ids": [3], "finish_reason": "length"}]},
+        {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}]
+NO_IDS = [{"choices": [{"text": "ab"}]},
+          {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 1}}]
+WRONG_USAGE = [GOOD[0], {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 9}}]
+
+
+@pytest.fixture
+async def server():
+    seen: list[dict] = []
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        seen.append(body)
+        script = {"good": GOOD, "noids": NO_IDS, "wrong": WRONG_USAGE}[body["model"]]
+        if not body.get("stream"):
+            return web.json_response({"choices": [{"text": "abc", "token_ids": [1, 2, 3]}],
+                                      "usage": {"prompt_tokens": 7, "completion_tokens": 3}})
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        data = _sse(script).encode()
+        for i in range(0, len(data), 7):  # chunk boundaries anywhere
+            await response.write(data[i:i + 7])
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", completions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}", seen
+    await runner.cleanup()
+
+
+async def test_counts_ids_and_sends_what_the_discipline_needs(server):
+    url, seen = server
+    async with BenchClient(url, "good", cache_salt=True) as client:
+        record = await client.complete("hello", 3, "r")
+    assert record.tokens == 3 and record.chunk_tokens == [2, 1]
+    assert record.first_token is not None and record.ttft >= 0
+    body = seen[0]
+    assert body["return_token_ids"] and body["stream_options"] == {"include_usage": True}
+    assert body["prompt"].startswith("[") and body["prompt"].endswith("] hello")
+    assert body["cache_salt"] in body["prompt"]
+
+
+async def test_every_prompt_gets_a_different_salt(server):
+    url, seen = server
+    async with BenchClient(url, "good") as client:
+        await client.complete("same", 3, "a")
+        await client.complete("same", 3, "b")
+    assert seen[0]["prompt"] != seen[1]["prompt"]
+
+
+async def test_missing_ids_are_refused(server):
+    url, _ = server
+    async with BenchClient(url, "noids") as client:
+        with pytest.raises(Sm121Error, match="no token ids"):
+            await client.complete("hello", 1, "r")
+
+
+async def test_usage_disagreement_is_refused(server):
+    url, _ = server
+    async with BenchClient(url, "wrong") as client:
+        with pytest.raises(Sm121Error, match="usage says 9"):
+            await client.complete("hello", 2, "r")
+
+
+async def test_stream_false_fallback_counts_from_the_response(server):
+    url, seen = server
+    async with BenchClient(url, "good", stream=False) as client:
+        record = await client.complete("hello", 3, "r")
+    assert record.tokens == 3 and seen[0]["stream"] is False
+
+
+async def test_an_error_in_one_task_is_raised_and_cancels_the_others():
+    cancelled = asyncio.Event()
+
+    async def slow() -> int:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return 1
+
+    async def failing() -> int:
+        await asyncio.sleep(0.01)
+        raise Sm121Error("boom")
+
+    with pytest.raises(Sm121Error, match="boom"):
+        await run_together(slow(), failing())
+    assert cancelled.is_set()
+
+
+async def test_run_together_returns_results_in_order():
+    async def value(v: int) -> int:
+        await asyncio.sleep(0.01 * (3 - v))
+        return v
+
+    assert await run_together(value(1), value(2), value(3)) == [1, 2, 3]

@@ -1,0 +1,48 @@
+"""The results file is versioned, written after every sample (atomically), and marked when a
+run is interrupted; the A/B order alternates; the comparison is medians, spread and ratios."""
+
+import json
+
+import pytest
+
+from sm121.bench.ab import compare, run_order
+from sm121.bench.results import SCHEMA, ResultsFile, load_results
+from sm121.errors import Sm121Error
+
+
+def test_results_are_on_disk_after_every_sample(tmp_path):
+    path = tmp_path / "r" / "overlap.json"
+    results = ResultsFile(path, "scenario", "overlap", {"reps": 2})
+    results.add_sample({"rep": 0})
+    on_disk = json.loads(path.read_text())
+    assert on_disk["schema"] == SCHEMA and on_disk["schema_version"] == 1
+    assert on_disk["status"] == "running" and on_disk["samples"] == [{"rep": 0}]
+    assert on_disk["sm121_version"] and on_disk["created"]
+    results.finish("interrupted")
+    assert load_results(path)["status"] == "interrupted"
+    assert not list(path.parent.glob("*.tmp*"))
+
+
+def test_foreign_or_newer_files_are_refused(tmp_path):
+    other = tmp_path / "x.json"
+    other.write_text(json.dumps({"hello": 1}))
+    with pytest.raises(Sm121Error, match="not an sm121 bench results file"):
+        load_results(other)
+    other.write_text(json.dumps({"schema": SCHEMA, "schema_version": 99}))
+    with pytest.raises(Sm121Error, match="upgrade"):
+        load_results(other)
+
+
+def test_ab_order_alternates_between_repetitions():
+    assert run_order(["a", "b", "c"], 3) == [
+        (0, "a"), (0, "b"), (0, "c"), (1, "c"), (1, "b"), (1, "a"), (2, "a"), (2, "b"), (2, "c")]
+
+
+def test_comparison_has_medians_spread_and_ratios_to_the_first_profile():
+    samples = [{"profile": p, "metrics": {"admission_ratio": v}}
+               for p, v in [("a", 100.0), ("a", 300.0), ("a", 200.0), ("b", 10.0), ("b", 20.0)]]
+    table = compare(samples, ["a", "b"], "overlap")
+    row = table["metrics"]["admission_ratio"]
+    assert row["profiles"]["a"] == {"median": 200.0, "min": 100.0, "max": 300.0, "n": 3}
+    assert row["ratio_to_baseline"]["b"] == pytest.approx(15.0 / 200.0)
+    assert table["baseline"] == "a"

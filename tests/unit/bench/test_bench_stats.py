@@ -1,0 +1,87 @@
+"""Rules 2, 3, 5 and 6 on the pure metric functions."""
+
+import pytest
+
+from sm121.bench.stats import (
+    Window,
+    admission_valid,
+    clipped_gaps,
+    decode_share,
+    engine_start,
+    gap_stats,
+    inter_token_intervals,
+    long_gap_threshold,
+    outlives,
+    rate,
+    summarize,
+    tokens_in,
+)
+
+
+def test_gaps_are_clipped_to_the_window():
+    # chunks at 0, 1, 5, 6; window [2, 5.5]: the stall 1..5 counts only from 2, 5..6 until 5.5
+    assert clipped_gaps([0, 1, 5, 6], Window(2, 5.5)) == pytest.approx([3.0, 0.5])
+
+
+def test_a_stall_spanning_the_whole_window_is_the_window():
+    assert clipped_gaps([0, 10], Window(2, 5)) == pytest.approx([3.0])
+
+
+def test_gap_stats_report_p50_p95_and_max():
+    stats = gap_stats([0.1] * 19 + [2.0])
+    assert stats["p50"] == pytest.approx(0.1)
+    assert stats["max"] == 2.0
+    assert 0.1 < stats["p95"] <= 2.0
+
+
+def test_tokens_in_window_count_ids_by_arrival():
+    times, tokens = [0.5, 1.0, 2.0, 3.0], [1, 3, 2, 1]
+    assert tokens_in(times, tokens, Window(0.5, 2.0)) == 5  # (0.5, 2.0]
+    assert rate(times, tokens, Window(1.0, 3.0)) == pytest.approx(1.5)
+
+
+def test_decode_share_is_the_same_streams_rate_during_over_before():
+    times = [i * 0.1 for i in range(1, 51)] + [5.0 + i for i in range(1, 6)]
+    tokens = [1] * len(times)
+    before = rate(times, tokens, Window(0.0, 5.0))
+    during = rate(times, tokens, Window(5.0, 10.0))
+    assert decode_share(during, before) == pytest.approx(0.1)
+    assert decode_share(during, 0.0) is None
+
+
+def test_a_stream_must_outlive_the_window():
+    assert outlives([1, 2, 9], Window(0, 8))
+    assert not outlives([1, 2, 7.9], Window(0, 8))
+    assert not outlives([], Window(0, 8))
+
+
+def test_admission_counts_only_inside_the_window():
+    window = Window(10, 20)
+    assert admission_valid(10, window)
+    assert admission_valid(15, window)
+    assert not admission_valid(9.9, window)
+    assert not admission_valid(20, window)
+
+
+def test_engine_start_is_the_first_long_gap_after_submission():
+    # steady 10 ms decode; submitted at 1.0; tokenising until 1.5; then 0.4 s chunk steps
+    times = [i * 0.01 for i in range(151)] + [1.9, 2.3, 2.7]
+    baseline = clipped_gaps(times, Window(0.0, 1.0))
+    threshold = long_gap_threshold(baseline)
+    assert threshold < 0.4
+    assert engine_start(times, submitted=1.0, first_token=2.8, threshold=threshold) == \
+        pytest.approx(1.5)
+
+
+def test_a_stall_before_submission_is_not_the_engine_start():
+    times = [0.0, 0.5, 0.51, 0.52, 0.53]
+    assert engine_start(times, submitted=0.6, first_token=1.0, threshold=0.1) is None
+
+
+def test_summary_is_median_and_spread_without_nones():
+    assert summarize([3.0, None, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
+    assert summarize([None])["median"] is None
+
+
+def test_a_chunk_of_k_tokens_is_k_intervals():
+    assert inter_token_intervals([0.0, 0.3, 0.4], [1, 3, 1]) == pytest.approx([0.1] * 3 + [0.1])
