@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiohttp
+
 from sm121.bench.client import BenchClient
 from sm121.bench.probe import probe_server
 from sm121.bench.results import ResultsFile
@@ -70,7 +72,11 @@ async def resolve_model(url: str, model: str | None) -> str:
     if model:
         return model
     async with BenchClient(url, "?") as client:
-        data = (await client.get_json("/v1/models")).get("data") or []
+        try:
+            data = (await client.get_json("/v1/models")).get("data") or []
+        except aiohttp.ClientError as exc:
+            raise Sm121Error(f"cannot reach {url}: {exc}",
+                             "check --url; `sm121 status` lists sm121's runs") from exc
     if not data:
         raise Sm121Error(f"{url}/v1/models lists no model", "pass --model")
     return str(data[0]["id"])

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from aiohttp import web
+from support import run_cli
 
 from sm121.bench.client import BenchClient
 from sm121.bench.runner import run_together
@@ -121,3 +122,21 @@ async def test_run_together_returns_results_in_order():
         return v
 
     assert await run_together(value(1), value(2), value(3)) == [1, 2, 3]
+
+
+async def test_probe_exits_1_on_a_server_without_token_ids(server, tmp_path):
+    url, _ = server
+    result = await asyncio.to_thread(run_cli, "bench", "probe", "--url", url, "--model",
+                                     "noids", "--out", str(tmp_path / "p.json"), "--json",
+                                     check=False)
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert not report["safe"] and not report["token_ids"]
+    assert "no token ids" in report["reason"]
+
+
+async def test_probe_passes_a_countable_server(server, tmp_path):
+    url, _ = server
+    result = await asyncio.to_thread(run_cli, "bench", "probe", "--url", url, "--model",
+                                     "good", "--out", str(tmp_path / "p.json"), "--json")
+    assert json.loads(result.stdout)["histogram"] == {"1": 3, "2": 3}

@@ -1,0 +1,34 @@
+"""`sm121 bench ab` serves two profiles of tiny-cpu through sm121's launcher (two short boots),
+runs a short overlap on each, stops them, and writes one comparison."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import run_cli
+
+pytestmark = pytest.mark.integration
+
+
+def test_ab_serves_each_profile_runs_the_scenario_and_compares(tmp_path, sm121_home):
+    out = tmp_path / "ab.json"
+    result = run_cli("bench", "ab", "tiny-cpu", "--profiles", "agent,lpt-512", "--reps", "1",
+                     "-L", "4096", "--param", "before_s=1", "--short-at", "0.3",
+                     "--out", str(out), timeout=900)
+    data = json.loads(out.read_text())
+    assert data["kind"] == "ab" and data["status"] == "complete"
+    assert [s["profile"] for s in data["samples"]] == ["agent", "lpt-512"]
+    served = {s["profile"]: s["engine_args"] for s in data["samples"]}
+    assert served["lpt-512"]["long-prefill-token-threshold"] == 512
+    assert "long-prefill-token-threshold" not in served["agent"]
+    for sample in data["samples"]:
+        assert sample["samples"][-1]["long"]["prompt_tokens"] == 4096
+        assert sample["boot"]["kv_pool_tokens"] > 0
+    table = data["summary"]["metrics"]
+    assert table["prefill_tok_s"]["ratio_to_baseline"]["agent"] == pytest.approx(1.0)
+    assert "admission ratio" in result.stdout
+    # Both engines were stopped: nothing of the A/B is left running.
+    status = json.loads(run_cli("status", "--json").stdout)
+    ab_runs = [r for r in status if r["run_id"] in {s["run_id"] for s in data["samples"]}]
+    assert ab_runs and all(r["status"] == "stopped" for r in ab_runs)

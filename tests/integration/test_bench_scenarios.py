@@ -1,0 +1,93 @@
+"""Every bench scenario, briefly, against the real tiny vLLM engine: the CLI runs, the results
+JSON is complete, versioned and holds raw samples, the probe and the server's config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support import TinyEngine, run_cli
+
+pytestmark = pytest.mark.integration
+
+
+def _bench(engine: TinyEngine, tmp_path: Path, scenario: str, *args: str) -> dict:
+    out = tmp_path / f"{scenario}.json"
+    run_cli("bench", scenario, "--url", engine.base_url, "--out", str(out), *args, timeout=600)
+    data = json.loads(out.read_text())
+    assert data["schema"] == "sm121.bench.results" and data["schema_version"] == 1
+    assert data["status"] == "complete" and data["sm121_version"] and data["created"]
+    return data
+
+
+def _server_recorded(data: dict) -> None:
+    assert data["probe"]["safe"] and data["probe"]["token_ids"]
+    assert data["server"]["models"]["data"][0]["id"] == "tiny"
+    assert data["server"]["cache_config"]["enable_prefix_caching"] == "True"
+
+
+def test_probe_reports_token_ids_and_a_chunk_histogram(tiny_engine, tmp_path):
+    out = tmp_path / "probe.json"
+    result = run_cli("bench", "probe", "--url", tiny_engine.base_url, "--out", str(out),
+                     "--json")
+    report = json.loads(result.stdout)
+    assert report["safe"] and report["token_ids"] and report["usage_matches"]
+    assert sum(report["histogram"].values()) > 0 and report["tokens_per_chunk"] >= 1
+    assert json.loads(out.read_text())["probe"] == report
+
+
+def test_probe_exits_1_when_streams_cannot_be_counted(tmp_path):
+    result = run_cli("bench", "probe", "--url", "http://127.0.0.1:9", check=False)
+    assert result.returncode != 0
+
+
+def test_overlap_measures_one_repetition(tiny_engine, tmp_path):
+    data = _bench(tiny_engine, tmp_path, "overlap", "-L", "8192", "--before", "1",
+                  "--short-at", "0.3")
+    _server_recorded(data)
+    sample = data["samples"][-1]
+    assert sample["long"]["prompt_tokens"] == 8192  # exact to the token
+    assert sample["ongoing"]["completion_tokens"] > 0
+    metrics = sample["metrics"]
+    assert metrics["prompt_tokens_exact"] and metrics["outlived"]
+    assert set(metrics["windows"]) == {"client", "engine"}
+    assert metrics["headline_window"] == "engine"
+    assert metrics["idle_ttft_s"] > 0 and metrics["before_tok_s"] > 0
+    assert data["summary"]["valid_reps"] == 1
+
+
+def test_decode_scaling(tiny_engine, tmp_path):
+    data = _bench(tiny_engine, tmp_path, "decode-scaling", "--n", "1,2", "--max-tokens", "32")
+    rows = data["summary"]["rows"]
+    assert [r["n"] for r in rows] == [1, 2]
+    assert rows[1]["tokens"] == 64 and rows[1]["aggregate_tok_s"] > 0
+    assert rows[1]["ttft_max_s"] >= rows[1]["ttft_min_s"]
+
+
+def test_prefill_scaling(tiny_engine, tmp_path):
+    data = _bench(tiny_engine, tmp_path, "prefill-scaling", "--n", "1,2",
+                  "--prompt-tokens", "1024")
+    rows = data["summary"]["rows"]
+    assert rows[1]["prompt_tokens"] == 2048 and rows[1]["prefill_tok_s"] > 0
+
+
+def test_decode_scaling_without_streaming(tiny_engine, tmp_path):
+    data = _bench(tiny_engine, tmp_path, "decode-scaling", "--n", "1", "--max-tokens", "16",
+                  "--no-stream")
+    assert data["summary"]["rows"][0]["tokens"] == 16
+
+
+def test_locality_reuses_the_prefix_unless_the_field_is_on_top(tiny_engine, tmp_path):
+    data = _bench(tiny_engine, tmp_path, "locality", "--turns", "2", "--base-words", "600")
+    placements = data["summary"]["placements"]
+    assert set(placements) == {"clean", "bottom", "middle", "top"}
+    assert placements["clean"][1]["cached_tokens"] > 0
+    assert placements["top"][1]["cached_tokens"] == 0  # the first block differs every turn
+    assert placements["bottom"][1]["cached_tokens"] > placements["middle"][1]["cached_tokens"]
+
+
+def test_retrieval_scores_every_case(tiny_engine, tmp_path):
+    data = _bench(tiny_engine, tmp_path, "retrieval", "--lengths", "1024")
+    assert data["summary"]["cases"] == 3
+    assert all("found" in s and s["prompt_tokens"] > 900 for s in data["samples"])
