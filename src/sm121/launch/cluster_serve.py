@@ -14,7 +14,8 @@ from itertools import groupby
 from sm121.engines.vllm_log import parse_boot_log
 from sm121.errors import Sm121Error
 from sm121.launch import control, startup_history
-from sm121.launch.hooks import HookResult, HookTarget, check_trust, run_hooks, weights_dir
+from sm121.launch.hooks import HookResult, HookTarget, run_hooks, weights_dir
+from sm121.launch.local import preflight
 from sm121.launch.node_ops import (
     Liveness,
     NodeSlot,
@@ -24,7 +25,7 @@ from sm121.launch.node_ops import (
     start_slot,
     why_dead,
 )
-from sm121.launch.readiness import NotReady, host_port, port_in_use, wait_ready
+from sm121.launch.readiness import NotReady, host_port, wait_ready
 from sm121.launch.run_state import RunInfo, Timings, create_run_dir, monotonic, new_run_id, now_iso
 from sm121.launch.run_state import write_json_atomic as write_json
 from sm121.launch.runtimes import resolved_argv
@@ -131,14 +132,7 @@ def serve_cluster(plan: ServePlan, progress: Progress = lambda _: None,
                   trust: bool = False) -> RunInfo:
     """Start the plan on its nodes and return once the head generated. The engine keeps
     running; `sm121 stop RUN` stops every node."""
-    check_trust(plan.hooks, trust, plan.recipe)
-    from sm121.launch.local import prepare_model
-
-    prepare_model(plan, progress)
-    host, port = host_port(plan.base_url)
-    if port_in_use(host, port):
-        raise Sm121Error(f"port {port} on {host} is already in use",
-                         "stop what holds it (`sm121 status` lists sm121's runs) or pass --port N")
+    preflight(plan, progress, trust)
     _warn_unreachable_probe(plan, progress)
     launch = ClusterLaunch(plan, progress)
     try:

@@ -39,12 +39,7 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
     """Start the engine and return once it generated. The caller owns the returned process
     (to wait on it in the foreground, or to let it run on)."""
     node = _single_native_node(plan)
-    check_trust(plan.hooks, trust, plan.recipe)
-    prepare_model(plan, progress)
-    host, port = host_port(plan.base_url)
-    if port_in_use(host, port):
-        raise Sm121Error(f"port {port} on {host} is already in use",
-                         "stop what holds it (`sm121 status` lists sm121's runs) or pass --port N")
+    preflight(plan, progress, trust)
     run = _new_run(plan, node)
     started = monotonic()
     hook_results = _local_hooks(plan, run, "before_serve", progress)
@@ -69,6 +64,17 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
     run.status = "ready"
     run.save()
     return run, process
+
+
+def preflight(plan: ServePlan, progress: Progress, trust: bool) -> None:
+    """Refuse before anything starts: untrusted custom hooks, a busy port. Make the tiny model
+    when the plan serves it and it is not there yet."""
+    check_trust(plan.hooks, trust, plan.recipe)
+    prepare_model(plan, progress)
+    host, port = host_port(plan.base_url)
+    if port_in_use(host, port):
+        raise Sm121Error(f"port {port} on {host} is already in use",
+                         "stop what holds it (`sm121 status` lists sm121's runs) or pass --port N")
 
 
 def engine_environment(node: NodePlan, base: Mapping[str, str] | None = None) -> dict[str, str]:
