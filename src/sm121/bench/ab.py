@@ -42,20 +42,13 @@ def run_ab(request: AbRequest, say: Say = lambda _: None) -> ResultsFile:
         "recipe": request.recipe, "profiles": request.profiles, "reps": request.reps,
         "sets": request.sets, "scenario_params": request.params,
         "order": [f"{rep}:{p}" for rep, p in run_order(request.profiles, request.reps)]})
-    try:
+    with results.recording():
         for index, (rep, profile) in enumerate(run_order(request.profiles, request.reps)):
             say(f"[{index + 1}/{request.reps * len(request.profiles)}] rep {rep + 1}, "
                 f"profile {profile}")
             results.add_sample(_serve_and_measure(request, profile, rep, say))
             results.set(summary=compare(results.data["samples"], request.profiles,
                                         request.scenario))
-    except KeyboardInterrupt:
-        results.finish("interrupted")
-        raise
-    except BaseException as exc:
-        results.finish("failed", error=str(exc))
-        raise
-    results.finish("complete")
     return results
 
 

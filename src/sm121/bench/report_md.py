@@ -118,7 +118,8 @@ def render_report(paths: list[Path], out: Path, title: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
     for path in paths:
-        lines += _section(load_results(path), out, path.stem)
+        stem = path.name.removesuffix(".gz").removesuffix(".json")
+        lines += _section(load_results(path), out, stem)
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     return report

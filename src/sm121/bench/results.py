@@ -3,7 +3,11 @@ Ctrl-C (or a crash) loses nothing already measured."""
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,10 +62,25 @@ class ResultsFile:
     def save(self) -> None:
         write_json_atomic(self.path, self.data)
 
+    @contextmanager
+    def recording(self) -> Iterator[ResultsFile]:
+        """Mark the file complete, interrupted (Ctrl-C) or failed (with the error) at the end."""
+        try:
+            yield self
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self.finish("interrupted")
+            raise
+        except BaseException as exc:
+            self.finish("failed", error=str(exc))
+            raise
+        self.finish("complete")
+
 
 def load_results(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        # Raw results compress well (float columns); a committed copy may be gzipped.
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        data = json.loads(raw)
     except (OSError, ValueError) as exc:
         raise Sm121Error(f"cannot read results {path}: {exc}",
                          "pass a JSON file written by `sm121 bench`") from exc

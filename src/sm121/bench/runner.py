@@ -87,7 +87,7 @@ async def run_scenario(name: str, scenario: Scenario, target: Target, params: di
                        needs_stream: bool = True) -> ResultsFile:
     """Probe, then run the scenario; the results file is complete, interrupted or failed."""
     results = ResultsFile(out, "scenario", name, params)
-    try:
+    with results.recording():
         model = await resolve_model(target.url, target.model)
         results.set(stream=target.stream)
         async with BenchClient(target.url, model, stream=target.stream,
@@ -99,13 +99,6 @@ async def run_scenario(name: str, scenario: Scenario, target: Target, params: di
             ctx = Context(client, results, await server_info(client), progress)
             results.set(server=ctx.server)
             results.set(summary=await scenario(ctx, params))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        results.finish("interrupted")
-        raise
-    except BaseException as exc:
-        results.finish("failed", error=str(exc))
-        raise
-    results.finish("complete")
     return results
 
 

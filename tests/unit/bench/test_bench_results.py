@@ -46,3 +46,30 @@ def test_comparison_has_medians_spread_and_ratios_to_the_first_profile():
     assert row["profiles"]["a"] == {"median": 200.0, "min": 100.0, "max": 300.0, "n": 3}
     assert row["ratio_to_baseline"]["b"] == pytest.approx(15.0 / 200.0)
     assert table["baseline"] == "a"
+
+
+def test_a_gzipped_results_file_loads_the_same(tmp_path):
+    import gzip
+
+    path = tmp_path / "a.json"
+    ResultsFile(path, "scenario", "probe", {}).finish("complete")
+    packed = tmp_path / "a.json.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert load_results(packed) == load_results(path)
+
+
+def test_a_failure_is_recorded_with_its_error(tmp_path):
+    results = ResultsFile(tmp_path / "f.json", "scenario", "overlap", {})
+    with pytest.raises(Sm121Error), results.recording():
+        raise Sm121Error("the server went away")
+    data = load_results(tmp_path / "f.json")
+    assert data["status"] == "failed" and "went away" in data["error"]
+
+
+def test_ctrl_c_leaves_an_interrupted_file(tmp_path):
+    results = ResultsFile(tmp_path / "i.json", "scenario", "overlap", {})
+    with pytest.raises(KeyboardInterrupt), results.recording():
+        results.add_sample({"rep": 0})
+        raise KeyboardInterrupt
+    data = load_results(tmp_path / "i.json")
+    assert data["status"] == "interrupted" and data["samples"] == [{"rep": 0}]
