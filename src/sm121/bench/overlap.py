@@ -21,7 +21,7 @@ from sm121.bench.server import counter_deltas, read_counters
 DEFAULTS: dict[str, Any] = {
     "prefill_tokens": 32768, "short_at": [0.25, 0.5], "short_max_tokens": 4,
     "before_s": 5.0, "after_s": 1.0, "warmup_tokens": 256, "warmup_requests": 2,
-    "idle_probes": 3, "reps": 1, "gap_factor": 10.0,
+    "idle_probes": 3, "reps": 1,
     "outlive_margin": 2.5,
 }
 SHORT_PROMPT = filler(24, seed=7)
@@ -88,7 +88,7 @@ async def _attempt(ctx: Context, p: dict[str, Any], rep: int, attempt: int,
         "counters": counter_deltas(counters, await read_counters(client)),
     }
     sample["ongoing"] = _trim(ongoing.to_json(ctx.t0), sample["long"], p)
-    sample["metrics"] = overlap_metrics(sample, p["gap_factor"])
+    sample["metrics"] = overlap_metrics(sample)
     return sample
 
 

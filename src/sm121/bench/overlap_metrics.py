@@ -2,8 +2,9 @@
 recompute them). Two windows end at the long request's first token:
 - client: from the long request's submission (what a client sees; includes the API server's
   tokenisation, during which the ongoing stream still decodes undisturbed);
-- engine: from the first long gap in the ongoing stream, when the engine really began the
-  prefill. The headline uses the engine window."""
+- engine: from the knee of the ongoing stream (stats.engine_start), when the engine really
+  began the prefill. The headline uses the engine window for decode and gaps; prefill
+  throughput is given for both windows."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from sm121.bench.stats import (
     decode_share,
     engine_start,
     gap_stats,
-    long_gap_threshold,
     outlives,
     rate,
     summarize,
@@ -54,14 +54,13 @@ def _window_metrics(times: list[float], tokens: list[int], window: Window,
             "gaps": gap_stats(clipped_gaps(times, window))}
 
 
-def overlap_metrics(sample: dict[str, Any], gap_factor: float = 10.0) -> dict[str, Any]:
+def overlap_metrics(sample: dict[str, Any]) -> dict[str, Any]:
     ongoing, long = sample["ongoing"], sample["long"]
     times, tokens = ongoing["chunk_times"], ongoing["chunk_tokens"]
     client = Window(long["submitted"], long["first_token"])
     before = Window(max(ongoing["first_token"], client.start - sample["before_s"]), client.start)
     before_rate = rate(times, tokens, before)
-    threshold = long_gap_threshold(clipped_gaps(times, before), gap_factor)
-    started = engine_start(times, client.start, client.end, threshold)
+    started = engine_start(times, tokens, client.start, client.end, before_rate)
     engine = Window(started if started is not None else client.start, client.end)
     windows = {"client": _window_metrics(times, tokens, client, before_rate),
                "engine": _window_metrics(times, tokens, engine, before_rate)}
@@ -75,8 +74,8 @@ def overlap_metrics(sample: dict[str, Any], gap_factor: float = 10.0) -> dict[st
     head = windows[HEADLINE_WINDOW]
     return {
         "windows": windows, "headline_window": HEADLINE_WINDOW,
-        "engine_start_source": "first long gap" if started is not None else "client (no gap)",
-        "long_gap_threshold_s": threshold, "before_tok_s": before_rate,
+        "engine_start_source": "knee of the ongoing stream" if started is not None
+        else "client (no distinct slowdown)", "before_tok_s": before_rate,
         "outlived": outlived, "prompt_tokens_exact": prompt_ok,
         "valid": outlived and prompt_ok,
         "shorts": shorts, "short_ttft_s": short_ttft, "idle_ttft_s": sample["idle_ttft_s"],

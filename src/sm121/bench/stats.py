@@ -71,25 +71,40 @@ def admission_valid(submitted: float, window: Window) -> bool:
     return window.contains(submitted)
 
 
-def long_gap_threshold(baseline_gaps: Sequence[float], factor: float = 10.0,
-                       floor_s: float = 0.05) -> float:
-    """What counts as a stall: far beyond the stream's own undisturbed gaps."""
-    p50 = percentile(baseline_gaps, 50) or 0.0
-    p95 = percentile(baseline_gaps, 95) or 0.0
-    return max(factor * p50, 3.0 * p95, floor_s)
+def _segment_sse(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """SSE of a least-squares line through points[0..k], for every k (vectorised)."""
+    n = np.arange(1, len(t) + 1, dtype=float)
+    st, sy = np.cumsum(t), np.cumsum(y)
+    stt = np.cumsum(t * t) - st * st / n
+    syy = np.cumsum(y * y) - sy * sy / n
+    sty = np.cumsum(t * y) - st * sy / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sse = syy - np.where(stt > 0, sty * sty / stt, 0.0)
+    return np.maximum(sse, 0.0)
 
 
-def engine_start(times: Sequence[float], submitted: float, first_token: float,
-                 threshold: float) -> float | None:
-    """When the engine really began the prefill: the start of the first long gap in the
-    ongoing stream after submission. Before that the API server was still tokenising and the
-    stream decoded undisturbed. None when no stall is seen (then use the client window)."""
-    for left, right in zip(times, times[1:], strict=False):
-        if right <= submitted or left >= first_token:
-            continue
-        if right - max(left, submitted) > threshold:
-            return max(left, submitted)
-    return None
+def engine_start(times: Sequence[float], tokens: Sequence[int], submitted: float,
+                 first_token: float, before_rate: float | None,
+                 fast_fraction: float = 0.2, slow_fraction: float = 0.5) -> float | None:
+    """When the engine really began the prefill, seen from the ongoing stream: the knee where
+    its delivered-token curve turns from undisturbed to starved (a two-segment least-squares
+    fit over the client window). Before the knee the API server was still tokenising, or
+    flushing output it had fallen behind on, and the stream decoded undisturbed. A single
+    stall threshold is not enough: on a loaded host the stream arrives in bursts with
+    multi-second pauses even before the prefill. None when there is no distinct fast-then-slow
+    shape (then the engine started at once and the client window is the engine window)."""
+    inside = [(t, n) for t, n in zip(times, tokens, strict=True) if submitted < t <= first_token]
+    if len(inside) < 3 or first_token <= submitted:
+        return None
+    t = np.asarray([submitted] + [p[0] for p in inside], dtype=float)
+    y = np.concatenate([[0.0], np.cumsum([p[1] for p in inside])]).astype(float)
+    left = _segment_sse(t, y)
+    right = _segment_sse(t[::-1], y[::-1])[::-1]
+    k = int(np.argmin(left[1:-1] + right[1:-1])) + 1
+    rate_left = y[k] / (t[k] - submitted) if t[k] > submitted else 0.0
+    rate_right = (y[-1] - y[k]) / (first_token - t[k]) if first_token > t[k] else 0.0
+    fast = before_rate is None or rate_left >= fast_fraction * before_rate
+    return float(t[k]) if fast and rate_right <= slow_fraction * rate_left else None
 
 
 def summarize(values: Sequence[float | None]) -> dict[str, float | int | None]:

@@ -10,7 +10,6 @@ from sm121.bench.stats import (
     engine_start,
     gap_stats,
     inter_token_intervals,
-    long_gap_threshold,
     outlives,
     rate,
     summarize,
@@ -63,19 +62,27 @@ def test_admission_counts_only_inside_the_window():
     assert not admission_valid(20, window)
 
 
-def test_engine_start_is_the_first_long_gap_after_submission():
-    # steady 10 ms decode; submitted at 1.0; tokenising until 1.5; then 0.4 s chunk steps
-    times = [i * 0.01 for i in range(151)] + [1.9, 2.3, 2.7]
-    baseline = clipped_gaps(times, Window(0.0, 1.0))
-    threshold = long_gap_threshold(baseline)
-    assert threshold < 0.4
-    assert engine_start(times, submitted=1.0, first_token=2.8, threshold=threshold) == \
-        pytest.approx(1.5)
+def test_engine_start_is_where_the_stream_turns_from_undisturbed_to_starved():
+    # steady 10 ms decode; submitted at 1.0; tokenising until 1.5; then 0.4 s engine steps
+    times = [round(i * 0.01, 2) for i in range(1, 151)] + [1.9, 2.3, 2.7]
+    tokens = [1] * len(times)
+    start = engine_start(times, tokens, submitted=1.0, first_token=2.8, before_rate=100.0)
+    assert start == pytest.approx(1.5)
 
 
-def test_a_stall_before_submission_is_not_the_engine_start():
-    times = [0.0, 0.5, 0.51, 0.52, 0.53]
-    assert engine_start(times, submitted=0.6, first_token=1.0, threshold=0.1) is None
+def test_a_burst_of_backlog_after_submission_belongs_before_the_engine_start():
+    # nothing for 4 s, then a burst of 3000 tokens, then one token per 0.5 s step
+    times = [4.0 + i * 0.0003 for i in range(3000)] + [4.9 + 0.5 * i for i in range(1, 20)]
+    start = engine_start(times, [1] * len(times), submitted=3.9, first_token=14.5,
+                         before_rate=500.0)
+    assert start == pytest.approx(4.9, abs=0.01)
+
+
+def test_no_distinct_slowdown_means_the_engine_started_at_once():
+    steady_slow = [1.0 + 0.5 * i for i in range(1, 20)]
+    assert engine_start(steady_slow, [1] * 19, 1.0, 11.0, before_rate=100.0) is None
+    steady_fast = [1.0 + 0.01 * i for i in range(1, 1000)]
+    assert engine_start(steady_fast, [1] * 999, 1.0, 11.0, before_rate=100.0) is None
 
 
 def test_summary_is_median_and_spread_without_nones():
