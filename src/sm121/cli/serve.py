@@ -52,6 +52,9 @@ def serve(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
     trust: bool = typer.Option(False, "--trust", help="Allow the recipe's custom hook commands "
                                "(hooks.custom) to run; built-in hooks need no trust."),
+    gateway: bool = typer.Option(False, "--gateway", help="Also start `sm121 gateway` in front "
+                                 "of the engine, with the recipe's request policy."),
+    gateway_port: int = typer.Option(8100, "--gateway-port", help="Port of the gateway."),
 ) -> None:
     """Start the engine and return once it has generated: readiness is a real completion with
     its token count checked, not an open port. The engine keeps running (see `sm121 status`)
@@ -69,14 +72,27 @@ def serve(
         run = serve_cluster(plan, progress=lambda m: err_console.print(m, highlight=False),
                             trust=trust)
         print_summary(run)
+        if gateway:
+            _start_gateway(run, name, plan.profile, gateway_port)
         return
     for finding in plan.findings:
         err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
     run, process = serve_local(plan, progress=lambda m: err_console.print(m, highlight=False),
                                trust=trust)
     print_summary(run)
+    if gateway:
+        _start_gateway(run, name, plan.profile, gateway_port)
     if foreground:
         _stay_attached(run, process)
+
+
+def _start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int) -> None:
+    from sm121.gateway.launch import start_gateway
+
+    url = start_gateway(run, recipe, profile, port,
+                        progress=lambda m: err_console.print(m, highlight=False))
+    console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
+                  f"  {url}/v1  (agents should use this URL)", highlight=False)
 
 
 def _stay_attached(run: RunInfo, process) -> None:  # type: ignore[no-untyped-def]

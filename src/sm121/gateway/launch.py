@@ -1,0 +1,62 @@
+"""Start the gateway in front of a served run (`sm121 serve ... --gateway`).
+
+The gateway runs as its own process group, recorded in the run as one more process named
+"gateway", so `sm121 stop RUN` and `sm121 status` treat it like the engine's own processes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+from sm121.errors import Sm121Error
+from sm121.launch import processes
+from sm121.launch.readiness import port_in_use
+from sm121.launch.run_state import NodeProcess, RunInfo
+
+NAME = "gateway"
+LOG_NAME = "gateway.log"
+_READY_TIMEOUT_S = 60.0
+
+
+def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
+                  progress: Callable[[str], None] = lambda _: None) -> str:
+    """Start it, wait until a request passes through it to the engine, return its URL."""
+    if port_in_use("127.0.0.1", port):
+        raise Sm121Error(f"gateway port {port} is already in use",
+                         f"pass --gateway-port N; the engine keeps running ({run.run_id})")
+    argv = [sys.executable, "-m", "sm121.cli.main", "gateway", "--upstream", run.base_url,
+            "--recipe", recipe, "--listen", f"127.0.0.1:{port}"]
+    if profile:
+        argv += ["--profile", profile]
+    log = run.directory / LOG_NAME
+    process = processes.spawn(argv, os.environ, log)
+    pid_file = run.directory / "gateway.pid"
+    pid_file.write_text(f"{process.pid}\n")
+    run.nodes.append(NodeProcess(name=NAME, pid=process.pid, pgid=process.pid, log=str(log),
+                                 pid_file=str(pid_file)))
+    run.save()
+    url = f"http://127.0.0.1:{port}"
+    progress(f"gateway: starting on {url} ...")
+    deadline = time.monotonic() + _READY_TIMEOUT_S
+    while not _answers(url):
+        if process.poll() is not None or time.monotonic() > deadline:
+            processes.stop_group(process.pid)
+            tail = log.read_text(errors="replace").splitlines()[-10:]
+            raise Sm121Error("the gateway did not start:\n    " + "\n    ".join(tail),
+                             f"the engine keeps running; stop it with `sm121 stop {run.run_id}`")
+        time.sleep(0.3)
+    return url
+
+
+def _answers(url: str) -> bool:
+    """Ready when /v1/models answers through the gateway, i.e. from the engine behind it."""
+    try:
+        with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
