@@ -1,0 +1,58 @@
+"""The gateway's command line: refusals with hints, and `serve --gateway`'s launch and stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from pathlib import Path
+
+from fake_upstream import FakeUpstream
+from support import free_port, run_cli
+
+from sm121.gateway.launch import start_gateway
+from sm121.launch.processes import group_alive
+from sm121.launch.run_state import RunInfo, create_run_dir, now_iso
+
+
+def test_gateway_needs_an_upstream() -> None:
+    result = run_cli("gateway", check=False)
+    assert result.returncode == 2 and "--upstream" in result.stderr
+
+
+def test_gateway_refuses_a_public_address_without_keys() -> None:
+    result = run_cli("gateway", "--upstream", "http://127.0.0.1:9", "--listen", "0.0.0.0:8199",
+                     check=False, env={"SM121_GATEWAY_API_KEYS": ""})
+    assert result.returncode == 2 and "without API keys" in result.stderr
+
+
+def test_locality_without_a_gateway_says_so() -> None:
+    result = run_cli("gateway", "locality", "--url", f"http://127.0.0.1:{free_port()}",
+                     check=False)
+    assert result.returncode == 2 and "no gateway answering" in result.stderr
+
+
+def test_serve_offers_the_gateway() -> None:
+    assert "--gateway" in run_cli("serve", "--help").stdout
+
+
+async def test_gateway_started_for_a_run_is_stopped_with_it(sm121_home: Path) -> None:
+    """What `sm121 serve --gateway` does after the engine is ready, against a fake engine."""
+    fake = await FakeUpstream().start()
+    run = RunInfo(run_id="fake-gateway-run", recipe="tiny-cpu", profile="agent",
+                  created=now_iso(), base_url=fake.url, model="fake", status="ready")
+    create_run_dir(run.run_id)
+    run.save()
+    try:
+        url = await asyncio.to_thread(start_gateway, run, "tiny-cpu", "agent", free_port())
+        body = json.dumps({"model": "fake", "prompt": "x", "repetition_penalty": 2.0}).encode()
+        request = urllib.request.Request(f"{url}/v1/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        response = await asyncio.to_thread(urllib.request.urlopen, request, timeout=30)
+        assert response.headers["X-Sm121-Stripped-Params"] == "repetition_penalty"
+        pid = run.nodes[-1].pgid
+        assert run.nodes[-1].name == "gateway" and pid is not None and group_alive(pid)
+        out = await asyncio.to_thread(run_cli, "stop", run.run_id)
+        assert "stopped" in out.stdout and not group_alive(pid)
+    finally:
+        await fake.stop()
