@@ -118,3 +118,19 @@ def test_cluster_check_reports_per_node(sshd: Sshd, tmp_path: Path) -> None:
     assert by[("node-b", "hcas", "b0")] == "fail"
     assert by[("node-a", "ports", "port")] == "fail"
     assert not [c for c in checks if c["check"] == "clock"]  # same machine: no skew
+
+
+def test_local_serves_run_hooks_too(tmp_path: Path) -> None:
+    recipe = tmp_path / "stand-in-local.yaml"
+    recipe.write_text(STAND_IN.format(weights=tmp_path, before="[mark, refuse]")
+                      .replace("name: stand-in-2node", "name: stand-in-local")
+                      .replace("tp: 2, nodes: 2", "tp: 1, nodes: 1"))
+    refused = run_cli("serve", str(recipe), "--port", str(free_port()), check=False, timeout=120)
+    assert refused.returncode == 2 and "--trust" in refused.stderr
+    result = run_cli("serve", str(recipe), "--port", str(free_port()), "--trust", check=False,
+                     timeout=120)
+    output = " ".join(result.stderr.split())
+    assert result.returncode == 2 and "a before_serve hook failed, nothing was started" in output
+    run = _last_run("stand-in-local")
+    assert run["status"] == "failed" and run["nodes"][0]["pid"] is None
+    assert (Path(run["nodes"][0]["log"]).parent / "marked").is_file()
