@@ -93,6 +93,7 @@ class MemoryPlan(BaseModel):
     batched_tokens: int
     max_model_len: int
     bytes_per_token: float | None
+    kv_dtype: str | None = None
     pool_tokens: int | None
     num_blocks: int | None
     max_concurrency: float | None
@@ -190,6 +191,7 @@ def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
         block_size=ctx.block_size, batched_tokens=ctx.batched_tokens,
         max_model_len=ctx.max_model_len,
         bytes_per_token=ctx.layout.bytes_per_token if ctx.layout else None,
+        kv_dtype=ctx.layout.dtype if ctx.layout and ctx.layout.attention != "calibrated" else None,
         pool_tokens=pool.tokens if pool else None, num_blocks=pool.num_blocks if pool else None,
         max_concurrency=round(pool.max_concurrency, 4) if pool else None,
         largest_context=pool.largest_context if pool else None,

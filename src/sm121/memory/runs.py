@@ -44,9 +44,7 @@ def check_run(run_dir: Path, node: NodeMemory = GB10_ASSUMED) -> tuple[RunCheck,
     observed = observe_run(run_dir, node.total_gib if node is not GB10_ASSUMED else None)
     plan = plan_memory(request_for_run(run_dir, node))
     settings = [f"KV {plan.kv_how or f'{plan.kv_gib:.2f} GiB'}", f"block {plan.block_size}",
-                f"max-model-len {plan.max_model_len:,}"]
-    if observed.kv_cache_dtype:
-        settings.append(f"kv-cache-dtype {observed.kv_cache_dtype}")
+                f"max-model-len {plan.max_model_len:,}", f"KV dtype {plan.kv_dtype or '?'}"]
     check = RunCheck(
         run_id=observed.source, settings=", ".join(settings),
         predicted_tokens=plan.pool_tokens, observed_tokens=observed.pool_tokens,
