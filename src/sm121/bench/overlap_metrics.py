@@ -77,7 +77,8 @@ def overlap_metrics(sample: dict[str, Any]) -> dict[str, Any]:
         "engine_start_source": "knee of the ongoing stream" if started is not None
         else "client (no distinct slowdown)", "before_tok_s": before_rate,
         "outlived": outlived, "prompt_tokens_exact": prompt_ok,
-        "valid": outlived and prompt_ok,
+        # No chunk before the prefill (a stall on a loaded host) leaves no baseline.
+        "valid": outlived and prompt_ok and bool(before_rate),
         "shorts": shorts, "short_ttft_s": short_ttft, "idle_ttft_s": sample["idle_ttft_s"],
         "admission_ratio": short_ttft / sample["idle_ttft_s"]
         if short_ttft is not None and sample["idle_ttft_s"] else None,

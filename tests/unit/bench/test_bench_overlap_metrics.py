@@ -73,3 +73,9 @@ def test_prefill_prediction_grows_faster_than_linear():
     points = [(1000, 1.0), (2000, 2.5)]  # superlinear
     assert predict_prefill_s(points, 8000) > 8.0 * 1.25
     assert predict_prefill_s([(1000, 1.0), (2000, 2.0)], 8000) == pytest.approx(8.0)
+
+
+def test_no_chunk_before_the_prefill_leaves_no_baseline_and_no_valid_repetition():
+    late = [t for t in ONGOING if t > 5.0]
+    m = overlap_metrics(_sample(late, []))
+    assert not m["before_tok_s"] and not m["valid"]
