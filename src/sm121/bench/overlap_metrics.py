@@ -17,6 +17,7 @@ from sm121.bench.stats import (
     decode_share,
     engine_start,
     gap_stats,
+    largest_burst,
     outlives,
     rate,
     summarize,
@@ -64,6 +65,7 @@ def overlap_metrics(sample: dict[str, Any]) -> dict[str, Any]:
     engine = Window(started if started is not None else client.start, client.end)
     windows = {"client": _window_metrics(times, tokens, client, before_rate),
                "engine": _window_metrics(times, tokens, engine, before_rate)}
+    delivery = _delivery_check(times, tokens, before, engine, before_rate, sample["before_s"])
     shorts = [_short(s, client, engine, sample["idle_ttft_s"]) for s in sample["shorts"]]
     valid_ttfts = [s["ttft_s"] for s in shorts if s["valid"]]
     short_ttft = summarize(valid_ttfts)["median"]
@@ -72,6 +74,7 @@ def overlap_metrics(sample: dict[str, Any]) -> dict[str, Any]:
     last = ongoing.get("last_chunk")
     outlived = outlives([*times, last] if last is not None else times, client)
     head = windows[HEADLINE_WINDOW]
+    decode_ok = delivery["ok"]
     return {
         "windows": windows, "headline_window": HEADLINE_WINDOW,
         "engine_start_source": "knee of the ongoing stream" if started is not None
@@ -82,16 +85,36 @@ def overlap_metrics(sample: dict[str, Any]) -> dict[str, Any]:
         "shorts": shorts, "short_ttft_s": short_ttft, "idle_ttft_s": sample["idle_ttft_s"],
         "admission_ratio": short_ttft / sample["idle_ttft_s"]
         if short_ttft is not None and sample["idle_ttft_s"] else None,
-        "decode_share": head["decode_share"], "decode_tokens": head["decode_tokens"],
-        "decode_share_client": windows["client"]["decode_share"],
-        "decode_tokens_client": windows["client"]["decode_tokens"],
-        "gap_p50": head["gaps"]["p50"], "gap_p95": head["gaps"]["p95"],
-        "gap_max": head["gaps"]["max"],
+        "delivery": delivery,
+        # Decode metrics only from a stream that arrived as it was generated (see below).
+        **{key: (value if decode_ok else None) for key, value in {
+            "decode_share": head["decode_share"], "decode_tokens": head["decode_tokens"],
+            "decode_share_client": windows["client"]["decode_share"],
+            "decode_tokens_client": windows["client"]["decode_tokens"],
+            "gap_p50": head["gaps"]["p50"], "gap_p95": head["gaps"]["p95"],
+            "gap_max": head["gaps"]["max"]}.items()},
         "prefill_tok_s": sample["prefill_tokens"] / engine.length if engine.length else None,
         "prefill_tok_s_client": sample["prefill_tokens"] / client.length
         if client.length else None,
         "engine_delay_s": engine.start - client.start,
     }
+
+
+def _delivery_check(times: list[float], tokens: list[int], before: Window, engine: Window,
+                    before_rate: float | None, before_s: float) -> dict[str, Any]:
+    """Did the ongoing stream arrive as the engine generated it? On a starved host the API
+    server (or the client) falls behind and flushes backlog in bursts: then arrival times say
+    nothing about decode during the prefill. The baseline must cover at least half of
+    `before_s` without a stall over 1 s, and no burst inside the engine window may exceed half
+    a second of undisturbed decode."""
+    gaps = clipped_gaps(times, before)
+    stall = max(gaps) if gaps else None
+    burst = largest_burst(times, tokens, engine)
+    limit = 0.5 * (before_rate or 0.0)
+    ok = (before.length >= 0.5 * before_s and stall is not None and stall <= 1.0
+          and burst <= max(limit, 8))
+    return {"ok": ok, "baseline_s": before.length, "baseline_max_gap_s": stall,
+            "largest_burst_tokens": burst, "burst_limit_tokens": limit}
 
 
 def _short(short: dict[str, Any], client: Window, engine: Window,

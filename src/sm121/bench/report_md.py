@@ -19,8 +19,13 @@ WINDOWS_NOTE = (
     "undisturbed). **Headline metrics use the engine window**; decode tokens and share are "
     "given for both. Decode share = decode rate in the window / rate before it on the same "
     "stream. Gaps are clipped to the window. A repetition counts only when the ongoing stream "
-    "outlived the window and the long prompt had exactly L tokens (usage cross-check); a "
-    "short request counts only when it was sent inside the engine window.")
+    "outlived the window, the long prompt had exactly L tokens (usage cross-check) and a "
+    "baseline existed; a short request counts only when it was sent inside the engine window. "
+    "Decode metrics (share, tokens, gaps) count only from repetitions whose stream arrived as "
+    "it was generated: a baseline of at least half the before-time without a stall over 1 s, "
+    "and no burst inside the engine window above half a second of undisturbed decode (a "
+    "starved API server flushing backlog); the n in each cell says how many repetitions "
+    "qualified.")
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:

@@ -107,6 +107,22 @@ def engine_start(times: Sequence[float], tokens: Sequence[int], submitted: float
     return float(t[k]) if fast and rate_right <= slow_fraction * rate_left else None
 
 
+def largest_burst(times: Sequence[float], tokens: Sequence[int], window: Window,
+                  span_s: float = 0.05) -> int:
+    """Most tokens that arrived within `span_s` inside the window. A decode stream delivers
+    one step at a time; hundreds of tokens at once are a backlog being flushed (the API
+    server or the client fell behind), generated earlier than they arrived."""
+    inside = [(t, n) for t, n in zip(times, tokens, strict=True) if window.start < t <= window.end]
+    best = total = lo = 0
+    for t, n in inside:
+        total += n
+        while inside[lo][0] < t - span_s:
+            total -= inside[lo][1]
+            lo += 1
+        best = max(best, total)
+    return best
+
+
 def summarize(values: Sequence[float | None]) -> dict[str, float | int | None]:
     """Median and spread (min, max) over repetitions; None values are dropped."""
     kept = [float(v) for v in values if v is not None]

@@ -79,3 +79,17 @@ def test_no_chunk_before_the_prefill_leaves_no_baseline_and_no_valid_repetition(
     late = [t for t in ONGOING if t > 5.0]
     m = overlap_metrics(_sample(late, []))
     assert not m["before_tok_s"] and not m["valid"]
+
+
+def test_a_stream_flushing_backlog_inside_the_window_gives_no_decode_metrics():
+    flushed = sorted(ONGOING + [9.5 + 0.0001 * i for i in range(300)])
+    m = overlap_metrics(_sample(flushed, [{"submitted": 7.0, "first_token": 12.1}]))
+    assert not m["delivery"]["ok"] and m["delivery"]["largest_burst_tokens"] >= 300
+    assert m["decode_share"] is None and m["decode_tokens"] is None and m["gap_p95"] is None
+    assert m["valid"] and m["admission_ratio"] is not None  # admission is still measured
+
+
+def test_a_stalled_baseline_gives_no_decode_metrics():
+    stalled = [t for t in ONGOING if not 1.0 < t < 4.0]
+    m = overlap_metrics(_sample(stalled, []))
+    assert m["delivery"]["baseline_max_gap_s"] > 1.0 and m["decode_share"] is None

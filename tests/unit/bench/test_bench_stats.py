@@ -10,6 +10,7 @@ from sm121.bench.stats import (
     engine_start,
     gap_stats,
     inter_token_intervals,
+    largest_burst,
     outlives,
     rate,
     summarize,
@@ -92,3 +93,10 @@ def test_summary_is_median_and_spread_without_nones():
 
 def test_a_chunk_of_k_tokens_is_k_intervals():
     assert inter_token_intervals([0.0, 0.3, 0.4], [1, 3, 1]) == pytest.approx([0.1] * 3 + [0.1])
+
+
+def test_a_backlog_flush_is_a_burst_and_steps_are_not():
+    steps = [1.0 + 0.3 * i for i in range(20)]
+    assert largest_burst(steps, [1] * 20, Window(0, 10)) == 1
+    flush = steps + [7.0 + 0.0001 * i for i in range(500)]
+    assert largest_burst(sorted(flush), [1] * 520, Window(0, 10)) == 500
