@@ -29,6 +29,7 @@ class AbRequest:
     port: int
     host: str = "127.0.0.1"
     sets: list[str] = field(default_factory=list)
+    resume: bool = False
 
 
 def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
@@ -38,18 +39,32 @@ def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
 
 
 def run_ab(request: AbRequest, say: Say = lambda _: None) -> ResultsFile:
+    """Every (rep, profile) in alternating order. A boot or scenario that fails is recorded
+    with its error and the A/B goes on; with `resume`, pairs already measured are skipped."""
     results = ResultsFile(request.out, "ab", request.scenario, {
         "recipe": request.recipe, "profiles": request.profiles, "reps": request.reps,
         "sets": request.sets, "scenario_params": request.params,
-        "order": [f"{rep}:{p}" for rep, p in run_order(request.profiles, request.reps)]})
+        "order": [f"{rep}:{p}" for rep, p in run_order(request.profiles, request.reps)]},
+        resume=request.resume)
+    done = {(s["rep"], s["profile"]) for s in results.data["samples"] if not s.get("error")}
     with results.recording():
         for index, (rep, profile) in enumerate(run_order(request.profiles, request.reps)):
+            if (rep, profile) in done:
+                continue
             say(f"[{index + 1}/{request.reps * len(request.profiles)}] rep {rep + 1}, "
                 f"profile {profile}")
-            results.add_sample(_serve_and_measure(request, profile, rep, say))
-            results.set(summary=compare(results.data["samples"], request.profiles,
-                                        request.scenario))
+            results.add_sample(_measure_or_record(request, profile, rep, say))
+            measured = [s for s in results.data["samples"] if not s.get("error")]
+            results.set(summary=compare(measured, request.profiles, request.scenario))
     return results
+
+
+def _measure_or_record(request: AbRequest, profile: str, rep: int, say: Say) -> dict[str, Any]:
+    try:
+        return _serve_and_measure(request, profile, rep, say)
+    except Exception as exc:  # one bad boot must not lose the other profiles' results
+        say(f"  {profile}: failed: {exc}")
+        return {"profile": profile, "rep": rep, "error": str(exc), "metrics": {}}
 
 
 def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> dict[str, Any]:

@@ -89,7 +89,9 @@ class BenchClient:
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> BenchClient:
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=1800)
+        # Generous: a starved API server (tokenising a long prompt on a loaded host) can take
+        # tens of seconds to accept a connection; that is a slow server, not a dead one.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=600, sock_read=1800)
         self._session = aiohttp.ClientSession(timeout=timeout, headers=self._headers)
         return self
 

@@ -26,7 +26,7 @@ def cell(stats: dict[str, Any], kind: str) -> str:
     if not stats or stats.get("median") is None:
         return "-"
     if stats["n"] == 1:
-        return fmt(stats["median"], kind)
+        return f"{fmt(stats['median'], kind)} n=1"
     return (f"{fmt(stats['median'], kind)} [{fmt(stats['min'], kind)}-{fmt(stats['max'], kind)}]"
             f" n={stats['n']}")
 

@@ -21,10 +21,15 @@ def _valid(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in samples if s["metrics"].get("valid")]
 
 
+def _delivered(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Valid repetitions whose stream arrived as generated (decode metrics exist)."""
+    return [s for s in _valid(samples) if s["metrics"].get("decode_tokens") is not None]
+
+
 def median_sample(samples: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The repetition whose engine-window decode tokens is the median: a typical run."""
-    valid = sorted(_valid(samples), key=lambda s: s["metrics"]["decode_tokens"])
-    return valid[len(valid) // 2] if valid else None
+    ranked = sorted(_delivered(samples), key=lambda s: s["metrics"]["decode_tokens"])
+    return ranked[len(ranked) // 2] if ranked else None
 
 
 def decode_timeline(groups: Groups, path: Path) -> Path:
@@ -55,7 +60,7 @@ def gap_distribution(groups: Groups, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for index, (label, samples) in enumerate(groups.items()):
         gaps: list[float] = []
-        for sample in _valid(samples):
+        for sample in _delivered(samples):
             engine = sample["metrics"]["windows"]["engine"]
             gaps += clipped_gaps(sample["ongoing"]["chunk_times"],
                                  Window(engine["start"], engine["end"]))

@@ -14,8 +14,9 @@ from sm121.bench.scenarios import SCENARIOS
 
 WINDOWS_NOTE = (
     "Windows: the *client* window runs from the long request's submission to its first token;"
-    " the *engine* window starts at the first long gap in the ongoing stream (the engine "
-    "began the prefill; before that the API server was tokenising and the stream decoded "
+    " the *engine* window starts at the first long gap in the ongoing stream, found as the "
+    "knee of its delivered-token curve (the engine began the prefill; before that the API "
+    "server was tokenising, or flushing output it had fallen behind on, and the stream decoded "
     "undisturbed). **Headline metrics use the engine window**; decode tokens and share are "
     "given for both. Decode share = decode rate in the window / rate before it on the same "
     "stream. Gaps are clipped to the window. A repetition counts only when the ongoing stream "
@@ -35,15 +36,20 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
             *["| " + " | ".join(r) + " |" for r in rows], ""]
 
 
+def _measured(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """A/B entries that measured something (a failed boot is recorded with its error)."""
+    return [e for e in data["samples"] if not e.get("error")]
+
+
 def recompute_overlap(data: dict[str, Any]) -> dict[str, Any]:
     """Metrics again from the raw samples, with this sm121's metric functions (they are pure,
     so an improved window detector applies to results measured before it)."""
     if data["kind"] == "ab":
-        for entry in data["samples"]:
+        for entry in _measured(data):
             for sample in entry["samples"]:
                 sample["metrics"] = overlap_metrics(sample)
             entry["metrics"] = SCENARIOS["overlap"].flatten(entry["samples"])
-        data["summary"] = compare(data["samples"], data["params"]["profiles"], "overlap")
+        data["summary"] = compare(_measured(data), data["params"]["profiles"], "overlap")
     else:
         for sample in data["samples"]:
             sample["metrics"] = overlap_metrics(sample)
@@ -54,7 +60,7 @@ def recompute_overlap(data: dict[str, Any]) -> dict[str, Any]:
 def _overlap_groups(data: dict[str, Any]) -> plots.Groups:
     if data["kind"] == "ab":
         groups: plots.Groups = {p: [] for p in data["params"]["profiles"]}
-        for entry in data["samples"]:
+        for entry in _measured(data):
             groups[entry["profile"]].extend(entry["samples"])
         return groups
     return {data.get("label") or data["server"].get("url", "run"): data["samples"]}
@@ -65,12 +71,13 @@ def _rep_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                "decode tok (engine)", "decode tok (client)", "p95 gap", "prefill tok/s",
                "short TTFT", "admission"]
     rows = []
-    entries = data["samples"] if data["kind"] == "ab" else [
+    entries = _measured(data) if data["kind"] == "ab" else [
         {"profile": "-", "rep": s["rep"], "samples": [s]} for s in data["samples"]]
     for index, entry in enumerate(entries):
         for sample in entry["samples"]:
             m = sample["metrics"]
-            rows.append([entry["profile"], str(entry["rep"] + 1), str(index + 1),
+            retry = " (retry)" if sample.get("attempt") else ""
+            rows.append([entry["profile"], f"{entry['rep'] + 1}{retry}", str(index + 1),
                          "yes" if m["valid"] else "no", fmt(m["decode_share"], "pct"),
                          fmt(m["decode_share_client"], "pct"), fmt(m["decode_tokens"], "int"),
                          fmt(m["decode_tokens_client"], "int"), fmt(m["gap_p95"], "s"),
@@ -91,8 +98,11 @@ def _overlap_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
     if data["kind"] == "ab":
         lines += ["Engine args per profile (as served by sm121):", ""]
         seen: dict[str, Any] = {}
-        for entry in data["samples"]:
+        for entry in _measured(data):
             seen.setdefault(entry["profile"], entry["engine_args"])
+        failed = [e for e in data["samples"] if e.get("error")]
+        lines += [f"Failed and re-run: rep {e['rep'] + 1} {e['profile']}: {e['error']}"
+                  for e in failed] + ([""] if failed else [])
         lines += [f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
                                            if k.startswith(("max-num", "long-prefill")))
                   for p, args in seen.items()] + [""]

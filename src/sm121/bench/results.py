@@ -32,9 +32,17 @@ class ResultsFile:
     (running | complete | interrupted | failed), params, server, probe, samples (raw, one
     entry per repetition or step), summary, error."""
 
-    def __init__(self, path: Path, kind: str, scenario: str, params: dict[str, Any]) -> None:
+    data: dict[str, Any]
+
+    def __init__(self, path: Path, kind: str, scenario: str, params: dict[str, Any],
+                 resume: bool = False) -> None:
         self.path = path
-        self.data: dict[str, Any] = {
+        if resume and path.is_file():
+            self.data = load_results(path)
+            self.data["status"] = "running"
+            self.save()
+            return
+        self.data = {
             "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "kind": kind,
             "scenario": scenario, "sm121_version": __version__,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -48,6 +48,8 @@ def ab(
     sets: list[str] | None = typer.Option(None, "--set", help="Engine arg for every profile."),
     port: int | None = typer.Option(None, "--port", help="Engine port (default: a free one)."),
     out: Path | None = typer.Option(None, "--out", help="A/B results JSON."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the A/B in --out: skip the "
+                                "(rep, profile) pairs it already measured."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
 ) -> None:
     """Serve each profile through sm121's launcher, run the scenario, stop, alternate the
@@ -63,7 +65,7 @@ def ab(
                          "example: --profiles agent,batch --reps 3")
     request = AbRequest(recipe, names, scenario, reps, _params(prefill_tokens, short_at, params),
                         out or default_path(f"ab-{scenario}"), port or _free_port(),
-                        sets=list(sets or []))
+                        sets=list(sets or []), resume=resume)
     results = run_ab(request, say=lambda m: err_console.print(m, highlight=False))
     if as_json:
         print_json(results.data["summary"])

@@ -73,3 +73,27 @@ def test_ctrl_c_leaves_an_interrupted_file(tmp_path):
         raise KeyboardInterrupt
     data = load_results(tmp_path / "i.json")
     assert data["status"] == "interrupted" and data["samples"] == [{"rep": 0}]
+
+
+def test_ab_records_a_failed_boot_goes_on_and_resumes_only_what_is_missing(tmp_path,
+                                                                            monkeypatch):
+    from sm121.bench import ab
+
+    calls = []
+
+    def fake(request, profile, rep, say):
+        calls.append((rep, profile))
+        if (rep, profile) == (0, "b"):
+            raise Sm121Error("the engine did not become ready")
+        return {"profile": profile, "rep": rep, "metrics": {"admission_ratio": 1.0}}
+
+    monkeypatch.setattr(ab, "_serve_and_measure", fake)
+    request = ab.AbRequest("tiny-cpu", ["a", "b"], "overlap", 2, {}, tmp_path / "ab.json", 1)
+    first = ab.run_ab(request).data
+    assert calls == [(0, "a"), (0, "b"), (1, "b"), (1, "a")]
+    assert first["status"] == "complete"
+    assert [s.get("error") is not None for s in first["samples"]] == [False, True, False, False]
+    calls.clear()
+    ab.run_ab(ab.AbRequest(**{**request.__dict__, "resume": True}))
+    assert calls == [(0, "b")]
+    assert len(load_results(tmp_path / "ab.json")["samples"]) == 5
