@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -33,11 +34,15 @@ from pathlib import Path
 
 import aiohttp
 
+from sm121.launch.processes import group_members
 from sm121.sse import SSEParser
 
 HERE = Path(__file__).resolve().parent
 LITELLM_VENV = HERE / ".venv-litellm"
 DIRECT, GATEWAY, LITELLM = "direct", "sm121-gateway", "litellm"
+# Both proxies check an API key, as they would in front of a shared engine; direct ignores it.
+BENCH_KEY = "sk-sm121-bench-only"
+SETTLE_S = 0.5  # between trials, so one path's leftovers do not land in the next one's
 
 
 @dataclass
@@ -46,12 +51,14 @@ class Samples:
     events: int = 0
     seconds: float = 0.0
     errors: int = 0
+    cpu_s: float = 0.0  # CPU time the path's proxy process used (none for direct)
 
     def add(self, other: Samples) -> None:
         self.ttft_s += other.ttft_s
         self.events += other.events
         self.seconds += other.seconds
         self.errors += other.errors
+        self.cpu_s += other.cpu_s
 
     @property
     def chunks_per_s(self) -> float:
@@ -111,12 +118,30 @@ async def trial(http: aiohttp.ClientSession, url: str, model: str, level: int, r
     return samples
 
 
-async def measure(paths: dict[str, str], model: str, levels: list[int], rounds: int,
-                  chunks: int, min_samples: int, extra: dict) -> dict[int, dict[str, Samples]]:
+def cpu_seconds(pgid: int | None) -> float:
+    """CPU time used so far by a process group: on a machine shared with busy neighbours it
+    is the steadiest measure of what a proxy costs, where wall-clock latency is not."""
+    if pgid is None:
+        return 0.0
+    total = 0
+    for pid in group_members(pgid):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(paths: dict[str, str], pgids: dict[str, int | None], model: str,
+                  levels: list[int], rounds: int, chunks: int, min_samples: int,
+                  extra: dict) -> dict[int, dict[str, Samples]]:
     results: dict[int, dict[str, Samples]] = {}
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=600)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
+    headers = {"Authorization": f"Bearer {BENCH_KEY}"}
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                     headers=headers) as http:
         for url in paths.values():  # warm-up: connections, caches, LiteLLM's first-call setup
             await trial(http, url, model, 2, 2, min(chunks, 8), extra)
         for level in levels:
@@ -125,8 +150,12 @@ async def measure(paths: dict[str, str], model: str, levels: list[int], rounds: 
             for round_no in range(rounds):
                 order = list(paths)[round_no % len(paths):] + list(paths)[:round_no % len(paths)]
                 for name in order:  # rotate who goes first, so drift hits every path alike
-                    per_path[name].add(await trial(http, paths[name], model, level, requests,
-                                                   chunks, extra))
+                    await asyncio.sleep(SETTLE_S)
+                    cpu = cpu_seconds(pgids.get(name))
+                    samples = await trial(http, paths[name], model, level, requests, chunks,
+                                          extra)
+                    samples.cpu_s = cpu_seconds(pgids.get(name)) - cpu
+                    per_path[name].add(samples)
             results[level] = per_path
             print(f"  {level} streams done", file=sys.stderr)
     return results
@@ -169,6 +198,8 @@ def wait_http(url: str, process: subprocess.Popen, log: Path, timeout_s: float) 
         try:
             with urllib.request.urlopen(url, timeout=5):
                 return
+        except urllib.error.HTTPError:
+            return  # it answers (a 401 from a proxy that wants its key counts)
         except OSError:
             time.sleep(0.5)
     raise SystemExit(f"{url} did not answer in {timeout_s:.0f} s:\n{log.read_text()[-2000:]}")
@@ -198,7 +229,8 @@ def litellm_config(folder: Path, upstream: str, model: str) -> Path:
     return path
 
 
-def start_paths(args: argparse.Namespace, folder: Path) -> tuple[dict[str, str], list]:
+def start_paths(args: argparse.Namespace, folder: Path
+                ) -> tuple[dict[str, str], dict[str, int | None], list]:
     processes: list[subprocess.Popen] = []
     upstream = args.upstream_url
     if upstream is None:
@@ -213,7 +245,8 @@ def start_paths(args: argparse.Namespace, folder: Path) -> tuple[dict[str, str],
     gw_port = free_port()
     gateway = spawn([sys.executable, "-m", "sm121.cli.main", "gateway", "--upstream", upstream,
                      "--recipe", "tiny-cpu", "--listen", f"127.0.0.1:{gw_port}",
-                     "--max-inflight", "512"], folder / "gateway.log")
+                     "--max-inflight", "512"], folder / "gateway.log",
+                    env={"SM121_GATEWAY_API_KEYS": BENCH_KEY})
     processes.append(gateway)
     paths[GATEWAY] = f"http://127.0.0.1:{gw_port}"
     wait_http(f"{paths[GATEWAY]}/v1/models", gateway, folder / "gateway.log", 60)
@@ -222,11 +255,15 @@ def start_paths(args: argparse.Namespace, folder: Path) -> tuple[dict[str, str],
         litellm = spawn([str(ensure_litellm()), "--config",
                          str(litellm_config(folder, upstream, args.model)), "--host",
                          "127.0.0.1", "--port", str(ll_port), "--num_workers", "1"],
-                        folder / "litellm.log", env={"LITELLM_LOG": "ERROR"})
+                        folder / "litellm.log",
+                        env={"LITELLM_LOG": "ERROR", "LITELLM_MASTER_KEY": BENCH_KEY})
         processes.append(litellm)
         paths[LITELLM] = f"http://127.0.0.1:{ll_port}"
         wait_http(f"{paths[LITELLM]}/health/liveliness", litellm, folder / "litellm.log", 300)
-    return paths, processes
+    pgids: dict[str, int | None] = {DIRECT: None, GATEWAY: gateway.pid}
+    if not args.no_litellm:
+        pgids[LITELLM] = processes[-1].pid
+    return paths, pgids, processes
 
 
 # ---- the report -------------------------------------------------------------------------
@@ -244,6 +281,8 @@ def report(results: dict[int, dict[str, Samples]]) -> dict:
                 "added_p50_ms": 1000 * (p50 - base50), "added_p99_ms": 1000 * (p99 - base99),
                 "chunks_per_s": s.chunks_per_s,
                 "throughput_vs_direct": s.chunks_per_s / base.chunks_per_s,
+                "proxy_cpu_ms_per_request": 1000 * s.cpu_s / max(len(s.ttft_s), 1),
+                "proxy_cpu_us_per_chunk": 1e6 * s.cpu_s / max(s.events, 1),
             })
     return {"rows": rows}
 
@@ -253,11 +292,13 @@ def print_report(data: dict, args: argparse.Namespace) -> None:
                                  f"{args.interval_ms:g} ms apart)")
     print(f"\ngateway overhead against {what}; {args.rounds} interleaved rounds")
     print(f"{'streams':>7} {'path':<14} {'reqs':>5} {'TTFT p50':>9} {'p99':>8} "
-          f"{'added p50':>10} {'added p99':>10} {'chunks/s':>9} {'vs direct':>9}")
+          f"{'added p50':>10} {'added p99':>10} {'chunks/s':>9} {'vs direct':>9} "
+          f"{'proxy CPU/req':>13} {'/chunk':>8}")
     for r in data["rows"]:
         print(f"{r['streams']:>7} {r['path']:<14} {r['requests']:>5} {r['ttft_p50_ms']:>7.2f}ms "
               f"{r['ttft_p99_ms']:>6.2f}ms {r['added_p50_ms']:>+8.2f}ms {r['added_p99_ms']:>+8.2f}ms "
-              f"{r['chunks_per_s']:>9.0f} {r['throughput_vs_direct']:>8.1%}"
+              f"{r['chunks_per_s']:>9.0f} {r['throughput_vs_direct']:>8.1%} "
+              f"{r['proxy_cpu_ms_per_request']:>11.2f}ms {r['proxy_cpu_us_per_chunk']:>6.0f}us"
               + (f"  ({r['errors']} errors)" if r["errors"] else ""))
     print("\ntargets for the sm121 gateway: added TTFT < 1 ms p50, < 5 ms p99; "
           ">= 90% of direct chunk throughput at 64 streams")
@@ -286,11 +327,11 @@ def main() -> None:
     args = parser.parse_args()
     extra = {"ignore_eos": True} if args.upstream_url else {}
     with tempfile.TemporaryDirectory(prefix="sm121-gw-bench-") as tmp:
-        paths, processes = start_paths(args, Path(tmp))
+        paths, pgids, processes = start_paths(args, Path(tmp))
         try:
-            results = asyncio.run(measure(paths, args.model, [int(x) for x in
-                                                              args.levels.split(",")],
-                                          args.rounds, args.chunks, args.min_samples, extra))
+            levels = [int(x) for x in args.levels.split(",")]
+            results = asyncio.run(measure(paths, pgids, args.model, levels, args.rounds,
+                                          args.chunks, args.min_samples, extra))
         finally:
             for process in reversed(processes):
                 stop(process)

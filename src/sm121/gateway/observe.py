@@ -2,8 +2,9 @@
 number of SSE events, and an error the upstream reported. The bytes themselves are forwarded
 untouched before they get here; this only reads a copy.
 
-Per event the work is a substring test: most chunks carry neither usage nor an error, and the
-gateway must not spend a JSON parse on each one.
+Per chunk the work is a byte count in C: usage and a reported error come in the last events
+of a stream, so only a bounded tail is kept and parsed once, at the end. A full SSE parse of
+every chunk cost the gateway a noticeable share of its throughput at 64 streams.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from sm121.sse import SSEParser
 
 _MAX_JSON_COPY = 8 * 1024 * 1024  # a non-stream body larger than this is not parsed for usage
+_TAIL = 16 * 1024  # the last events of a stream: usage, finish, or an error
 
 
 @dataclass
@@ -27,32 +29,42 @@ class Observed:
 
 class ResponseObserver:
     def __init__(self, event_stream: bool) -> None:
-        self._parser = SSEParser() if event_stream else None
-        self._copy = bytearray()
+        self._event_stream = event_stream
+        self._kept = bytearray()
+        self._events = 0
+        self._truncated = False
+        self._last = b""
         self.result = Observed()
 
     def feed(self, chunk: bytes) -> None:
-        if self._parser is None:
-            if len(self._copy) + len(chunk) <= _MAX_JSON_COPY:
-                self._copy += chunk
-            return
-        for event in self._parser.feed(chunk):
-            self._event(event.data)
+        if self._event_stream:
+            # JSON escapes newlines, so a blank line only ever ends an event.
+            self._events += chunk.count(b"\n\n") + (self._last == b"\n" and chunk[:1] == b"\n")
+            self._last = chunk[-1:]
+            self._kept += chunk
+            if len(self._kept) > 2 * _TAIL:
+                del self._kept[:-_TAIL]
+                self._truncated = True
+        elif len(self._kept) + len(chunk) <= _MAX_JSON_COPY:
+            self._kept += chunk
 
     def finish(self) -> Observed:
-        if self._parser is not None:
-            for event in self._parser.flush():
-                self._event(event.data)
-        elif self._copy:
-            self._inspect(self._copy.decode("utf-8", errors="replace"))
+        if not self._event_stream:
+            if self._kept:
+                self._inspect(self._kept.decode("utf-8", errors="replace"))
+            return self.result
+        self.result.events = self._events
+        tail = bytes(self._kept)
+        if self._truncated:  # the tail may begin inside an event: skip to a boundary
+            tail = tail[tail.find(b"\n\n") + 2:]
+        parser = SSEParser()
+        events = parser.feed(tail)
+        for event in events + parser.flush():
+            if event.is_done:
+                self.result.events = max(self.result.events - 1, 0)
+            elif '"usage"' in event.data or '"error"' in event.data:
+                self._inspect(event.data)
         return self.result
-
-    def _event(self, data: str) -> None:
-        if data == "[DONE]":
-            return
-        self.result.events += 1
-        if '"usage"' in data or '"error"' in data:
-            self._inspect(data)
 
     def _inspect(self, text: str) -> None:
         try:
