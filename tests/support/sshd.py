@@ -17,6 +17,7 @@ or through the session fixture `sshd` in tests/integration/conftest.py.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import os
@@ -140,8 +141,10 @@ def _client_config(folder: Path, hosts: list[str], port: int, user: str) -> str:
 
 
 def _privilege_separation_dir() -> None:
-    # sshd refuses to start without it; a fresh container often lacks /run/sshd.
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    # sshd refuses to start without it; a fresh container often lacks /run/sshd. Not root:
+    # sshd runs unprivileged and does without it.
+    with contextlib.suppress(PermissionError):
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
 
 
 def _free_port(hosts: list[str]) -> int:

@@ -6,6 +6,8 @@ reaches the remote shell unquoted."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import os
 import shlex
@@ -61,9 +63,12 @@ class SshTransport(Transport):
     options: tuple[str, ...] = field(default_factory=tuple)  # extra -o options
 
     def ssh_argv(self) -> list[str]:
+        # One master per sm121 process (the pid in its path), closed when the process exits:
+        # a shared master could be closed under another command's feet, and a master left
+        # behind would outlive the command that opened it.
         argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
                 "-o", "ServerAliveInterval=15",
-                "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir()}/%C",
+                "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir()}/%C-{os.getpid()}",
                 "-o", "ControlPersist=60"]
         if self.config:
             argv += ["-F", str(Path(self.config).expanduser())]
@@ -75,6 +80,7 @@ class SshTransport(Transport):
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float = 60
             ) -> CommandResult:
+        _opened.add(self)
         result = _completed([*self.ssh_argv(), "--", shlex.join(argv)], input, timeout,
                             self.name or self.target)
         if result.returncode == 255:  # ssh's own failure, not the command's
@@ -89,6 +95,18 @@ class SshTransport(Transport):
                        capture_output=True, stdin=subprocess.DEVNULL, timeout=10)
 
 
+_opened: set[SshTransport] = set()
+
+
+@atexit.register
+def close_all() -> None:
+    """Stop the ControlMasters this process opened."""
+    for transport in list(_opened):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            transport.close()
+        _opened.discard(transport)
+
+
 def transport_for(ssh: str | None, port: int | None = None, config: str | None = None,
                   name: str = "") -> Transport:
     """The transport of a node: this machine when it names no ssh target."""
@@ -98,10 +116,11 @@ def transport_for(ssh: str | None, port: int | None = None, config: str | None =
 
 
 def control_dir() -> Path:
-    """Where ControlMaster sockets live. A socket path must stay under about 100 bytes, so a
-    long $SM121_HOME falls back to a short folder in /tmp named after it."""
+    """Where ControlMaster sockets live. A socket path must stay under 108 bytes with the 40
+    characters of %C, the pid and the random suffix ssh adds while binding, so a long
+    $SM121_HOME falls back to a short folder in /tmp named after it."""
     folder = paths.home() / "ssh"
-    if len(str(folder)) > 60:
+    if len(str(folder)) > 35:
         digest = hashlib.sha1(str(folder).encode()).hexdigest()[:10]
         folder = Path(tempfile.gettempdir()) / f"sm121-ssh-{os.getuid()}-{digest}"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
