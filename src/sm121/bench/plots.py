@@ -33,26 +33,36 @@ def median_sample(samples: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def decode_timeline(groups: Groups, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(9, 5))
+    """Left: the ongoing stream around the prefill (0 = submission; shaded = engine window).
+    Right: the same stream inside the engine window only, from its start, where the decode
+    the prefill leaves over is visible (the left panel is dominated by undisturbed decode)."""
+    fig, (whole, inside) = plt.subplots(1, 2, figsize=(13, 5))
     for index, (label, samples) in enumerate(groups.items()):
         sample = median_sample(samples)
         if sample is None:
             continue
-        color = f"C{index}"
-        t0 = sample["long"]["submitted"]
-        times = np.asarray(sample["ongoing"]["chunk_times"]) - t0
-        ax.plot(times, np.cumsum(sample["ongoing"]["chunk_tokens"]), color=color, label=label,
-                lw=1.2)
+        color, t0 = f"C{index}", sample["long"]["submitted"]
+        times = np.asarray(sample["ongoing"]["chunk_times"])
+        counts = np.cumsum(sample["ongoing"]["chunk_tokens"])
         engine = sample["metrics"]["windows"]["engine"]
-        ax.axvspan(engine["start"] - t0, engine["end"] - t0, color=color, alpha=0.08)
-        ax.axvline(engine["start"] - t0, color=color, ls="--", lw=0.8)
-        ax.axvline(engine["end"] - t0, color=color, ls=":", lw=0.8)
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlabel("seconds since the long request was submitted (0)")
-    ax.set_ylabel("tokens of the ongoing stream (cumulative)")
-    ax.set_title("Decode during a long prefill (median repetition); shaded: engine window "
-                 "(first long gap to first token)", fontsize=9)
-    _legend(ax)
+        whole.plot(times - t0, counts, color=color, label=label, lw=1.2)
+        whole.axvspan(engine["start"] - t0, engine["end"] - t0, color=color, alpha=0.08)
+        whole.axvline(engine["end"] - t0, color=color, ls=":", lw=0.8)
+        mask = (times > engine["start"]) & (times <= engine["end"])
+        x = np.concatenate([[0.0], times[mask] - engine["start"], [engine["length_s"]]])
+        y = np.concatenate([[0], np.cumsum(np.asarray(sample["ongoing"]["chunk_tokens"])[mask])])
+        inside.step(x, np.concatenate([y, y[-1:]]), where="post", color=color,
+                    label=f"{label}: {int(y[-1])} tokens in {engine['length_s']:.1f} s")
+    whole.axvline(0, color="black", lw=0.8)
+    whole.set_xlabel("seconds since the long request was submitted")
+    whole.set_ylabel("tokens of the ongoing stream (cumulative)")
+    whole.set_title("Ongoing stream around the long prefill (median repetition); shaded: "
+                    "engine window", fontsize=9)
+    inside.set_xlabel("seconds since the engine started the prefill")
+    inside.set_ylabel("decode tokens delivered during the prefill")
+    inside.set_title("Decode left over by the prefill (engine window)", fontsize=9)
+    _legend(whole)
+    _legend(inside)
     return _save(fig, path)
 
 
@@ -79,12 +89,14 @@ def gap_distribution(groups: Groups, path: Path) -> Path:
 
 
 def admission(groups: Groups, path: Path) -> Path:
-    labels, medians, lows, highs = [], [], [], []
+    labels, medians, lows, highs, ttfts = [], [], [], [], []
     for label, samples in groups.items():
         ratios = [s["metrics"]["admission_ratio"] for s in _valid(samples)
                   if s["metrics"].get("admission_ratio")]
         if ratios:
             labels.append(label)
+            ttfts.append(float(np.median([s["metrics"]["short_ttft_s"] for s in _valid(samples)
+                                          if s["metrics"].get("admission_ratio")])))
             medians.append(float(np.median(ratios)))
             lows.append(medians[-1] - min(ratios))
             highs.append(max(ratios) - medians[-1])
@@ -93,9 +105,11 @@ def admission(groups: Groups, path: Path) -> Path:
            color=[f"C{i}" for i in range(len(labels))])
     ax.set_yscale("log")
     ax.set_ylabel("short-request TTFT during prefill / idle TTFT (log)")
-    ax.set_title("Admission ratio per profile (median, bars: min-max)", fontsize=9)
-    for i, value in enumerate(medians):
-        ax.annotate(f"{value:,.0f}x", (i, value), ha="center", va="bottom", fontsize=8)
+    ax.set_title("Admission ratio per profile: short-request TTFT during the prefill / idle "
+                 "(median, bars: min-max; label: median TTFT)", fontsize=9)
+    for i, (value, ttft) in enumerate(zip(medians, ttfts, strict=True)):
+        ax.annotate(f"{value:,.0f}x ({ttft:.2g} s)", (i, value), ha="center", va="bottom",
+                    fontsize=8)
     return _save(fig, path)
 
 

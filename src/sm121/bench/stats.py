@@ -85,7 +85,8 @@ def _segment_sse(t: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def engine_start(times: Sequence[float], tokens: Sequence[int], submitted: float,
                  first_token: float, before_rate: float | None,
-                 fast_fraction: float = 0.2, slow_fraction: float = 0.5) -> float | None:
+                 fast_fraction: float = 0.2, slow_fraction: float = 0.5,
+                 burst_gap_s: float = 0.005, step_tokens: int = 8) -> float | None:
     """When the engine really began the prefill, seen from the ongoing stream: the knee where
     its delivered-token curve turns from undisturbed to starved (a two-segment least-squares
     fit over the client window). Before the knee the API server was still tokenising, or
@@ -104,7 +105,24 @@ def engine_start(times: Sequence[float], tokens: Sequence[int], submitted: float
     rate_left = y[k] / (t[k] - submitted) if t[k] > submitted else 0.0
     rate_right = (y[-1] - y[k]) / (first_token - t[k]) if first_token > t[k] else 0.0
     fast = before_rate is None or rate_left >= fast_fraction * before_rate
-    return float(t[k]) if fast and rate_right <= slow_fraction * rate_left else None
+    if not (fast and rate_right <= slow_fraction * rate_left):
+        return None
+    return _past_flush(t, y, k, burst_gap_s, step_tokens)
+
+
+def _past_flush(t: np.ndarray, y: np.ndarray, k: int, burst_gap_s: float,
+                step_tokens: int) -> float:
+    """The fit may cut a backlog flush short. A group of chunks arriving together (within
+    `burst_gap_s`) that carries more tokens than one engine step can give one stream
+    (`step_tokens`, room for speculative tokens) is still backlog: the window opens after it."""
+    while k + 1 < len(t):
+        end = k + 1
+        while end + 1 < len(t) and t[end + 1] - t[end] < burst_gap_s:
+            end += 1
+        if y[end] - y[k] <= step_tokens:
+            break
+        k = end
+    return float(t[k])
 
 
 def largest_burst(times: Sequence[float], tokens: Sequence[int], window: Window,

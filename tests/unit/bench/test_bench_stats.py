@@ -100,3 +100,12 @@ def test_a_backlog_flush_is_a_burst_and_steps_are_not():
     assert largest_burst(steps, [1] * 20, Window(0, 10)) == 1
     flush = steps + [7.0 + 0.0001 * i for i in range(500)]
     assert largest_burst(sorted(flush), [1] * 520, Window(0, 10)) == 500
+
+
+def test_the_tail_of_a_flush_is_not_counted_as_decode_during_the_prefill():
+    # a flush of 2000 tokens 1 ms apart, then 0.3 s engine steps
+    flush = [2.0 + 0.001 * i for i in range(2000)]
+    steps = [4.0 + 0.3 * i for i in range(1, 30)]
+    start = engine_start(flush + steps, [1] * 2029, submitted=1.9, first_token=13.0,
+                         before_rate=500.0)
+    assert start == pytest.approx(flush[-1])
