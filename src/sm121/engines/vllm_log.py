@@ -15,7 +15,8 @@ _WEIGHTS = re.compile(r"Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+)
 _LOAD_WEIGHTS = re.compile(r"Loading weights took ([\d.]+) s(?:econds)?")
 _COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s")
 _CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
-_INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s(?:econds)?")
+_INIT_ENGINE = re.compile(
+    r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s(?:econds)?")
 # The CPU build: "Explicitly set (2.0/23.47) GiB for KV cache" or "Auto set (...)".
 _CPU_KV = re.compile(r"(?:Explicitly|Auto) set \(([\d.]+)/([\d.]+)\) GiB for KV cache")
 # The memory refusals: the start-up check, and the KV check at max-model-len.
@@ -25,6 +26,8 @@ _KV_REFUSED = re.compile(r"max seq len \((\d+)\), \(([\d.]+) GiB KV cache is nee
                          r"larger than the available KV cache memory \(([\d.]+) GiB\)")
 _ERROR_LINE = re.compile(r"(Error|Exception|error:|FATAL|Traceback|exceeds|refus|not enough)", re.I)
 _NOISE = re.compile(r"Triton is installed|DeprecationWarning|FutureWarning")
+# Wrappers that only point elsewhere ("See root cause above"): never the cause itself.
+_WRAPPER = re.compile(r"See root cause above|Engine core initialization failed|Process \S+ died")
 
 
 class BootFacts(BaseModel):
@@ -82,18 +85,29 @@ def death_cause(text: str, tail: int = 40) -> tuple[str, list[str]]:
     """The most telling error line of a dead engine, and the last lines of its log."""
     lines = [line for line in text.splitlines() if line.strip() and not _NOISE.search(line)]
     last = lines[-tail:]
-    errors = [line.strip() for line in lines if _ERROR_LINE.search(line)]
+    errors = [i for i, line in enumerate(lines) if _ERROR_LINE.search(line)]
     # The final exception line ("ValueError: ...") says more than "Traceback" or a wrapper.
-    specific = [e for e in errors if re.search(r"\w+(Error|Exception): ", e)]
-    cause = (specific or errors or last or ["(the log is empty)"])[-1]
-    return cause, last
+    specific = [i for i in errors
+                if re.search(r"\w+(Error|Exception): ", lines[i]) and not _WRAPPER.search(lines[i])]
+    chosen = (specific or errors)
+    if not chosen:
+        return (last or ["(the log is empty)"])[-1].strip(), last
+    return _with_details(lines, chosen[-1]), last
+
+
+def _with_details(lines: list[str], index: int) -> str:
+    """An exception line plus its indented detail lines (pydantic puts the reason there)."""
+    parts = [lines[index].strip()]
+    for line in lines[index + 1:index + 3]:
+        if not line.startswith((" ", "\t")) or "errors.pydantic.dev" in line:
+            break
+        parts.append(line.strip())
+    return " ".join(parts)
 
 
 def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    match = None
-    for match in pattern.finditer(text):
-        pass
-    return match
+    matches = list(pattern.finditer(text))
+    return matches[-1] if matches else None
 
 
 def _int(text: str) -> int:

@@ -15,7 +15,6 @@ from urllib.parse import urlparse
 
 from sm121.plan.model import ReadinessProbe
 
-
 T = TypeVar("T")
 
 

@@ -14,7 +14,6 @@ from sm121 import paths
 from sm121.errors import Sm121Error
 from sm121.recipes.schema import Recipe
 
-
 M = TypeVar("M", bound=BaseModel)
 
 
