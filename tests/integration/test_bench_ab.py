@@ -25,8 +25,11 @@ def test_ab_serves_each_profile_runs_the_scenario_and_compares(tmp_path, sm121_h
     for sample in data["samples"]:
         assert sample["samples"][-1]["long"]["prompt_tokens"] == 4096
         assert sample["boot"]["kv_pool_tokens"] > 0
-    table = data["summary"]["metrics"]
-    assert table["prefill_tok_s"]["ratio_to_baseline"]["agent"] == pytest.approx(1.0)
+    row = data["summary"]["metrics"]["prefill_tok_s"]
+    assert set(row["profiles"]) == {"agent", "lpt-512"}
+    # on a loaded host a repetition may be invalid (then its median is None, not a guess)
+    if row["profiles"]["agent"]["median"]:
+        assert row["ratio_to_baseline"]["agent"] == pytest.approx(1.0)
     assert "admission ratio" in result.stdout
     # Both engines were stopped: nothing of the A/B is left running.
     status = json.loads(run_cli("status", "--json").stdout)

@@ -70,7 +70,8 @@ async def _attempt(ctx: Context, p: dict[str, Any], rep: int, attempt: int,
     # Generous on purpose: a stream that ends inside the window spoils the repetition, a long
     # tail only costs time. Decode runs faster than in a short warm-up more often than not.
     decode_rate = 1.5 * max(_decode_rate(r) for r in warm)
-    budget_s = p["before_s"] + 2 * tokenize_s + predicted_s * margin + p["after_s"] + 1.0
+    # + 5 s: a starved API server delivers the first token late, after decoding for a while.
+    budget_s = p["before_s"] + 2 * tokenize_s + predicted_s * margin + p["after_s"] + 5.0
     max_out = (ctx.server.get("max_model_len") or 1 << 20) - 256
     ongoing_tokens = max(64, min(int(decode_rate * budget_s) + 64, max_out))
     say(f"prefill of {p['prefill_tokens']} tokens (predicted {predicted_s:.0f} s)")
@@ -102,7 +103,7 @@ async def _overlap(ctx: Context, p: dict[str, Any], long_prompt: str | list[int]
             group.create_task(client.complete(filler(32, seed=11), ongoing_tokens, "ongoing",
                                               into=ongoing))
             await _first_token(ongoing)
-            await asyncio.sleep(p["before_s"])
+            await _baseline(ongoing, p["before_s"], ongoing_tokens)
             submitted = time.monotonic()
             long_task = group.create_task(client.complete(
                 long_prompt, 1, "long", salt=False, extra=client.cache_salt_field(tag)))
@@ -117,6 +118,14 @@ async def _overlap(ctx: Context, p: dict[str, Any], long_prompt: str | list[int]
 async def _short_at(ctx: Context, when: float, p: dict[str, Any], index: int) -> StreamRecord:
     await asyncio.sleep(max(0.0, when - time.monotonic()))
     return await ctx.client.complete(SHORT_PROMPT, p["short_max_tokens"], f"short-{index}")
+
+
+async def _baseline(record: StreamRecord, before_s: float, max_tokens: int) -> None:
+    """Let the stream run undisturbed for `before_s`, but not past a third of its tokens: a
+    stream that arrives late and in bursts must keep enough to outlive the window."""
+    deadline = time.monotonic() + before_s
+    while time.monotonic() < deadline and record.tokens < max_tokens / 3:
+        await asyncio.sleep(0.05)
 
 
 async def _first_token(record: StreamRecord, timeout_s: float = 600.0) -> None:
