@@ -19,6 +19,7 @@ def test_ab_serves_each_profile_runs_the_scenario_and_compares(tmp_path, sm121_h
     data = json.loads(out.read_text())
     assert data["kind"] == "ab" and data["status"] == "complete"
     assert [s["profile"] for s in data["samples"]] == ["agent", "lpt-512"]
+    assert [s.get("error") for s in data["samples"]] == [None, None]
     served = {s["profile"]: s["engine_args"] for s in data["samples"]}
     assert served["lpt-512"]["long-prefill-token-threshold"] == 512
     assert "long-prefill-token-threshold" not in served["agent"]

@@ -92,7 +92,11 @@ class BenchClient:
         # Generous: a starved API server (tokenising a long prompt on a loaded host) can take
         # tens of seconds to accept a connection; that is a slow server, not a dead one.
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=600, sock_read=1800)
-        self._session = aiohttp.ClientSession(timeout=timeout, headers=self._headers)
+        # A fresh connection per request: reusing a pooled one races the server's keep-alive
+        # timeout ("Server disconnected") after the idle pauses a scenario has.
+        connector = aiohttp.TCPConnector(force_close=True, limit=0)
+        self._session = aiohttp.ClientSession(timeout=timeout, headers=self._headers,
+                                              connector=connector)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -66,7 +66,12 @@ def overlap_metrics(sample: dict[str, Any]) -> dict[str, Any]:
     windows = {"client": _window_metrics(times, tokens, client, before_rate),
                "engine": _window_metrics(times, tokens, engine, before_rate)}
     delivery = _delivery_check(times, tokens, before, engine, before_rate, sample["before_s"])
-    shorts = [_short(s, client, engine, sample["idle_ttft_s"]) for s in sample["shorts"]]
+    # Admission needs the prefill to have started when the short request was sent. The knee
+    # says when, unless delivery lagged (then it opens late): fall back to the client window
+    # after the measured tokenisation time.
+    tokenized = client.start + (sample.get("predicted") or {}).get("tokenize_s", 0.0)
+    admission = engine if delivery["ok"] else Window(min(tokenized, client.end), client.end)
+    shorts = [_short(s, client, admission, sample["idle_ttft_s"]) for s in sample["shorts"]]
     valid_ttfts = [s["ttft_s"] for s in shorts if s["valid"]]
     short_ttft = summarize(valid_ttfts)["median"]
     prompt_ok = long.get("prompt_tokens") == sample["prefill_tokens"]
