@@ -29,16 +29,20 @@ class SSEParser:
     _id: str | None = None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        self._buffer += chunk
+        """Linear in the bytes fed: lines are found by position, the buffer sliced once."""
+        buffer = self._buffer + chunk
         events: list[SSEEvent] = []
+        position = 0
         while True:
-            line, sep, rest = self._split_line(self._buffer)
-            if not sep:
-                return events
-            self._buffer = rest
-            event = self._line(line.decode("utf-8", errors="replace"))
+            end, next_start = self._line_end(buffer, position)
+            if end < 0:
+                break
+            event = self._line(buffer[position:end].decode("utf-8", errors="replace"))
             if event is not None:
                 events.append(event)
+            position = next_start
+        self._buffer = buffer[position:]
+        return events
 
     def flush(self) -> list[SSEEvent]:
         """End of stream: a last event without its blank line still counts."""
@@ -48,15 +52,17 @@ class SSEParser:
         return events
 
     @staticmethod
-    def _split_line(buffer: bytes) -> tuple[bytes, bytes, bytes]:
-        """The first line and its terminator (CRLF, LF or CR); no terminator yet: wait."""
-        cr, lf = buffer.find(b"\r"), buffer.find(b"\n")
-        if lf >= 0 and (cr < 0 or lf < cr):
-            return buffer[:lf], b"\n", buffer[lf + 1:]
+    def _line_end(buffer: bytes, start: int) -> tuple[int, int]:
+        """End of the line starting at `start` and where the next begins (CRLF, LF or CR);
+        (-1, -1) when the line is not complete yet."""
+        lf = buffer.find(b"\n", start)
+        # Look for a CR only before that LF: scanning the whole rest per line is quadratic.
+        cr = buffer.find(b"\r", start, lf if lf >= 0 else len(buffer))
+        if lf >= 0 and cr < 0:
+            return lf, lf + 1
         if cr < 0 or cr + 1 == len(buffer):  # a CR at the end may be half of a CRLF
-            return buffer, b"", b""
-        sep = b"\r\n" if buffer[cr + 1:cr + 2] == b"\n" else b"\r"
-        return buffer[:cr], sep, buffer[cr + len(sep):]
+            return -1, -1
+        return cr, cr + (2 if buffer[cr + 1:cr + 2] == b"\n" else 1)
 
     def _line(self, line: str) -> SSEEvent | None:
         if not line:
