@@ -87,6 +87,17 @@ async def run_scenario(name: str, scenario: Scenario, target: Target, params: di
                        needs_stream: bool = True) -> ResultsFile:
     """Probe, then run the scenario; the results file is complete, interrupted or failed."""
     results = ResultsFile(out, "scenario", name, params)
+    try:
+        await _record_scenario(results, scenario, target, params, progress, needs_stream)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise Sm121Error(f"the server at {target.url} failed mid-scenario: {exc!r}",
+                         f"what was measured is kept in {out}; check the server "
+                         "(`sm121 logs RUN`) and run again") from exc
+    return results
+
+
+async def _record_scenario(results: ResultsFile, scenario: Scenario, target: Target,
+                           params: dict[str, Any], progress: Progress, needs_stream: bool) -> None:
     with results.recording():
         model = await resolve_model(target.url, target.model)
         results.set(stream=target.stream)
@@ -99,7 +110,6 @@ async def run_scenario(name: str, scenario: Scenario, target: Target, params: di
             ctx = Context(client, results, await server_info(client), progress)
             results.set(server=ctx.server)
             results.set(summary=await scenario(ctx, params))
-    return results
 
 
 def _require_countable(report: dict[str, Any], stream: bool, needs_stream: bool) -> None:

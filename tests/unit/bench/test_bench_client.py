@@ -33,6 +33,13 @@ async def server():
     async def completions(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         seen.append(body)
+        if body["model"] == "drop":  # a server that dies mid-stream
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            await response.write(_sse(GOOD).encode()[:20])
+            assert request.transport is not None
+            request.transport.close()
+            return response
         script = {"good": GOOD, "noids": NO_IDS, "wrong": WRONG_USAGE}[body["model"]]
         if not body.get("stream"):
             return web.json_response({"choices": [{"text": "abc", "token_ids": [1, 2, 3]}],
@@ -140,3 +147,13 @@ async def test_probe_passes_a_countable_server(server, tmp_path):
     result = await asyncio.to_thread(run_cli, "bench", "probe", "--url", url, "--model",
                                      "good", "--out", str(tmp_path / "p.json"), "--json")
     assert json.loads(result.stdout)["histogram"] == {"1": 3, "2": 3}
+
+
+async def test_a_server_dying_mid_scenario_is_a_clear_error_and_keeps_the_file(server, tmp_path):
+    url, _ = server
+    out = tmp_path / "o.json"
+    result = await asyncio.to_thread(run_cli, "bench", "overlap", "--url", url, "--model", "drop",
+                                     "--out", str(out), check=False)
+    assert result.returncode == 2
+    assert "failed mid-scenario" in result.stderr and "Traceback" not in result.stderr
+    assert json.loads(out.read_text())["status"] == "failed"
