@@ -66,19 +66,17 @@ def serve(
     if dry_run:
         print_plan(plan)
         return
+    for finding in plan.findings:
+        err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
     if cluster:
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
 
-        run = serve_cluster(plan, progress=lambda m: err_console.print(m, highlight=False),
-                            trust=trust)
+        run = serve_cluster(plan, progress=_progress, trust=trust)
         print_summary(run)
         if gateway:
             _start_gateway(run, name, plan.profile, gateway_port)
         return
-    for finding in plan.findings:
-        err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
-    run, process = serve_local(plan, progress=lambda m: err_console.print(m, highlight=False),
-                               trust=trust)
+    run, process = serve_local(plan, progress=_progress, trust=trust)
     print_summary(run)
     if gateway:
         _start_gateway(run, name, plan.profile, gateway_port)
@@ -89,10 +87,13 @@ def serve(
 def _start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int) -> None:
     from sm121.gateway.launch import start_gateway
 
-    url = start_gateway(run, recipe, profile, port,
-                        progress=lambda m: err_console.print(m, highlight=False))
+    url = start_gateway(run, recipe, profile, port, progress=_progress)
     console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
                   f"  {url}/v1  (agents should use this URL)", highlight=False)
+
+
+def _progress(message: str) -> None:
+    err_console.print(message, highlight=False)
 
 
 def _stay_attached(run: RunInfo, process) -> None:  # type: ignore[no-untyped-def]
