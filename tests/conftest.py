@@ -21,6 +21,9 @@ def sm121_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     previous = os.environ.get("SM121_HOME")
     os.environ["SM121_HOME"] = str(home)
     yield home
+    # A safety net: a test killed mid-serve (e.g. by a subprocess timeout) cannot stop the
+    # engines it started; every run under this session's home is stopped here by its group.
+    run_cli("stop", "--all", check=False)
     if previous is None:
         os.environ.pop("SM121_HOME", None)
     else:
