@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 import urllib.request
@@ -81,6 +82,20 @@ def test_stop_during_boot_leaves_no_process(sm121_home: Path) -> None:
     assert not group_alive(run["nodes"][0]["pgid"])
     _, stderr = serve.communicate(timeout=60)
     assert serve.returncode == 2 and "exited" in stderr
+
+
+def test_sigterm_during_boot_stops_the_engine(sm121_home: Path) -> None:
+    """A supervisor's SIGTERM takes the Ctrl-C path: the booting engine is stopped too."""
+    serve = subprocess.Popen([*SM121, "serve", "tiny-cpu", "--port", str(free_port())],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=os.environ.copy())
+    run = _wait_for_pid(sm121_home, serve)
+    serve.send_signal(signal.SIGTERM)
+    serve.communicate(timeout=90)
+    assert serve.returncode == 130
+    assert not group_alive(run["nodes"][0]["pgid"])
+    stored = json.loads((sm121_home / "runs" / run["run_id"] / "run.json").read_text())
+    assert stored["status"] == "stopped"
 
 
 def _latest_run(home: Path) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import typer
@@ -62,7 +63,18 @@ def _root(
         os.environ["SM121_DEBUG"] = "1"
 
 
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM takes the Ctrl-C path, so whatever sm121 started (an engine still booting, an
+    A/B's current profile) is stopped and partial results are kept."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def run() -> None:
+    _interrupt_on_sigterm()
     try:
         app()
     except Sm121Error as exc:
