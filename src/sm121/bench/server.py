@@ -3,10 +3,10 @@ counters (read before and after a measurement, so deltas belong to it)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sm121.bench.client import BenchClient
+from sm121.engines.prometheus import metric_labels, parse_metrics
 
 # Counters whose deltas a scenario records (absent ones are simply missing).
 COUNTERS = (
@@ -17,32 +17,6 @@ COUNTERS = (
     "vllm:request_prefill_time_seconds_sum", "vllm:request_prefill_time_seconds_count",
     "vllm:request_queue_time_seconds_sum", "vllm:request_queue_time_seconds_count",
 )
-_SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(\{[^}]*\})?\s+(\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text: str) -> dict[str, float]:
-    """Prometheus text -> {metric name: value summed over its label sets}."""
-    totals: dict[str, float] = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match is None:
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
-    return totals
-
-
-def metric_labels(text: str, name: str) -> dict[str, str]:
-    """The labels of the first sample of `name` (info gauges such as cache_config_info)."""
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match and match.group(1) == name and match.group(2):
-            return dict(_LABEL.findall(match.group(2)))
-    return {}
 
 
 def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:

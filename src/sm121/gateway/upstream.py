@@ -4,12 +4,13 @@ cross the proxy, and facts asked of the engine (max-model-len, KV block size).""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import aiohttp
 from multidict import CIMultiDict
+
+from sm121.engines.prometheus import metric_labels
 
 log = logging.getLogger("sm121.gateway")
 
@@ -19,7 +20,6 @@ _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-autho
 # The gateway reads streams (usage, errors), so it asks the upstream for identity encoding.
 _REQUEST_DROP = _HOP | {"accept-encoding", "authorization"}
 _RESPONSE_DROP = _HOP | {"content-encoding", "server", "date"}
-_BLOCK_SIZE = re.compile(r'^vllm:cache_config_info\{[^}]*\bblock_size="(\d+)"', re.MULTILINE)
 
 
 def new_session(connect_timeout_s: float) -> aiohttp.ClientSession:
@@ -79,5 +79,5 @@ async def _block_size(session: aiohttp.ClientSession, base_url: str,
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         log.info("could not read the block size from the upstream: %r", exc)
         return None
-    match = _BLOCK_SIZE.search(text)
-    return int(match.group(1)) if match else None
+    block_size = metric_labels(text, "vllm:cache_config_info").get("block_size", "")
+    return int(block_size) if block_size.isdigit() else None

@@ -4,7 +4,8 @@ import pytest
 
 from sm121.bench.locality import place
 from sm121.bench.retrieval import haystack, score
-from sm121.bench.server import counter_deltas, metric_labels, parse_metrics, spec_acceptance
+from sm121.bench.server import counter_deltas, spec_acceptance
+from sm121.engines.prometheus import metric_labels, parse_metrics
 
 METRICS = """# HELP vllm:prefix_cache_hits_total hits
 vllm:prefix_cache_hits_total{engine="0",model_name="tiny"} 10.0
