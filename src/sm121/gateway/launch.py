@@ -9,13 +9,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 
 from sm121.errors import Sm121Error
 from sm121.launch import processes
-from sm121.launch.readiness import port_in_use
+from sm121.launch.readiness import api_answers, port_in_use
 from sm121.launch.run_state import NodeProcess, RunInfo
 
 NAME = "gateway"
@@ -43,7 +41,8 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
     url = f"http://127.0.0.1:{port}"
     progress(f"gateway: starting on {url} ...")
     deadline = time.monotonic() + _READY_TIMEOUT_S
-    while not _answers(url):
+    # Through the gateway, /v1/models answers from the engine behind it.
+    while not api_answers(url, timeout_s=5):
         if process.poll() is not None or time.monotonic() > deadline:
             processes.stop_group(process.pid)
             tail = log.read_text(errors="replace").splitlines()[-10:]
@@ -52,11 +51,3 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
         time.sleep(0.3)
     return url
 
-
-def _answers(url: str) -> bool:
-    """Ready when /v1/models answers through the gateway, i.e. from the engine behind it."""
-    try:
-        with urllib.request.urlopen(f"{url}/v1/models", timeout=5) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False

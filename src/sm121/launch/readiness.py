@@ -40,7 +40,7 @@ def wait_ready(probe: ReadinessProbe, started: float, alive: Callable[[], bool],
     """Poll until a generation succeeds. `alive` is asked between polls so a dead engine is
     noticed at once instead of at the timeout."""
     deadline = started + probe.timeout_s
-    _wait(lambda: _api_up(probe.url), deadline, alive, "the API to answer")
+    _wait(lambda: api_answers(probe.url) or None, deadline, alive, "the API to answer")
     port_open_s = time.monotonic() - started
     on_phase("api up")
     tokens = _wait(lambda: _generate(probe), deadline, alive, "a first generation")
@@ -68,12 +68,13 @@ def _wait(check: Callable[[], T | None], deadline: float, alive: Callable[[], bo
         time.sleep(0.5)
 
 
-def _api_up(url: str) -> bool | None:
+def api_answers(url: str, timeout_s: float = 2) -> bool:
+    """GET /v1/models answers 200: the API server is up (not yet proof it can generate)."""
     try:
-        with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as response:
-            return True if response.status == 200 else None
+        with urllib.request.urlopen(f"{url}/v1/models", timeout=timeout_s) as response:
+            return bool(response.status == 200)
     except (urllib.error.URLError, OSError, ValueError):
-        return None
+        return False
 
 
 def _generate(probe: ReadinessProbe) -> int | None:
