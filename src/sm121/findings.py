@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from sm121.errors import Sm121Error
-from sm121.recipes.schema import Severity
+
+
+class Severity(StrEnum):
+    """How bad one finding is."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+# The one status vocabulary of every check (doctor, cluster check, validation): a check's
+# status is `ok` or `info` when it found nothing wrong, else its worst finding's severity.
+Status = Literal["ok", "info", "warning", "error"]
+STATUS_ORDER: tuple[Status, ...] = ("ok", "info", "warning", "error")
+
+
+def worst(statuses: Iterable[Status]) -> Status:
+    return max(statuses, key=STATUS_ORDER.index, default="ok")
 
 
 class Finding(BaseModel):

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sm121.plan.validate import validate_recipe
 
 from sm121.errors import Sm121Error
-from sm121.findings import errors
+from sm121.findings import Severity, errors
 from sm121.recipes.loader import builtin_names, load_recipe
-from sm121.recipes.schema import Severity
-from sm121.recipes.validate import validate_recipe
 
 EXPECTED_BUILTINS = {
     "deepseek-v4-flash-eugr-agent", "deepseek-v4-flash-eugr", "deepseek-v4-flash-src",

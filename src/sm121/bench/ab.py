@@ -14,6 +14,7 @@ from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import SCENARIOS
 from sm121.bench.stats import summarize
+from sm121.recipes.schema import ArgValue
 
 Say = Callable[[str], None]
 
@@ -28,7 +29,7 @@ class AbRequest:
     out: Path
     port: int
     host: str = "127.0.0.1"
-    sets: list[str] = field(default_factory=list)
+    overrides: dict[str, ArgValue] = field(default_factory=dict)  # --set, parsed
     resume: bool = False
 
 
@@ -43,7 +44,7 @@ def run_ab(request: AbRequest, say: Say = lambda _: None) -> ResultsFile:
     with its error and the A/B goes on; with `resume`, pairs already measured are skipped."""
     results = ResultsFile(request.out, "ab", request.scenario, {
         "recipe": request.recipe, "profiles": request.profiles, "reps": request.reps,
-        "sets": request.sets, "scenario_params": request.params,
+        "overrides": request.overrides, "scenario_params": request.params,
         "order": [f"{rep}:{p}" for rep, p in run_order(request.profiles, request.reps)]},
         resume=request.resume)
     done = {(s["rep"], s["profile"]) for s in results.data["samples"] if not s.get("error")}
@@ -68,11 +69,12 @@ def _measure_or_record(request: AbRequest, profile: str, rep: int, say: Say) -> 
 
 
 def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> dict[str, Any]:
-    from sm121.cli.plan import build_plan
     from sm121.launch.control import stop_run
     from sm121.launch.local import serve_local
+    from sm121.plan.build import build_plan
 
-    plan = build_plan(request.recipe, profile, None, request.sets, request.port, request.host)
+    plan = build_plan(request.recipe, profile, None, request.overrides, request.port,
+                      request.host)
     run, process = serve_local(plan, progress=lambda m: say(f"  {profile}: {m}"))
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
     spec = SCENARIOS[request.scenario]

@@ -68,7 +68,7 @@ def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
     if as_json:
         print_json(results.data["summary"])
     else:
-        from sm121.bench.report import console_summary
+        from sm121.cli.output import console_summary
 
         console_summary(results.data)
         console.print(f"results: {path}")

@@ -65,12 +65,12 @@ def ab(
                          "example: --profiles agent,batch --reps 3")
     request = AbRequest(recipe, names, scenario, reps, _params(prefill_tokens, short_at, params),
                         out or default_path(f"ab-{scenario}"), port or _free_port(),
-                        sets=list(sets or []), resume=resume)
+                        overrides=parse_sets(sets), resume=resume)
     results = run_ab(request, say=lambda m: err_console.print(m, highlight=False))
     if as_json:
         print_json(results.data["summary"])
         return
-    from sm121.bench.report import console_summary
+    from sm121.cli.output import console_summary
 
     console_summary(results.data)
     console.print(f"results: {request.out}")
@@ -83,7 +83,7 @@ def report(
     title: str = typer.Option("sm121 bench report", "--title"),
 ) -> None:
     """Write a Markdown report with tables and PNG plots."""
-    from sm121.bench.report import write_report
+    from sm121.bench.report_md import render_report
 
-    path = write_report(results, out, title)
+    path = render_report(results, out, title)
     console.print(f"report: {path}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from sm121.cli.options import CLUSTER, PROFILE, SET
 from sm121.cli.output import console, parse_sets, print_json
-from sm121.cli.plan import CLUSTER, PROFILE, SET
 from sm121.doctor.model import DoctorReport
 from sm121.doctor.run import DoctorRequest, run_doctor
 

@@ -108,7 +108,7 @@ def _run(config: GatewayConfig) -> None:
 def _recipe_facts(recipe: str | None, profile: str | None) -> tuple[RequestPolicy, int | None]:
     if recipe is None:
         return RequestPolicy(), None
-    from sm121.cli.plan import build_plan
+    from sm121.plan.build import build_plan
 
     plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1")
     seqs = plan.engine_args.get("max-num-seqs")

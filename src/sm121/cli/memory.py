@@ -5,52 +5,26 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from sm121.cli.options import CLUSTER, JSON, NODE_GIB, PROFILE, SET
 from sm121.cli.output import console, parse_sets, print_json
-from sm121.cli.plan import CLUSTER, PROFILE, SET
 from sm121.errors import Sm121Error
 from sm121.findings import errors
 from sm121.memory.budget import GIB
 from sm121.memory.calibration import load_observations, save_observation
-from sm121.memory.planner import (
-    GB10_ASSUMED,
-    MemoryPlan,
-    MemoryRequest,
-    NodeMemory,
-    plan_memory,
-)
+from sm121.memory.model import GB10_ASSUMED, MemoryPlan, MemoryRequest, NodeMemory
+from sm121.memory.node import node_memory
+from sm121.memory.planner import plan_memory
 from sm121.memory.runs import RunCheck, check_run
 from sm121.memory.solve import Solution, parse_load, solve
-from sm121.recipes.loader import LoadedRecipe, load_recipe
-from sm121.recipes.schema import ArgValue
+from sm121.recipes.loader import load_recipe
 
 app = typer.Typer(help="The KV memory planner: budget, pool, concurrency; calibrated by boots.",
                   no_args_is_help=True)
 
-NODE_GIB = typer.Option(None, "--node-gib", help="Memory of one node in GiB (default: the "
-                        "cluster file's memory_gib, else a GB10 node, 119.6 GiB).")
-JSON = typer.Option(False, "--json", help="Print JSON.")
 
 
 def register(main: typer.Typer) -> None:
     main.add_typer(app, name="memory")
-
-
-def node_memory(cluster: str | None, node_gib: float | None) -> NodeMemory:
-    if node_gib is not None:
-        return NodeMemory("node", node_gib, "given (--node-gib)")
-    if cluster:
-        from sm121.cluster.spec import load_cluster
-
-        spec, source = load_cluster(cluster)
-        sized = [n for n in spec.ordered() if n.memory_gib]
-        if sized:
-            smallest = min(sized, key=lambda n: n.memory_gib or 0)
-            assert smallest.memory_gib is not None
-            return NodeMemory(smallest.name, smallest.memory_gib,
-                              f"{source}: the smallest node's memory_gib")
-        return NodeMemory(spec.head, GB10_ASSUMED.total_gib,
-                          f"{source} gives no memory_gib: assumed GB10 (119.6 GiB)")
-    return GB10_ASSUMED
 
 
 @app.command("plan")
@@ -126,53 +100,6 @@ def observed_cmd(name: str = typer.Argument(..., help="Recipe name."),
         table.add_row(o.profile or "-", o.source, _fmt(o.gmu), _fmt(o.kv_gib),
                       f"{o.pool_tokens:,}" if o.pool_tokens else "-", _fmt(o.batched_tokens))
     console.print(table)
-
-
-def plan_with_memory(name: str, profile: str | None, cluster: str | None,
-                     sets: list[str] | None, port: int, host: str, as_json: bool) -> None:
-    """`sm121 plan NAME --memory`: the ServePlan, then the memory plan. A multi-node recipe
-    without --cluster cannot be rendered per node; its memory can still be planned (on
-    assumed GB10 nodes), so the node part is skipped with a note instead of failing."""
-    from sm121.cli.plan import build_plan, print_plan
-
-    loaded = load_recipe(name)
-    overrides = parse_sets(sets)
-    serve_plan, note = None, ""
-    if cluster or loaded.recipe.parallelism.nodes <= 1:
-        serve_plan = build_plan(name, profile, cluster, sets, port, host)
-    else:
-        _validate_without_cluster(loaded, profile, overrides)
-        note = (f"no --cluster: the per-node plan of this {loaded.recipe.parallelism.nodes}-node "
-                "recipe needs one and is skipped; memory assumes GB10 nodes (119.6 GiB)")
-    memory_plan = plan_memory(MemoryRequest(recipe=loaded, profile=profile, overrides=overrides,
-                                            node=node_memory(cluster, None)))
-    if as_json:
-        print_json({"plan": serve_plan.model_dump(mode="json") if serve_plan else None,
-                    "note": note, "memory": memory_plan.model_dump(mode="json")})
-    else:
-        if serve_plan is not None:
-            print_plan(serve_plan)
-            console.print()
-        if note:
-            console.print(f"[yellow]note:[/] {note}", highlight=False)
-        print_memory_plan(memory_plan)
-    if errors(memory_plan.findings):
-        raise typer.Exit(1)
-
-
-def _validate_without_cluster(loaded: LoadedRecipe, profile: str | None,
-                              overrides: dict[str, ArgValue]) -> None:
-    from sm121.findings import raise_on_errors
-    from sm121.plan.render import resolve_profile
-    from sm121.recipes.validate import validate_overrides, validate_recipe
-
-    recipe, source = loaded.recipe, loaded.source
-    chosen = resolve_profile(recipe, profile, source)
-    findings = validate_recipe(recipe, source) + validate_overrides(recipe, chosen, overrides,
-                                                                    source)
-    raise_on_errors(findings, f"the plan for {recipe.name}")
-    for finding in findings:
-        console.print(f"[yellow]{finding.render()}[/]", highlight=False)
 
 
 def print_memory_plan(plan: MemoryPlan) -> None:

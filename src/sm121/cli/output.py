@@ -21,6 +21,22 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
+def console_summary(data: dict[str, Any]) -> None:
+    """A results file's comparison (ab) or scenario summary, as a rich table."""
+    from rich.table import Table
+
+    from sm121.bench.format import table_rows
+
+    headers, rows = table_rows(data)
+    if not rows:
+        console.print(data.get("summary"))
+        return
+    table = Table(*headers, title=f"{data['scenario']} ({data['kind']}, {data['status']})")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
 def parse_sets(values: list[str] | None) -> dict[str, Any]:
     """`--set key=value` pairs; values are YAML scalars, so 0.78 is a float and true a bool."""
     import yaml

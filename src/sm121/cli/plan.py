@@ -7,30 +7,10 @@ import shlex
 import typer
 from rich.table import Table
 
+from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET
 from sm121.cli.output import console, parse_sets, print_json
-from sm121.cluster.spec import load_cluster
+from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
-from sm121.plan.render import DEFAULT_PORT, PlanRequest, render_plan
-from sm121.recipes.loader import load_recipe
-
-PROFILE = typer.Option(None, "--profile", "-p", help="Profile of the recipe (default: the "
-                       "recipe's default_profile).")
-CLUSTER = typer.Option(None, "--cluster", "-c", help="Cluster YAML: nodes, fabric, head.")
-SET = typer.Option(None, "--set", help="Override an engine arg: --set max-num-seqs=4 (repeatable).")
-PORT = typer.Option(DEFAULT_PORT, "--port", help="API port of the engine.")
-HOST = typer.Option("127.0.0.1", "--host", help="Address the engine listens on.")
-
-
-def build_plan(name: str, profile: str | None, cluster: str | None, sets: list[str] | None,
-               port: int, host: str) -> ServePlan:
-    return render_plan(PlanRequest(
-        recipe=load_recipe(name),
-        profile=profile,
-        cluster=load_cluster(cluster) if cluster else None,
-        overrides=parse_sets(sets),
-        port=port,
-        host=host,
-    ))
 
 
 def register(app: typer.Typer) -> None:
@@ -49,15 +29,36 @@ def register(app: typer.Typer) -> None:
         """Render recipe + profile + cluster + overrides into the ServePlan: for each node the
         exact argv and env, the start order, the readiness probe and the request policy."""
         if memory:
-            from sm121.cli.memory import plan_with_memory
-
-            plan_with_memory(name, profile, cluster, sets, port, host, as_json)
+            _plan_with_memory(name, profile, cluster, sets, port, host, as_json)
             return
-        serve_plan = build_plan(name, profile, cluster, sets, port, host)
+        serve_plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
         if as_json:
             print_json(serve_plan)
         else:
             print_plan(serve_plan)
+
+
+def _plan_with_memory(name: str, profile: str | None, cluster: str | None,
+                      sets: list[str] | None, port: int, host: str, as_json: bool) -> None:
+    from sm121.cli.memory import print_memory_plan
+    from sm121.findings import errors
+    from sm121.memory.with_plan import plan_with_memory
+
+    both = plan_with_memory(name, profile, cluster, parse_sets(sets), port, host)
+    if as_json:
+        print_json({"plan": both.serve_plan.model_dump(mode="json") if both.serve_plan else None,
+                    "note": both.note, "memory": both.memory.model_dump(mode="json")})
+    else:
+        for finding in both.findings:
+            console.print(f"[yellow]{finding.render()}[/]", highlight=False)
+        if both.serve_plan is not None:
+            print_plan(both.serve_plan)
+            console.print()
+        if both.note:
+            console.print(f"[yellow]note:[/] {both.note}", highlight=False)
+        print_memory_plan(both.memory)
+    if errors(both.memory.findings):
+        raise typer.Exit(1)
 
 
 def print_plan(plan: ServePlan) -> None:

@@ -8,8 +8,8 @@ from rich.table import Table
 
 from sm121.cli.output import console, print_json
 from sm121.errors import Sm121Error
+from sm121.plan.effective import profile_args
 from sm121.recipes.loader import available_names, load_recipe
-from sm121.recipes.validate import merged_args
 
 app = typer.Typer(help="List, show and compare serve recipes.", no_args_is_help=True)
 
@@ -57,7 +57,7 @@ def diff(name: str = typer.Argument(..., help="Recipe name or path."),
         raise Sm121Error("--profiles needs two or more of this recipe's profiles"
                          + (f"; unknown: {', '.join(missing)}" if missing else ""),
                          f"profiles of {recipe.name}: {', '.join(recipe.profiles) or '(none)'}")
-    args = {p: merged_args(recipe, p) for p in chosen}
+    args = {p: profile_args(recipe, p) for p in chosen}
     keys = sorted(set().union(*(a.keys() for a in args.values())))
     rows = [{"arg": k, **{p: args[p].get(k) for p in chosen},
              "differs": len({repr(args[p].get(k)) for p in chosen}) > 1} for k in keys]

@@ -10,12 +10,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from sm121.cli.output import console, err_console, print_json
-from sm121.cli.plan import CLUSTER, HOST, PORT, PROFILE, SET, build_plan, print_plan
+from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET
+from sm121.cli.output import console, err_console, parse_sets, print_json
+from sm121.cli.plan import print_plan
 from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.local import serve_local
 from sm121.launch.run_state import RunInfo, list_runs
+from sm121.plan.build import build_plan
 
 model_app = typer.Typer(help="Models sm121 makes itself.", no_args_is_help=True)
 
@@ -59,7 +61,7 @@ def serve(
     """Start the engine and return once it has generated: readiness is a real completion with
     its token count checked, not an open port. The engine keeps running (see `sm121 status`)
     unless --foreground is given."""
-    plan = build_plan(name, profile, cluster, sets, port, host)
+    plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
     if timeout is not None:
         plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
             update={"timeout_s": timeout})})

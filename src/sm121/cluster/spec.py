@@ -9,9 +9,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from sm121.errors import Sm121Error
-from sm121.findings import Finding
+from sm121.findings import Finding, Severity
 from sm121.recipes.loader import parse_yaml, validate_model
-from sm121.recipes.schema import Severity, Strict
+from sm121.recipes.schema import Strict
 
 
 class Node(Strict):

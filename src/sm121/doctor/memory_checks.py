@@ -6,9 +6,9 @@ from __future__ import annotations
 from sm121.doctor.facts import HostFacts
 from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
 from sm121.engines import vllm
+from sm121.findings import Severity
 from sm121.memory.budget import GIB
 from sm121.memory.uma import GateInput, describe, predict_gate
-from sm121.recipes.schema import Severity
 
 LOW_AVAILABLE = 0.10  # MemAvailable under 10% of MemTotal: the node is under pressure
 DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"

@@ -8,9 +8,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from sm121.cluster.spec import Node
-from sm121.findings import Finding
-from sm121.memory.planner import MemoryPlan
-from sm121.recipes.schema import ArgValue, Recipe, Severity
+from sm121.findings import Finding, Severity
+from sm121.memory.model import MemoryPlan
+from sm121.recipes.schema import ArgValue, Recipe
 
 Status = Literal["ok", "info", "warning", "error"]
 

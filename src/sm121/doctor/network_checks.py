@@ -8,7 +8,7 @@ import ipaddress
 from sm121.cluster.spec import FABRIC_FIELDS
 from sm121.doctor.facts import HostFacts
 from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
-from sm121.recipes.schema import Severity
+from sm121.findings import Severity
 
 NFS_TYPES = ("nfs", "nfs4", "cifs", "smb3", "fuse.sshfs")
 

@@ -13,12 +13,13 @@ from sm121.doctor.facts import HostFacts, ProbeRequest, gather
 from sm121.doctor.model import CheckResult, DoctorReport, NodeContext, NodeReport
 from sm121.errors import Sm121Error
 from sm121.launch.transport import LocalTransport, Transport, transport_for
+from sm121.memory.model import MemoryRequest, NodeMemory
 from sm121.memory.model_files import hf_cache_dir, model_directory
-from sm121.memory.planner import MemoryRequest, NodeMemory, plan_memory
-from sm121.plan.render import fabric_env, resolve_profile
+from sm121.memory.planner import plan_memory
+from sm121.plan.effective import effective_profile, resolve_profile
+from sm121.plan.render import fabric_env
 from sm121.recipes.loader import LoadedRecipe, load_recipe
 from sm121.recipes.schema import ArgValue, ModelSource
-from sm121.recipes.validate import merged_args
 
 Probe = Callable[[str, Transport, ProbeRequest], HostFacts]
 
@@ -84,8 +85,8 @@ def _context(spec: Node | None, cluster: tuple[Cluster, str] | None,
     if loaded is None:
         return ctx
     recipe = loaded.recipe
-    args = merged_args(recipe, profile) | dict(request.overrides or {})
-    env = dict(recipe.env) | (dict(recipe.profiles[profile].env) if profile else {})
+    effective = effective_profile(recipe, profile, loaded.source, request.overrides)
+    args, env = effective.args, effective.env
     if spec is not None and recipe.parallelism.nodes > 1:
         env |= fabric_env(spec)  # what the plan renders for this node
     hf, jit = _cache_paths(loaded)

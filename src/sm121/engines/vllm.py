@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping
 
 from sm121.engines.vllm_known_args import known_vllm_args
-from sm121.findings import Finding
-from sm121.recipes.schema import ArgValue, Recipe, Severity, SpecKRule
+from sm121.findings import Finding, Severity
+from sm121.recipes.schema import ArgValue, Recipe, SpecKRule
 
 NATIVE_COMMAND = ("python", "-m", "vllm.entrypoints.openai.api_server")
 DOCKER_COMMAND = ("vllm", "serve")

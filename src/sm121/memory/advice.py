@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sm121.findings import Finding
+from sm121.findings import Finding, Severity
 from sm121.memory.budget import gmu_budget
-from sm121.recipes.schema import Severity
-
-if TYPE_CHECKING:
-    from sm121.memory.planner import Context, MemoryPlan
+from sm121.memory.model import Context, MemoryPlan
 
 GMU_FIELD = "args.gpu-memory-utilization"
 

@@ -12,16 +12,11 @@ of a model whose config.json is not here, and how the reserve grows with the chu
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from sm121.memory.budget import GIB, Reserve
 from sm121.memory.calibration import Observation
 from sm121.memory.kv import KvLayout
-
-if TYPE_CHECKING:
-    from sm121.memory.planner import Context
-
-DEFAULT_BATCHED_TOKENS = 2048
+from sm121.memory.model import DEFAULT_BATCHED_TOKENS, Context
 
 
 def fit(ctx: Context, observations: list[Observation]) -> Context:

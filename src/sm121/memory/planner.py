@@ -6,141 +6,38 @@ Pure apart from reading the model's config.json and weight sizes, and the calibr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from pydantic import BaseModel
-
-from sm121.findings import Finding
 from sm121.memory import calibration
-from sm121.memory.budget import (
-    GB10_TOTAL_GIB,
-    GIB,
-    Budget,
-    Reserve,
-    default_reserve,
-    explicit_kv_bytes,
-    gmu_budget,
-)
+from sm121.memory.advice import explain, memory_findings
+from sm121.memory.budget import GIB, Budget, default_reserve, explicit_kv_bytes, gmu_budget
 from sm121.memory.fit import fit
 from sm121.memory.kv import KvLayout, Sharding, kv_dtype, kv_layout
+from sm121.memory.model import (
+    DEFAULT_GMU,
+    GB10_ASSUMED,
+    Comparison,
+    Context,
+    MemoryPlan,
+    MemoryRequest,
+    NodeMemory,
+)
 from sm121.memory.model_files import ModelFiles, find_model_files
 from sm121.memory.pool import Pool, kv_pool, request_bytes
-from sm121.plan.render import resolve_profile
-from sm121.recipes.loader import LoadedRecipe
+from sm121.plan.effective import effective_profile
 from sm121.recipes.schema import ArgValue, Recipe
-from sm121.recipes.validate import merged_args
 
-DEFAULT_GMU = 0.9  # vLLM's own default
-DEFAULT_BATCHED_TOKENS = 2048
-
-
-@dataclass(frozen=True)
-class NodeMemory:
-    name: str
-    total_gib: float
-    how: str  # where the figure comes from, said in the report
-
-
-GB10_ASSUMED = NodeMemory("gb10", GB10_TOTAL_GIB,
-                          "assumed GB10 node (119.6 GiB visible); pass --cluster or --node-gib")
-
-
-@dataclass(frozen=True)
-class MemoryRequest:
-    recipe: LoadedRecipe
-    profile: str | None = None
-    overrides: Mapping[str, ArgValue] = field(default_factory=dict)
-    node: NodeMemory = GB10_ASSUMED
-    weights_gib: float | None = None  # overrides what the files or the recipe say
-    kv_bytes: int | None = None  # an explicit KV size, overriding the plan's
-    env: Mapping[str, str] = field(default_factory=dict)  # engine env on top of the recipe's
-    calibrate: bool = True
-
-
-class Comparison(BaseModel):
-    source: str
-    settings: str
-    predicted_tokens: int | None
-    observed_tokens: int | None
-    predicted_kv_gib: float | None
-    observed_kv_gib: float | None
-    calibrates: bool = False  # this observation set the reserve or the bytes per token
-
-    @property
-    def error_pct(self) -> float | None:
-        if not self.predicted_tokens or not self.observed_tokens:
-            return None
-        return 100.0 * (self.predicted_tokens - self.observed_tokens) / self.observed_tokens
-
-
-class MemoryPlan(BaseModel):
-    recipe: str
-    profile: str | None
-    node: str
-    node_total_gib: float
-    node_how: str
-    mode: str  # "gmu" (KV = GMU x total - weights - reserve) or "explicit"
-    gmu: float | None
-    gmu_ceiling: float | None
-    kv_gib: float
-    weights_gib: float | None
-    weights_how: str
-    reserve_gib: float | None
-    reserve_how: str
-    kv_how: str  # the explicit setting, or the layout
-    block_size: int
-    batched_tokens: int
-    max_model_len: int
-    bytes_per_token: float | None
-    kv_dtype: str | None = None
-    pool_tokens: int | None
-    num_blocks: int | None
-    max_concurrency: float | None
-    largest_context: int | None
-    request_kv_gib: float | None = None  # one request at max-model-len
-    comparisons: list[Comparison] = []
-    explanation: list[str] = []
-    findings: list[Finding] = []
-
-
-@dataclass(frozen=True)
-class Context:
-    """Everything resolved once: args, env, model files, layout, reserve."""
-
-    recipe: Recipe
-    profile: str | None
-    args: dict[str, Any]
-    env: dict[str, str]
-    files: ModelFiles
-    layout: KvLayout | None
-    reserve: Reserve
-    weights_gib: float | None
-    weights_how: str
-    calibrated_from: tuple[str, ...] = ()
-
-    @property
-    def block_size(self) -> int:
-        default = 128 if "VLLM_CPU_KVCACHE_SPACE" in self.env else 16  # CPU build vs CUDA
-        return int(self.args.get("block-size") or default)
-
-    @property
-    def batched_tokens(self) -> int:
-        return int(self.args.get("max-num-batched-tokens") or DEFAULT_BATCHED_TOKENS)
-
-    @property
-    def max_model_len(self) -> int:
-        value = self.args.get("max-model-len")
-        config = self.files.config or {}
-        return int(value or config.get("max_position_embeddings") or 131072)
+# Re-exported: callers plan memory with these.
+__all__ = ["GB10_ASSUMED", "MemoryPlan", "MemoryRequest", "NodeMemory", "fitted", "plan_memory",
+           "resolve"]
 
 
 def resolve(request: MemoryRequest) -> Context:
     recipe, source = request.recipe.recipe, request.recipe.source
-    profile = resolve_profile(recipe, request.profile, source)
-    args = merged_args(recipe, profile) | dict(request.overrides)
-    env = (dict(recipe.env) | (dict(recipe.profiles[profile].env) if profile else {})
-           | dict(request.env))
+    effective = effective_profile(recipe, request.profile, source, request.overrides,
+                                  request.env)
+    profile, args, env = effective.profile, dict(effective.args), effective.env
     files = find_model_files(recipe)
     layout = _layout(recipe, files, args)
     weights, weights_how = _weights(recipe, files, request.weights_gib)
@@ -165,8 +62,6 @@ def _layout(recipe: Recipe, files: ModelFiles, args: Mapping[str, Any]) -> KvLay
 
 
 def plan_memory(request: MemoryRequest) -> MemoryPlan:
-    from sm121.memory.advice import explain, memory_findings
-
     ctx, observations = fitted(request)
     plan = _predict(ctx, request)
     plan.comparisons = [c for o in observations if (c := _compare(ctx, request, o))]

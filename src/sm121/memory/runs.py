@@ -8,7 +8,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sm121.memory.calibration import Observation, observe_run
-from sm121.memory.planner import GB10_ASSUMED, MemoryRequest, NodeMemory, plan_memory
+from sm121.memory.model import GB10_ASSUMED, MemoryRequest, NodeMemory, error_pct
+from sm121.memory.planner import plan_memory
 from sm121.recipes.loader import load_recipe
 
 
@@ -24,9 +25,7 @@ class RunCheck(BaseModel):
 
     @property
     def error_pct(self) -> float | None:
-        if not self.predicted_tokens or not self.observed_tokens:
-            return None
-        return 100.0 * (self.predicted_tokens - self.observed_tokens) / self.observed_tokens
+        return error_pct(self.predicted_tokens, self.observed_tokens)
 
 
 def request_for_run(run_dir: Path, node: NodeMemory = GB10_ASSUMED) -> MemoryRequest:

@@ -11,7 +11,8 @@ from pydantic import BaseModel
 
 from sm121.errors import Sm121Error
 from sm121.memory.budget import GIB, gmu_for_kv
-from sm121.memory.planner import MemoryPlan, MemoryRequest, fitted, plan_memory
+from sm121.memory.model import MemoryPlan, MemoryRequest
+from sm121.memory.planner import fitted, plan_memory
 from sm121.memory.pool import kv_bytes_for
 
 

@@ -10,7 +10,8 @@ from sm121 import paths
 from sm121.cluster.spec import Cluster, Node, check_fabric
 from sm121.engines import vllm
 from sm121.errors import Sm121Error
-from sm121.findings import Finding, raise_on_errors
+from sm121.findings import Finding, Severity, raise_on_errors
+from sm121.plan.effective import EffectiveProfile, effective_profile
 from sm121.plan.model import DerivedValue, NodePlan, ReadinessProbe, ServePlan, is_secret
 from sm121.plan.runtime_argv import (
     HEADLESS_NATIVE_COMMAND,
@@ -19,9 +20,9 @@ from sm121.plan.runtime_argv import (
     ray_head_argv,
     ray_worker_argv,
 )
+from sm121.plan.validate import validate_overrides, validate_recipe
 from sm121.recipes.loader import LoadedRecipe
-from sm121.recipes.schema import ArgValue, EngineKind, ModelSource, Recipe, Severity
-from sm121.recipes.validate import merged_args, validate_overrides, validate_recipe
+from sm121.recipes.schema import ArgValue, EngineKind, ModelSource, Recipe
 
 DEFAULT_PORT = 8000
 MASTER_PORT = 29501
@@ -42,19 +43,18 @@ def render_plan(request: PlanRequest) -> ServePlan:
     if recipe.engine.kind is not EngineKind.VLLM:
         raise Sm121Error(f"{source}: engine {recipe.engine.kind.value} has no renderer yet",
                          "vllm is the engine sm121 renders today")
-    profile = resolve_profile(recipe, request.profile, source)
+    effective = effective_profile(recipe, request.profile, source, request.overrides)
+    profile, overrides = effective.profile, effective.overrides
     request = replace(request, profile=profile)
-    overrides = dict(request.overrides or {})
     findings = _validate(request, profile, overrides)
 
-    args = merged_args(recipe, profile) | overrides
-    derived = vllm.derived_args(recipe, args)
-    engine_args = args | {name: value for name, (value, _) in derived.items()}
-    nodes = _node_plans(request, engine_args, _model_ref(recipe))
+    derived = vllm.derived_args(recipe, effective.args)
+    engine_args = effective.args | {name: value for name, (value, _) in derived.items()}
+    nodes = _node_plans(request, effective, engine_args, _model_ref(recipe))
     return ServePlan(
         recipe=recipe.name,
         profile=profile,
-        purpose=recipe.profiles[profile].purpose if profile else recipe.description,
+        purpose=effective.purpose,
         engine=recipe.engine.kind.value,
         engine_args=engine_args,
         derived={k: DerivedValue(value=v, how=how) for k, (v, how) in derived.items()},
@@ -74,17 +74,6 @@ def render_plan(request: PlanRequest) -> ServePlan:
         request_policy=recipe.request_policy,
         findings=findings,
     )
-
-
-def resolve_profile(recipe: Recipe, profile: str | None, source: str) -> str | None:
-    chosen = profile or recipe.default_profile
-    if chosen is None and recipe.profiles:
-        raise Sm121Error(f"recipe {recipe.name} needs a profile",
-                         f"add --profile with one of: {', '.join(recipe.profiles)}")
-    if chosen is not None and chosen not in recipe.profiles:
-        raise Sm121Error(f"{source}: no profile {chosen!r} in recipe {recipe.name}",
-                         f"profiles: {', '.join(recipe.profiles) or '(none)'}")
-    return chosen
 
 
 def _validate(request: PlanRequest, profile: str | None,
@@ -136,8 +125,8 @@ def _probe_host(request: PlanRequest, nodes: list[NodePlan]) -> str:
     return "127.0.0.1" if nodes[0].ssh is None else nodes[0].ssh.split("@")[-1]
 
 
-def _node_plans(request: PlanRequest, engine_args: dict[str, ArgValue],
-                model_ref: str) -> list[NodePlan]:
+def _node_plans(request: PlanRequest, effective: EffectiveProfile,
+                engine_args: dict[str, ArgValue], model_ref: str) -> list[NodePlan]:
     recipe = request.recipe.recipe
     nodes = _participants(request)
     cluster = request.cluster[0] if request.cluster else None
@@ -148,7 +137,7 @@ def _node_plans(request: PlanRequest, engine_args: dict[str, ArgValue],
                             node.fabric_ip or request.host)
         if recipe.runtime.kind == "native" and node.python and argv[0] == "python":
             argv = [node.python, *argv[1:]]
-        env, pass_env = _node_env(recipe, request.profile, node, len(nodes))
+        env, pass_env = _node_env(effective.env, node, len(nodes))
         container = None
         if recipe.runtime.kind == "docker":
             container = container_name(recipe, node.name)
@@ -208,9 +197,9 @@ def _master_port(request: PlanRequest) -> int:
     return request.cluster[0].master_port if request.cluster else MASTER_PORT
 
 
-def _node_env(recipe: Recipe, profile: str | None, node: Node,
+def _node_env(profile_env: dict[str, str], node: Node,
               node_count: int) -> tuple[dict[str, str], list[str]]:
-    merged = dict(recipe.env) | (dict(recipe.profiles[profile].env) if profile else {})
+    merged = dict(profile_env)
     if node_count > 1:
         merged |= fabric_env(node)
     secrets = sorted(k for k in merged if is_secret(k))

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sm121.findings import Severity
+
 ArgValue = str | int | float | bool | None
 
 
@@ -101,11 +103,6 @@ class RequestPolicy(Strict):
 class SpecKRule(StrEnum):
     ANY = "any"
     LE5_OR_MULTIPLE_OF_5 = "le5-or-multiple-of-5"
-
-
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
 
 
 class Limits(Strict):

@@ -1,21 +1,17 @@
-"""Recipe validation: the field's known traps, each named by file, field and allowed values."""
+"""Recipe validation: the field's known traps, each named by file, field and allowed values.
+
+Recipe-level rules (parallelism, hooks, profiles) live here; the rules of an engine's flags
+live with the engine (engines/vllm.py) and are called from here."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from sm121.engines import vllm
-from sm121.findings import Finding
+from sm121.findings import Finding, Severity
+from sm121.plan.effective import profile_args
 from sm121.recipes.hook_names import BUILTIN_HOOKS
-from sm121.recipes.schema import ArgValue, EngineKind, Recipe, Severity
-
-
-def merged_args(recipe: Recipe, profile: str | None) -> dict[str, ArgValue]:
-    """Recipe args with the profile's overrides on top."""
-    args = dict(recipe.args)
-    if profile is not None:
-        args.update(recipe.profiles[profile].args)
-    return args
+from sm121.recipes.schema import ArgValue, EngineKind, Recipe
 
 
 def validate_recipe(recipe: Recipe, source: str) -> list[Finding]:
@@ -29,7 +25,7 @@ def validate_recipe(recipe: Recipe, source: str) -> list[Finding]:
         for name, profile in recipe.profiles.items():
             field = f"profiles.{name}.args"
             findings += vllm.check_args(recipe, profile.args, source, field)
-            findings += vllm.check_limits(recipe, merged_args(recipe, name), source, field)
+            findings += vllm.check_limits(recipe, profile_args(recipe, name), source, field)
     return _unique(findings)
 
 
@@ -39,7 +35,7 @@ def validate_overrides(
     """`--set` values get the same checks as a profile."""
     if recipe.engine.kind is not EngineKind.VLLM or not overrides:
         return []
-    args = merged_args(recipe, profile) | dict(overrides)
+    args = profile_args(recipe, profile) | dict(overrides)
     return (vllm.check_args(recipe, overrides, "--set", "args")
             + vllm.check_limits(recipe, args, "--set", "args"))
 
