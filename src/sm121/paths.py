@@ -20,3 +20,9 @@ def runs_dir() -> Path:
 
 def models_dir() -> Path:
     return home() / "models"
+
+
+def hf_repo_folder(hf_id: str) -> str:
+    """The Hugging Face cache's folder name of a model repo: `org/name` -> `models--org--name`
+    (under the cache's `hub/`)."""
+    return "models--" + hf_id.replace("/", "--")

@@ -115,8 +115,8 @@ def test_cluster_check_reports_per_node(sshd: Sshd, tmp_path: Path) -> None:
     by = {(c["node"].split()[0], c["check"], c["detail"].split()[0]): c["status"] for c in checks}
     assert by[("node-a", "ssh", "reachable")] == "ok"
     assert by[("node-b", "python", sys.executable)] == "ok"
-    assert by[("node-b", "hcas", "b0")] == "fail"
-    assert by[("node-a", "ports", "port")] == "fail"
+    assert by[("node-b", "hcas", "b0")] == "error"
+    assert by[("node-a", "ports", "port")] == "error"
     assert not [c for c in checks if c["check"] == "clock"]  # same machine: no skew
 
 

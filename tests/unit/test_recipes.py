@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sm121.plan.validate import validate_recipe
 
 from sm121.errors import Sm121Error
 from sm121.findings import Severity, errors
+from sm121.plan.validate import validate_recipe
 from sm121.recipes.loader import builtin_names, load_recipe
 
 EXPECTED_BUILTINS = {

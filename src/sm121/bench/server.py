@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from sm121.bench.client import BenchClient
-from sm121.engines.prometheus import metric_labels, parse_metrics
+from sm121.engines.client import EngineClient, cache_config, max_model_len
+from sm121.engines.prometheus import parse_metrics
 
 # Counters whose deltas a scenario records (absent ones are simply missing).
 COUNTERS = (
@@ -37,23 +38,25 @@ def prefix_reuse(deltas: dict[str, float]) -> float | None:
     return hits / queries if queries and hits is not None else None
 
 
+def engine_of(client: BenchClient) -> EngineClient:
+    return EngineClient(client.session, client.base_url)
+
+
 async def read_counters(client: BenchClient) -> dict[str, float]:
-    text = await client.get_text("/metrics")
+    text = await engine_of(client).metrics_text()
     return parse_metrics(text) if text else {}
 
 
 async def server_info(client: BenchClient) -> dict[str, Any]:
     """The server's config as far as it tells: /v1/models, /version, cache_config_info."""
-    models = await client.get_json("/v1/models")
+    engine = engine_of(client)
+    models = await engine.models()
     info: dict[str, Any] = {"url": client.base_url, "model": client.model, "models": models}
-    version = await client.get_text("/version")
-    info["version"] = version.strip() if version else None
-    metrics = await client.get_text("/metrics")
+    info["version"] = await engine.version()
+    metrics = await engine.metrics_text()
     if metrics:
-        labels = metric_labels(metrics, "vllm:cache_config_info")
         keep = ("block_size", "enable_prefix_caching", "kv_cache_size_tokens",
                 "gpu_memory_utilization", "cache_dtype", "kv_cache_max_concurrency")
-        info["cache_config"] = {k: v for k, v in labels.items() if k in keep}
-    served = [m for m in models.get("data", []) if m.get("id") == client.model]
-    info["max_model_len"] = served[0].get("max_model_len") if served else None
+        info["cache_config"] = {k: v for k, v in cache_config(metrics).items() if k in keep}
+    info["max_model_len"] = max_model_len(models, client.model)
     return info

@@ -8,14 +8,14 @@ import typer
 from rich.table import Table
 
 from sm121.cli.output import console, print_json
-from sm121.cluster.check import CheckRequest, check_cluster
 from sm121.cluster.spec import load_cluster
+from sm121.doctor.cluster_check import CheckRequest, check_cluster
 from sm121.errors import Sm121Error
 from sm121.plan.runtime_argv import RAY_PORT
 from sm121.recipes.loader import load_recipe
 
 app = typer.Typer(help="Cluster files: check the nodes before a serve.", no_args_is_help=True)
-STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
 def register(root: typer.Typer) -> None:
@@ -49,7 +49,7 @@ def check(
             detail = r.detail + (f"\nfix: {r.fix}" if r.fix and r.status != "ok" else "")
             table.add_row(r.node, r.check, f"[{STYLE[r.status]}]{r.status}[/]", detail)
         console.print(table)
-    failed = [r for r in results if r.status == "fail"]
+    failed = [r for r in results if r.status == "error"]
     if failed:
         raise Sm121Error(f"{len(failed)} check(s) failed on {source}",
                          "fix them, then run `sm121 cluster check` again")

@@ -87,7 +87,7 @@ def serve(
 
 
 def _start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int) -> None:
-    from sm121.gateway.launch import start_gateway
+    from sm121.launch.gateway import start_gateway
 
     url = start_gateway(run, recipe, profile, port, progress=_progress)
     console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"

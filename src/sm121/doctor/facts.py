@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from sm121.errors import Sm121Error
 from sm121.launch.transport import LocalTransport, Transport
 
-PROBE_SOURCE = Path(__file__).resolve().parent.parent / "memory" / "probe.py"
+PROBE_SOURCE = Path(__file__).resolve().parent / "probe.py"
 
 
 class HostFacts(BaseModel):

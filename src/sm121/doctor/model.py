@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from pydantic import BaseModel
 
 from sm121.cluster.spec import Node
-from sm121.findings import Finding, Severity
+from sm121.findings import Finding, Severity, Status, worst
 from sm121.memory.model import MemoryPlan
 from sm121.recipes.schema import ArgValue, Recipe
-
-Status = Literal["ok", "info", "warning", "error"]
 
 
 class CheckResult(BaseModel):
@@ -30,9 +27,8 @@ class NodeReport(BaseModel):
 
     @property
     def worst(self) -> Status:
-        order: list[Status] = ["ok", "info", "warning", "error"]
-        statuses = [c.status for c in self.checks] + (["error"] if self.error else [])
-        return max(statuses, key=order.index, default="ok")
+        statuses: list[Status] = [c.status for c in self.checks]
+        return worst(statuses + (["error"] if self.error else []))
 
 
 class DoctorReport(BaseModel):

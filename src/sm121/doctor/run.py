@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from sm121 import paths
 from sm121.cluster.spec import Cluster, Node, load_cluster
 from sm121.doctor import memory_checks as mem
 from sm121.doctor import network_checks as net
@@ -114,7 +115,7 @@ def _probe_request(ctx: NodeContext, loaded: LoadedRecipe | None,
     if loaded is not None:
         model = loaded.recipe.model
         if model.source is ModelSource.HF and model.hf_id:
-            repo = "models--" + model.hf_id.replace("/", "--")
+            repo = paths.hf_repo_folder(model.hf_id)
             weights.append(f"{ctx.hf_cache}/hub/{repo}/snapshots/*")
         elif (directory := model_directory(loaded.recipe)) is not None:
             weights.append(str(directory))

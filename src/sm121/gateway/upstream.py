@@ -1,5 +1,6 @@
 """The upstream engine as the gateway sees it: one pooled client session, the headers that
-cross the proxy, and facts asked of the engine (max-model-len, KV block size)."""
+cross the proxy, and facts asked of the engine (max-model-len, KV block size) through the
+one engine client."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 import aiohttp
 from multidict import CIMultiDict
 
-from sm121.engines.prometheus import metric_labels
+from sm121.engines.client import EngineClient, block_size, max_model_len
+from sm121.errors import Sm121Error
 
 log = logging.getLogger("sm121.gateway")
 
@@ -53,31 +55,16 @@ class UpstreamFacts:
 
 async def discover(session: aiohttp.ClientSession, base_url: str,
                    headers: Mapping[str, str]) -> UpstreamFacts:
-    """Best effort: an engine that does not say leaves the value unknown."""
-    return UpstreamFacts(await _max_model_len(session, base_url, headers),
-                         await _block_size(session, base_url, headers))
-
-
-async def _max_model_len(session: aiohttp.ClientSession, base_url: str,
-                         headers: Mapping[str, str]) -> int | None:
+    """Best effort: an engine that does not say (or does not answer yet) leaves it unknown."""
+    engine = EngineClient(session, base_url, headers)
+    length = block = None
     try:
-        async with session.get(f"{base_url}/v1/models", headers=headers) as response:
-            data = await response.json() if response.status == 200 else {}
-    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        length = max_model_len(await engine.models())
+    except (Sm121Error, aiohttp.ClientError, TimeoutError, ValueError) as exc:
         log.info("could not read max_model_len from the upstream: %r", exc)
-        return None
-    lengths = [m.get("max_model_len") for m in data.get("data") or [] if isinstance(m, dict)]
-    known = [n for n in lengths if isinstance(n, int)]
-    return min(known) if known else None
-
-
-async def _block_size(session: aiohttp.ClientSession, base_url: str,
-                      headers: Mapping[str, str]) -> int | None:
     try:
-        async with session.get(f"{base_url}/metrics", headers=headers) as response:
-            text = await response.text() if response.status == 200 else ""
+        text = await engine.metrics_text()
+        block = block_size(text) if text else None
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         log.info("could not read the block size from the upstream: %r", exc)
-        return None
-    block_size = metric_labels(text, "vllm:cache_config_info").get("block_size", "")
-    return int(block_size) if block_size.isdigit() else None
+    return UpstreamFacts(length, block)

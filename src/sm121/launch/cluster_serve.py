@@ -26,8 +26,15 @@ from sm121.launch.node_ops import (
     why_dead,
 )
 from sm121.launch.readiness import NotReady, host_port, wait_ready
-from sm121.launch.run_state import RunInfo, Timings, create_run_dir, monotonic, new_run_id, now_iso
-from sm121.launch.run_state import write_json_atomic as write_json
+from sm121.launch.run_state import (
+    RunInfo,
+    Timings,
+    create_run_dir,
+    monotonic,
+    new_run_id,
+    now_iso,
+    save_launch,
+)
 from sm121.launch.runtimes import resolved_argv
 from sm121.plan.model import ServePlan
 
@@ -50,7 +57,8 @@ class ClusterLaunch:
         self.progress(f"run {run.run_id}: {len(plan.nodes)} node(s)")
         self.slots = in_parallel(plan.nodes, lambda n: prepare_slot(n, run.run_id))
         run.nodes = [s.process for s in self.slots]
-        _write_node_files(run, self.slots)
+        save_launch(run.directory, plan,  # argv as each node runs it; secrets by name only
+                    {s.plan.name: resolved_argv(s.plan, s.home, env={}) for s in self.slots})
         run.save()
         self.started = monotonic()
         self._hooks_before()
@@ -184,15 +192,6 @@ def _new_run(plan: ServePlan) -> RunInfo:
     create_run_dir(run_id)
     run = RunInfo(run_id=run_id, recipe=plan.recipe, profile=plan.profile, created=now_iso(),
                   base_url=plan.base_url, model=plan.readiness.model, timings=Timings())
-    write_json(run.directory / "plan.json", plan.model_dump(mode="json"))
+    save_launch(run.directory, plan, {})  # the argv per node follows once homes are known
     run.save()
     return run
-
-
-def _write_node_files(run: RunInfo, slots: list[NodeSlot]) -> None:
-    """argv and env per node as they will run; secrets by name only."""
-    write_json(run.directory / "argv.json",
-               {s.plan.name: resolved_argv(s.plan, s.home, env={}) for s in slots})
-    write_json(run.directory / "env.json",
-               {s.plan.name: {"set": s.plan.env, "passed_through": s.plan.pass_env}
-                for s in slots})

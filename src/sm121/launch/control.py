@@ -8,16 +8,11 @@ from pathlib import Path
 
 from sm121.errors import Sm121Error
 from sm121.launch import processes
-from sm121.launch.run_state import NodeProcess, RunInfo, list_runs, load_run
-
-
-def _through_transport(node: NodeProcess) -> bool:
-    """Nodes over ssh, and containers anywhere, are reached by commands, not local pids."""
-    return node.ssh is not None or node.container is not None
+from sm121.launch.run_state import NodeProcess, RunInfo, list_runs, load_run, through_transport
 
 
 def node_alive(node: NodeProcess) -> bool:
-    if _through_transport(node):
+    if through_transport(node):
         from sm121.launch import remote  # the SSH side, kept apart from local processes
 
         return remote.node_alive(node)
@@ -39,7 +34,7 @@ def stop_run(run: RunInfo) -> list[str]:
     """Stop every node of a run; returns the names of nodes that would not stop."""
     stubborn = []
     for node in reversed(run.nodes):  # workers first, the head last
-        if _through_transport(node):
+        if through_transport(node):
             from sm121.launch import remote
 
             if not remote.stop_node(node):
@@ -74,7 +69,7 @@ def log_path(run: RunInfo, node_name: str | None) -> Path:
         raise Sm121Error(f"run {run.run_id} has no node {node_name!r}",
                          f"nodes: {', '.join(n.name for n in run.nodes)}")
     node = nodes[0]
-    if _through_transport(node):
+    if through_transport(node):
         from sm121.launch import remote
 
         return remote.fetch_log(run, node)

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from sm121 import paths
 from sm121.errors import Sm121Error
 from sm121.launch.runtimes import q
 from sm121.launch.transport import Transport
@@ -138,7 +139,7 @@ def weights_dir(model_ref: str, node: NodePlan, home: str) -> str:
         mounts = [node.argv[i + 1] for i, a in enumerate(node.argv[:-1]) if a == "-v"]
         cache = next((m.split(":")[0] for m in mounts
                       if m.split(":")[1].rstrip("/").endswith(".cache/huggingface")), cache)
-    return f"{expand_home(cache, home)}/hub/models--{model_ref.replace('/', '--')}"
+    return f"{expand_home(cache, home)}/hub/{paths.hf_repo_folder(model_ref)}"
 
 
 def _hook_argv(phase: Phase, name: str, hooks: Hooks, target: HookTarget

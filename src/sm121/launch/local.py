@@ -23,7 +23,7 @@ from sm121.launch.run_state import (
     monotonic,
     new_run_id,
     now_iso,
-    write_json_atomic,
+    save_launch,
 )
 from sm121.launch.startup_history import build_record, node_startup
 from sm121.launch.transport import LocalTransport
@@ -137,9 +137,7 @@ def _local_argv(node: NodePlan) -> list[str]:
 def _new_run(plan: ServePlan, node: NodePlan) -> RunInfo:
     run_id = new_run_id(plan.recipe, plan.profile)
     folder = create_run_dir(run_id)
-    write_json_atomic(folder / "plan.json", plan.model_dump(mode="json"))
-    write_json_atomic(folder / "argv.json", _local_argv(node))
-    write_json_atomic(folder / "env.json", {"set": node.env, "passed_through": node.pass_env})
+    save_launch(folder, plan, {node.name: _local_argv(node)})
     run = RunInfo(
         run_id=run_id, recipe=plan.recipe, profile=plan.profile, created=now_iso(),
         base_url=plan.base_url, model=plan.readiness.model,

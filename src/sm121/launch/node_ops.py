@@ -14,7 +14,7 @@ from sm121 import paths
 from sm121.engines.vllm_log import death_cause
 from sm121.errors import Sm121Error
 from sm121.launch import remote, runtimes
-from sm121.launch.run_state import NodeProcess, RunInfo
+from sm121.launch.run_state import NodeProcess, RunInfo, through_transport
 from sm121.launch.runtimes import NodeFiles
 from sm121.launch.transport import Transport, transport_for
 from sm121.plan.model import NodePlan
@@ -120,13 +120,9 @@ class Liveness:
             return True
         self.checked = time.monotonic()
         alive = in_parallel(self.slots, lambda s: remote.node_alive(s.process)
-                            if _through_transport(s) else _local_alive(s))
+                            if through_transport(s.process) else _local_alive(s))
         self.dead = [s for s, ok in zip(self.slots, alive, strict=True) if not ok]
         return not self.dead
-
-
-def _through_transport(slot: NodeSlot) -> bool:
-    return slot.plan.ssh is not None or slot.plan.runtime == "docker"
 
 
 def _local_alive(slot: NodeSlot) -> bool:

@@ -1,5 +1,9 @@
 """A Run on disk: one directory per serve, holding the plan, argv, env (without secrets), the
-engine log, pid files and the phase timings. status / logs / stop read only this."""
+engine log, pid files and the phase timings. status / logs / stop read only this.
+
+This module is the one owner of the directory's layout: local and cluster runs write their
+launch files through `save_launch` in one shape (per node name), and readers (calibration,
+the memory check) read them back through `load_plan` and `head_env`."""
 
 from __future__ import annotations
 
@@ -7,15 +11,17 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
+from sm121.plan.model import ServePlan
 
 RunStatus = Literal["starting", "ready", "failed", "stopped"]
 
@@ -32,6 +38,11 @@ class NodeProcess(BaseModel):
     ssh_port: int | None = None
     ssh_config: str | None = None
     role: str = "head"
+
+
+def through_transport(node: NodeProcess) -> bool:
+    """Nodes over ssh, and containers anywhere, are reached by commands, not local pids."""
+    return node.ssh is not None or node.container is not None
 
 
 class Timings(BaseModel):
@@ -62,6 +73,41 @@ class RunInfo(BaseModel):
 
     def save(self) -> None:
         write_json_atomic(self.directory / "run.json", self.model_dump(mode="json"))
+
+
+PLAN_FILE, ARGV_FILE, ENV_FILE = "plan.json", "argv.json", "env.json"
+
+
+def save_launch(folder: Path, plan: ServePlan, argv: Mapping[str, list[str]]) -> None:
+    """What a run was started with, per node name: the plan, each node's argv as it runs,
+    and each node's env (secrets by name only: their values never reach the disk)."""
+    write_json_atomic(folder / PLAN_FILE, plan.model_dump(mode="json"))
+    write_json_atomic(folder / ARGV_FILE, dict(argv))
+    write_json_atomic(folder / ENV_FILE, {n.name: {"set": n.env, "passed_through": n.pass_env}
+                                          for n in plan.nodes})
+
+
+def load_plan(folder: Path) -> dict[str, Any]:
+    """The plan a run was started with (as JSON data: it may come from an older sm121)."""
+    file = folder / PLAN_FILE
+    if not file.is_file():
+        raise Sm121Error(f"{folder} is not a run directory (no {PLAN_FILE})",
+                         "see `sm121 status` for runs")
+    data: dict[str, Any] = json.loads(file.read_text())
+    return data
+
+
+def head_env(folder: Path) -> dict[str, str]:
+    """The env the head node's engine was started with (without secrets)."""
+    file = folder / ENV_FILE
+    if file.is_file():
+        data = json.loads(file.read_text())
+        if "set" in data:  # a local run written before the per-node shape
+            return dict(data["set"])
+        if data:
+            return dict(next(iter(data.values()))["set"])
+    nodes = load_plan(folder).get("nodes") or [{}]
+    return dict(nodes[0].get("env") or {})
 
 
 def new_run_id(recipe: str, profile: str | None) -> str:

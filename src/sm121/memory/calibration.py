@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from sm121 import paths
 from sm121.engines.vllm_log import parse_boot_log_file
 from sm121.errors import Sm121Error
+from sm121.launch.run_state import head_env, load_plan
 from sm121.memory.field import FIELD_OBSERVATIONS
 
 
@@ -81,15 +82,15 @@ def builtin_observations() -> list[Observation]:
 
 def observe_run(run_dir: Path, node_total_gib: float | None = None) -> Observation:
     """An observation from a run directory: its plan (settings) and engine log (results)."""
-    run_file, plan_file = run_dir / "run.json", run_dir / "plan.json"
-    if not run_file.is_file() or not plan_file.is_file():
+    run_file = run_dir / "run.json"
+    if not run_file.is_file():
         raise Sm121Error(f"{run_dir} is not a run directory", "see `sm121 status` for runs")
-    run, plan = json.loads(run_file.read_text()), json.loads(plan_file.read_text())
+    run, plan = json.loads(run_file.read_text()), load_plan(run_dir)
     facts = parse_boot_log_file(run_dir / "engine.log")
     if facts.kv_pool_tokens is None and facts.kv_memory_gib is None:
         raise Sm121Error(f"run {run['run_id']}: the engine log has no KV cache lines yet",
                          "calibrate after the engine has booted (status ready)")
-    args, env = plan["engine_args"], plan["nodes"][0]["env"]
+    args, env = plan["engine_args"], head_env(run_dir)
     explicit = bool(env.get("VLLM_CPU_KVCACHE_SPACE") or args.get("kv-cache-memory-bytes"))
     return Observation(
         recipe=run["recipe"], profile=run["profile"], source=run["run_id"],

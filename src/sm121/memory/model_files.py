@@ -49,7 +49,7 @@ def model_directory(recipe: Recipe) -> Path | None:
 
 
 def hf_snapshot(hf_id: str, revision: str | None = None) -> Path | None:
-    repo = hf_cache_dir() / ("models--" + hf_id.replace("/", "--"))
+    repo = hf_cache_dir() / paths.hf_repo_folder(hf_id)
     snapshots = repo / "snapshots"
     if not snapshots.is_dir():
         return None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from sm121.launch.run_state import head_env, load_plan
 from sm121.memory.calibration import Observation, observe_run
 from sm121.memory.model import GB10_ASSUMED, MemoryRequest, NodeMemory, error_pct
 from sm121.memory.planner import plan_memory
@@ -31,9 +31,9 @@ class RunCheck(BaseModel):
 def request_for_run(run_dir: Path, node: NodeMemory = GB10_ASSUMED) -> MemoryRequest:
     """The memory request that reproduces a run: its recipe and profile, with the exact
     engine args and env the run was started with."""
-    plan = json.loads((run_dir / "plan.json").read_text())
+    plan = load_plan(run_dir)
     return MemoryRequest(recipe=load_recipe(plan["recipe"]), profile=plan["profile"],
-                         overrides=plan["engine_args"], env=plan["nodes"][0]["env"], node=node,
+                         overrides=plan["engine_args"], env=head_env(run_dir), node=node,
                          calibrate=False)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from fake_upstream import FakeUpstream
 from support import free_port, run_cli
 
-from sm121.gateway.launch import start_gateway
+from sm121.launch.gateway import start_gateway
 from sm121.launch.processes import group_alive
 from sm121.launch.run_state import RunInfo, create_run_dir, now_iso
 

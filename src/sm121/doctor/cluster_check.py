@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 from sm121.cluster.spec import Cluster, Node
 from sm121.errors import Sm121Error
+from sm121.findings import Status
 from sm121.launch.node_ops import in_parallel
 from sm121.launch.runtimes import q
 from sm121.launch.transport import Transport, transport_for
@@ -20,8 +20,6 @@ MAX_SKEW_S = 1.0
 _LISTENING = ("cat /proc/net/tcp /proc/net/tcp6 2> /dev/null | "
               "awk '$4 == \"0A\" {split($2, a, \":\"); print a[2]}'")
 
-
-Status = Literal["ok", "warn", "fail"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ def check_cluster(request: CheckRequest) -> list[Check]:
     images = {node.name: image for node, (_, image) in zip(nodes, per_node, strict=True)
               if image}
     if request.image and len(set(images.values())) > 1:
-        findings.append(_finding("fail", "cluster", "image",
+        findings.append(_finding("error", "cluster", "image",
                                  f"{request.image} differs between nodes: "
                                  + ", ".join(f"{n} {i[:19]}" for n, i in images.items()),
                                  fix="pull the same tag on every node (docker pull), or "
@@ -66,11 +64,11 @@ def _check_node(request: CheckRequest, node: Node) -> tuple[list[Check], str | N
     try:
         skew = _clock_skew(transport)
     except Sm121Error as exc:
-        return [_finding("fail", where, "ssh", exc.message, fix=exc.hint)], None
+        return [_finding("error", where, "ssh", exc.message, fix=exc.hint)], None
     findings = [_finding("ok", where, "ssh",
                          "reachable" if target else "this machine")]
     if abs(skew) > MAX_SKEW_S:
-        findings.append(_finding("warn", where, "clock",
+        findings.append(_finding("warning", where, "clock",
                                  f"clock differs from this machine's by {skew:+.1f} s",
                                  fix="run chrony or systemd-timesyncd on every node; "
                                      "start-up timings and logs compare across nodes"))
@@ -80,7 +78,7 @@ def _check_node(request: CheckRequest, node: Node) -> tuple[list[Check], str | N
     findings += _ports(transport, request.ports, where)
     image = _image_id(transport, request.image) if request.image else None
     if request.image and image is None:
-        findings.append(_finding("fail", where, "image", f"{request.image} is not on "
+        findings.append(_finding("error", where, "image", f"{request.image} is not on "
                                  "this node", fix=f"docker pull {request.image}"))
     return findings, image
 
@@ -98,7 +96,7 @@ def _runtime(request: CheckRequest, transport: Transport, where: str) -> list[Ch
     findings = []
     if request.runtime in (None, "docker"):
         done = transport.run_shell("docker version --format '{{.Server.Version}}'", timeout=30)
-        severity: Status = "fail" if request.runtime == "docker" else "warn"
+        severity: Status = "error" if request.runtime == "docker" else "warning"
         findings.append(_finding("ok", where, "docker", f"server {done.stdout.strip()}")
                         if done.ok else
                         _finding(severity, where, "docker", "docker is not usable here: "
@@ -107,7 +105,7 @@ def _runtime(request: CheckRequest, transport: Transport, where: str) -> list[Ch
     if request.runtime in (None, "native"):
         done = transport.run([request.python, "-c", "import sys; print(sys.version.split()[0])"],
                              timeout=30)
-        missing: Status = "fail" if request.runtime == "native" else "warn"
+        missing: Status = "error" if request.runtime == "native" else "warning"
         findings.append(_finding("ok", where, "python", f"{request.python} "
                                  f"{done.stdout.strip()}") if done.ok else
                         _finding(missing, where, "python", f"{request.python} does not run",
@@ -127,7 +125,7 @@ def _interfaces(transport: Transport, node: Node, where: str) -> list[Check]:
         script += (f"; ip -o addr show dev {q(node.fabric_if)} 2> /dev/null | "
                    f"grep -qF {q(' ' + node.fabric_ip + '/')} || echo fabric_ip {q(node.fabric_ip)}")
     missing = transport.run_shell(script, timeout=30).stdout.split("\n")
-    return [_finding("fail", where, line.split()[0],
+    return [_finding("error", where, line.split()[0],
                      f"{line.split()[1]} does not exist on this node",
                      fix="use the names `ip -br link` and `ibdev2netdev` print on that node "
                          "(cabling may be asymmetric)") for line in missing if line.strip()]
@@ -136,7 +134,7 @@ def _interfaces(transport: Transport, node: Node, where: str) -> list[Check]:
 def _ports(transport: Transport, ports: tuple[int, ...], where: str) -> list[Check]:
     listening = {int(p, 16) for p in transport.run_shell(_LISTENING, timeout=30).stdout.split()
                  if p.strip()}
-    return [_finding("fail", where, "ports", f"port {port} is already in use",
+    return [_finding("error", where, "ports", f"port {port} is already in use",
                      fix="stop what listens there, or choose another port")
             for port in ports if port in listening]
 

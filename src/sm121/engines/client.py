@@ -1,0 +1,80 @@
+"""The one async engine client: what a server says about itself (/v1/models, /metrics,
+/tokenize, /version), and the one rule each fact is read by.
+
+The gateway (best effort, while an upstream boots) and the bench (strict: a measurement needs
+the facts) both ask through it, so max_model_len and block_size mean the same to both."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+
+from sm121.engines.prometheus import metric_labels
+from sm121.errors import Sm121Error
+
+CACHE_CONFIG = "vllm:cache_config_info"
+_HINT = "check --url and --model (`curl URL/v1/models` lists the served models)"
+
+
+class EngineClient:
+    """Requests over a session the caller owns (the gateway's pool, the bench's client)."""
+
+    def __init__(self, session: aiohttp.ClientSession, base_url: str,
+                 headers: Mapping[str, str] | None = None) -> None:
+        self.session, self.base_url = session, base_url.rstrip("/")
+        self.headers = dict(headers or {})
+
+    async def models(self) -> dict[str, Any]:
+        """/v1/models; an answer other than 200 is an Sm121Error naming status and body."""
+        async with self.session.get(f"{self.base_url}/v1/models", headers=self.headers) as resp:
+            await _raise_for_status(resp, "/v1/models")
+            data: dict[str, Any] = await resp.json()
+            return data
+
+    async def tokenize(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        async with self.session.post(f"{self.base_url}/tokenize", json=dict(body),
+                                     headers=self.headers) as resp:
+            await _raise_for_status(resp, "/tokenize")
+            data: dict[str, Any] = await resp.json()
+            return data
+
+    async def metrics_text(self) -> str | None:
+        """/metrics, or None where the server (or a proxy in front) does not serve it."""
+        return await self._optional_text("/metrics")
+
+    async def version(self) -> str | None:
+        text = await self._optional_text("/version")
+        return text.strip() if text else None
+
+    async def _optional_text(self, path: str) -> str | None:
+        async with self.session.get(f"{self.base_url}{path}", headers=self.headers) as resp:
+            return await resp.text() if resp.status == 200 else None
+
+
+def max_model_len(models: Mapping[str, Any], model: str | None = None) -> int | None:
+    """The context length of the served model `model`; without a name, the smallest of all
+    served models (what every request through one endpoint can rely on)."""
+    entries = [m for m in models.get("data") or [] if isinstance(m, dict)]
+    if model is not None:
+        entries = [m for m in entries if m.get("id") == model]
+    known = [n for m in entries if isinstance(n := m.get("max_model_len"), int)]
+    return min(known) if known else None
+
+
+def cache_config(metrics_text: str) -> dict[str, str]:
+    """The labels of vLLM's cache_config_info gauge (block size, KV size, GMU, ...)."""
+    return metric_labels(metrics_text, CACHE_CONFIG)
+
+
+def block_size(metrics_text: str) -> int | None:
+    value = cache_config(metrics_text).get("block_size", "")
+    return int(value) if value.isdigit() else None
+
+
+async def _raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
+    if response.status == 200:
+        return
+    detail = (await response.text())[:400]
+    raise Sm121Error(f"{label}: HTTP {response.status} from {response.url}: {detail}", _HINT)
