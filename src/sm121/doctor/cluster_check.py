@@ -62,14 +62,15 @@ def _check_node(request: CheckRequest, node: Node) -> tuple[list[Check], str | N
                               name=node.name)
     where = f"{node.name} ({target or 'this machine'})"
     try:
-        skew = _clock_skew(transport)
+        skew, uncertainty = _clock_skew(transport)
     except Sm121Error as exc:
         return [_finding("error", where, "ssh", exc.message, fix=exc.hint)], None
     findings = [_finding("ok", where, "ssh",
                          "reachable" if target else "this machine")]
-    if abs(skew) > MAX_SKEW_S:
+    if abs(skew) - uncertainty > MAX_SKEW_S:  # a slow round trip is not a skewed clock
         findings.append(_finding("warning", where, "clock",
-                                 f"clock differs from this machine's by {skew:+.1f} s",
+                                 f"clock differs from this machine's by {skew:+.1f} s "
+                                 f"(+/- {uncertainty:.1f} s)",
                                  fix="run chrony or systemd-timesyncd on every node; "
                                      "start-up timings and logs compare across nodes"))
     findings += _runtime(dataclasses.replace(request, python=node.python or request.python),
@@ -83,13 +84,22 @@ def _check_node(request: CheckRequest, node: Node) -> tuple[list[Check], str | N
     return findings, image
 
 
-def _clock_skew(transport: Transport) -> float:
-    before = time.time()
-    result = transport.run(["date", "+%s.%N"], timeout=30)
-    after = time.time()
-    if not result.ok:
-        raise Sm121Error(f"`date` failed: {result.stderr.strip()}", "check the node's shell")
-    return float(result.stdout.strip()) - (before + after) / 2
+def _clock_skew(transport: Transport, samples: int = 3) -> tuple[float, float]:
+    """(skew, uncertainty) in seconds, NTP-style: the node's clock against the midpoint of the
+    round trip, from the sample with the shortest round trip (the first one also opens the
+    SSH connection); the skew is known only to within half that round trip."""
+    best: tuple[float, float] | None = None
+    for _ in range(samples):
+        before = time.time()
+        result = transport.run(["date", "+%s.%N"], timeout=30)
+        after = time.time()
+        if not result.ok:
+            raise Sm121Error(f"`date` failed: {result.stderr.strip()}", "check the node's shell")
+        sample = (float(result.stdout.strip()) - (before + after) / 2, (after - before) / 2)
+        if best is None or sample[1] < best[1]:
+            best = sample
+    assert best is not None
+    return best
 
 
 def _runtime(request: CheckRequest, transport: Transport, where: str) -> list[Check]:
