@@ -121,7 +121,10 @@ def group_stop_script(pgid: int, grace_s: float = 20.0) -> str:
     return "\n".join([
         f"kill -TERM {group} 2> /dev/null || {{ echo gone; exit 0; }}",
         f"i=0; while kill -0 {group} 2> /dev/null; do i=$((i+1)); "
-        f"if [ \"$i\" -ge {ticks} ]; then kill -KILL {group} 2> /dev/null; sleep 1; break; fi; "
+        f"if [ \"$i\" -ge {ticks} ]; then kill -KILL {group} 2> /dev/null; break; fi; "
+        "sleep 0.2; done",
+        # As the local stop does: a loaded host tears large processes down slowly after KILL.
+        f"j=0; while kill -0 {group} 2> /dev/null && [ \"$j\" -lt 150 ]; do j=$((j+1)); "
         "sleep 0.2; done",
         group_alive_script(pgid),
     ])
