@@ -46,8 +46,10 @@ def through_transport(node: NodeProcess) -> bool:
 
 
 class Timings(BaseModel):
-    """Seconds since the launch began, by the launcher's own monotonic clock."""
+    """Seconds since the launch began, by the launcher's own monotonic clock, and the wall-clock
+    moment it began (UTC, microseconds): what joins the engine log's stamps to this clock."""
 
+    started_at: str | None = None
     hooks_s: float | None = None
     process_started_s: float | None = None
     port_open_s: float | None = None
@@ -160,3 +162,8 @@ def now_iso() -> str:
 
 def monotonic() -> float:
     return time.monotonic()
+
+
+def wall_clock_now() -> str:
+    """The launch's wall-clock beginning, taken beside its monotonic start."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
