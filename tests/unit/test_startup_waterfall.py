@@ -22,7 +22,7 @@ from sm121.launch.startup_waterfall import (
 )
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "startup"
-STARTS = ("gpu-h200-cold", "gpu-h200-warm", "cpu-cold")
+STARTS = ("gpu-h200-cold", "gpu-h200-warm", "cpu-cold", "cpu-cache-load-failed")
 
 
 def _log(name: str) -> str:
@@ -74,6 +74,14 @@ def test_cold_and_warm_differ_where_the_caches_are() -> None:
     assert warm["warm-up and profiling"] < 5 < 80 < cold["warm-up and profiling"]
     # Weight loading is the same work both times.
     assert warm["weight loading"] == pytest.approx(cold["weight loading"], abs=1)
+
+
+def test_a_start_recorded_with_started_at_joins_to_the_microsecond() -> None:
+    clock = _clock("cpu-cache-load-failed")
+    assert clock.precise and clock.started_at is not None
+    waterfall = _waterfall("cpu-cache-load-failed")
+    assert not any("to the second only" in note for note in waterfall.notes)
+    assert parse_phases(_log("cpu-cache-load-failed")).compile_cache == "load-failed"
 
 
 def test_a_log_in_another_time_zone_joins_by_the_whole_quarter_hour() -> None:

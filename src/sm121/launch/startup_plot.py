@@ -23,7 +23,7 @@ def waterfall_png(starts: list[tuple[str, Waterfall]], path: Path) -> Path:
     """`starts`: (label, waterfall), drawn top to bottom in the given order."""
     fig, ax = plt.subplots(figsize=(12, 1.2 + 0.7 * len(starts)))
     shown: set[str] = set()
-    for row, (label, waterfall) in enumerate(reversed(starts)):
+    for row, (_, waterfall) in enumerate(reversed(starts)):
         for segment in waterfall.segments:
             if segment.seconds <= 0:
                 continue
@@ -35,7 +35,9 @@ def waterfall_png(starts: list[tuple[str, Waterfall]], path: Path) -> Path:
         ax.text(waterfall.total_s, row, f" {waterfall.total_s:.0f} s "
                 f"({waterfall.named_share:.0%} named)", va="center", fontsize=8)
     ax.set_yticks(range(len(starts)), [label for label, _ in reversed(starts)], fontsize=8)
-    ax.set_xlabel("seconds since the launch began (launcher clock; log stamps whole seconds)")
+    joined = all(w.joined != "log only" for _, w in starts)
+    ax.set_xlabel("seconds since the launch began (launcher clock; log stamps whole seconds)"
+                  if joined else "seconds since the log's first line (log stamps, whole seconds)")
     ax.set_title("start-up waterfall: launch to first generation")
     handles, labels = ax.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: PHASES.index(labels[i]))

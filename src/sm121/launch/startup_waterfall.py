@@ -146,8 +146,9 @@ def _placed(found: list[Milestone], clock: LauncherClock
     anchor = next((m for m in found if m.key == "api_start"), None)
     if clock.started_at is None or anchor is None or anchor_launcher is None:
         zero = found[0].stamp
-        points = [(m.key, (m.stamp - zero).total_seconds()) for m in found]
-        return points, Waterfall(notes=["log only: seconds from the log's first line to its last milestone (no launcher clock)"])
+        alone = [(m.key, (m.stamp - zero).total_seconds()) for m in found]
+        return alone, Waterfall(notes=["log only: seconds from the log's first line to its last "
+                                       "milestone (no launcher clock)"])
     started = clock.started_at.replace(tzinfo=None)
     delta = (anchor.stamp - started).total_seconds() + 0.5 - anchor_launcher
     offset = round(delta / _QUARTER_HOUR_S) * _QUARTER_HOUR_S
