@@ -17,8 +17,8 @@ import yaml
 from sm121.engines.vllm_flags import bundled, bundled_versions, choose, parse_help, save_cached
 from sm121.launch.engine_flags import read_engine_flags
 from sm121.launch.transport import CommandResult, Transport
+from sm121.plan.validate import validate_recipe
 from sm121.recipes.loader import load_recipe
-from sm121.recipes.validate import validate_recipe
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ONLY_021 = "max-num-partial-prefills"  # removed after 0.21

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import typer
 
+from sm121.cli.options import CLUSTER, JSON, PROFILE
 from sm121.cli.output import console, print_json
-from sm121.cli.plan import CLUSTER, PROFILE, build_plan
 from sm121.engines.vllm_flags import bundled_versions
 from sm121.launch.engine_flags import read_engine_flags
 from sm121.launch.transport import transport_for
+from sm121.plan.build import build_plan
 from sm121.recipes.loader import load_recipe
 
 app = typer.Typer(help="What the engine that will run accepts.", no_args_is_help=True)
@@ -24,13 +25,13 @@ def flags(
     name: str = typer.Argument(..., help="Recipe name or path to a .yaml file."),
     profile: str | None = PROFILE,
     cluster: str | None = CLUSTER,
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: bool = JSON,
 ) -> None:
     """Run the engine's `--help=all` on the head node (the native command, or `docker run --rm`
     of the recipe's image) and cache its flags under $SM121_HOME/engine-flags/ per vLLM version
     and image id. Later checks of this recipe use them; a version that differs from the
     recipe's engine.version is named."""
-    plan = build_plan(name, profile, cluster, None, 8000, "127.0.0.1")
+    plan = build_plan(name, profile, cluster)
     head = plan.head
     transport = transport_for(head.ssh, head.ssh_port, head.ssh_config, head.name)
     console.print(f"reading the flags of {name}'s engine on {head.name} ...", style="dim")
