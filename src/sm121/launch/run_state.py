@@ -22,6 +22,8 @@ from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
 from sm121.plan.model import ServePlan
+from sm121.recipes.loader import LoadedRecipe, load_recipe, validate_model
+from sm121.recipes.schema import Recipe
 
 RunStatus = Literal["starting", "ready", "failed", "stopped"]
 
@@ -97,6 +99,17 @@ def load_plan(folder: Path) -> dict[str, Any]:
                          "see `sm121 status` for runs")
     data: dict[str, Any] = json.loads(file.read_text())
     return data
+
+
+def load_run_recipe(folder: Path) -> LoadedRecipe:
+    """The recipe a run was started with, from its own directory: the copy its plan keeps (a
+    recipe given by path works after the file moved), else, for a run from before plans kept
+    it, the recipe of that name."""
+    plan = load_plan(folder)
+    spec, source = plan.get("recipe_spec"), plan.get("recipe_source") or f"{folder}/{PLAN_FILE}"
+    if spec is None:
+        return load_recipe(plan["recipe"])
+    return LoadedRecipe(validate_model(Recipe, spec, f"{source} (kept in {folder.name})"), source)
 
 
 def head_env(folder: Path) -> dict[str, str]:

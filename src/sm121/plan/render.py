@@ -73,6 +73,8 @@ def render_plan(request: PlanRequest) -> ServePlan:
         ),
         request_policy=recipe.request_policy,
         findings=findings,
+        recipe_source=source,
+        recipe_spec=recipe.model_dump(mode="json"),
     )
 
 
@@ -104,7 +106,7 @@ def _model_ref(recipe: Recipe) -> str:
         if not model.path:
             raise Sm121Error(f"recipe {recipe.name}: model.source is path but model.path is empty",
                              "set model.path")
-        return model.path
+        return paths.expand_sm121_home(model.path)
     if not model.hf_id:
         raise Sm121Error(f"recipe {recipe.name}: model.source is hf but model.hf_id is empty",
                          "set model.hf_id")
