@@ -19,7 +19,7 @@ from typing import Any
 
 from sm121.errors import Sm121Error
 from sm121.models.tiny import ARCHITECTURE as TINY_ARCHITECTURE
-from sm121.models.tiny import SEED, _require_engine_libs, _write_tokenizer
+from sm121.models.tiny import SEED, require_engine_libs, write_tokenizer
 
 SHAPES: dict[str, dict[str, Any]] = {
     "tiny": dict(TINY_ARCHITECTURE),
@@ -61,12 +61,12 @@ def generate_random_model(shape: str, dest: Path, device: str = "auto",
     if dest.exists() and existing is None and any(dest.iterdir()):
         raise Sm121Error(f"{dest} exists and is not a model sm121 generated",
                          "choose an empty or new folder")
-    _require_engine_libs()
+    require_engine_libs()
     started = time.monotonic()
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{shape}-", dir=dest.parent))
     try:
-        _write_tokenizer(staging)
+        write_tokenizer(staging)
         params, used = _write_weights(staging, shape, _device(device))
         info = {"shape": shape, "seed": SEED, "params_b": round(params / 1e9, 4),
                 "device": used, **SHAPES[shape]}

@@ -74,8 +74,17 @@ def render_plan(request: PlanRequest) -> ServePlan:
         request_policy=recipe.request_policy,
         findings=findings,
         recipe_source=source,
-        recipe_spec=recipe.model_dump(mode="json"),
+        recipe_spec=_kept_recipe(recipe),
     )
+
+
+def _kept_recipe(recipe: Recipe) -> dict[str, object]:
+    """The recipe as a run keeps it: secret-named env entries dropped (the plan passes them
+    by name; not even a ${VAR} reference to a secret reaches the disk)."""
+    data = recipe.model_dump(mode="json")
+    for holder in [data, *data["profiles"].values()]:
+        holder["env"] = {k: v for k, v in holder["env"].items() if not is_secret(k)}
+    return data
 
 
 def _validate(request: PlanRequest, profile: str | None,
