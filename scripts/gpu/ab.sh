@@ -46,12 +46,17 @@ say "$status"
 echo "$status" > "$OUT/ab-status.txt"
 tar -C "$SITTING" -czf "$OUT/ab-results.tar.gz" ab 2> /dev/null || true
 case $status in "A/B complete"*) ;; *) say "run ab.sh again to resume"; exit 0 ;; esac
-sm bench report "$AB" --out "$SITTING/report" --title "GPU A/B: overlap, vLLM 0.21.0, one H200"
+sm bench report "$AB" --out "$SITTING/report" \
+    --title "${TITLE:-GPU A/B: overlap, $RECIPE, $PROFILES, $REPS reps, -L $L}"
 conditions > "$SITTING/report/conditions.txt"
 tar -C "$SITTING" -czf "$OUT/report.tar.gz" report
 runs=$(python3 -c 'import json,sys; print(" ".join(s["run_id"] for s in json.load(open(sys.argv[1]))["samples"] if s.get("run_id")))' "$AB")
 GIB=$(node_gib)
-sm memory calibrate $runs --node-gib "$GIB" | tee "$OUT/calibration-ab.txt"
-sm memory calibrate $runs --node-gib "$GIB" --json > "$OUT/calibration-ab.json"
+gib=()
+if [ -n "$GIB" ]; then gib=(--node-gib "$GIB"); fi
+# shellcheck disable=SC2086  # run ids: one word each
+sm memory calibrate $runs "${gib[@]}" | tee "$OUT/calibration-ab.txt"
+# shellcheck disable=SC2086
+sm memory calibrate $runs "${gib[@]}" --json > "$OUT/calibration-ab.json"
 sm startup --recipe "$RECIPE" --last 6 --plot "$OUT/startup.png" > "$OUT/startup.txt" || true
 say "done"

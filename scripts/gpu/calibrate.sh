@@ -11,7 +11,9 @@ exec > >(tee -a "$OUT/calibrate.log") 2>&1
 [ "$DRY_RUN" = 1 ] || need_install
 CONFIGS=${CONFIGS:-"0.60:2048 0.60:8192"}
 GIB=$(node_gib)
-say "node: $GIB GiB; configs: $CONFIGS"
+gib=()
+if [ -n "$GIB" ]; then gib=(--node-gib "$GIB"); fi
+say "node: ${GIB:-unknown} GiB; configs: $CONFIGS"
 runs=()
 for config in $CONFIGS; do
     gmu=${config%%:*} chunk=${config##*:}
@@ -27,8 +29,8 @@ for config in $CONFIGS; do
     sm stop "$run"
 done
 if [ "${#runs[@]}" -gt 0 ]; then
-    sm memory calibrate "${runs[@]}" --node-gib "$GIB" | tee "$OUT/calibration.txt"
-    sm memory calibrate "${runs[@]}" --node-gib "$GIB" --json > "$OUT/calibration.json"
+    sm memory calibrate "${runs[@]}" "${gib[@]}" | tee "$OUT/calibration.txt"
+    sm memory calibrate "${runs[@]}" "${gib[@]}" --json > "$OUT/calibration.json"
 fi
 sm startup --recipe "$RECIPE" --last 10 --plot "$OUT/startup.png" > "$OUT/startup.txt" || true
 pack_runs runs-calibrate.tar.gz

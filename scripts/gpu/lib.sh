@@ -12,6 +12,8 @@ CALL_BUDGET_S=${CALL_BUDGET_S:-540}
 RECIPE=${RECIPE:-gpu-llama}
 PORT=${PORT:-8000}
 DRY_RUN=${DRY_RUN:-0}
+# Tables written to files under $OUT stay readable (rich wraps at 80 columns without a tty).
+export COLUMNS=${COLUMNS:-160}
 
 say() { echo "[$(date -u +%H:%M:%S) +$(( $(date +%s) - CALL_STARTED ))s] $*"; }
 
@@ -32,10 +34,12 @@ need_install() {
     }
 }
 
-# The GPU's total memory in GiB as vLLM sees it (torch.cuda.mem_get_info), for the planner.
+# The GPU's total memory in GiB as vLLM sees it (torch.cuda.mem_get_info), for the planner;
+# nothing without a GPU (a CPU rehearsal), and the planner then uses the log's own figure.
 node_gib() {
     if [ "$DRY_RUN" = 1 ]; then echo 140.4; return; fi
-    python3 -c 'import torch; print(round(torch.cuda.mem_get_info()[1] / 2**30, 2))'
+    python3 -c 'import torch; print(round(torch.cuda.mem_get_info()[1] / 2**30, 2))' \
+        2> /dev/null || true
 }
 
 # The newest run id of this recipe (the one a serve just started).
