@@ -5,7 +5,7 @@
 #         --scenario overlap -L 100000 --reps $REPS --resume
 # Each (rep, profile) boots its own server (warm boot about 50 s) and measures one overlap
 # repetition (about 50 s): about 105 s a pair. REPS=2 is 10 pairs, about 18 minutes in two
-# calls; REPS=3 would be 15 pairs, about 27 minutes, more than the sitting's device time.
+# or three calls; REPS=3 would be 15 pairs, about 27 minutes, more than the sitting's device time.
 # Each call stops itself (SIGTERM: the current pair is stopped, results kept) before the call's
 # limit; the next call resumes. When complete: report, calibration of every A/B boot, startup.
 # Comes back: $OUT/ab.log, ab-results.tar.gz, ab-status.txt; when complete also
