@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from sm121.cli.options import CLUSTER, JSON, PROFILE
-from sm121.cli.output import console, print_json
+from sm121.cli.output import console, err_console, print_json
 from sm121.engines.vllm_flags import bundled_versions
 from sm121.launch.engine_flags import read_engine_flags
 from sm121.launch.transport import transport_for
@@ -34,7 +34,7 @@ def flags(
     plan = build_plan(name, profile, cluster)
     head = plan.head
     transport = transport_for(head.ssh, head.ssh_port, head.ssh_config, head.name)
-    console.print(f"reading the flags of {name}'s engine on {head.name} ...", style="dim")
+    err_console.print(f"reading the flags of {name}'s engine on {head.name} ...", style="dim")
     read = read_engine_flags(load_recipe(name).recipe, transport, head.name)
     diff = read.against_bundled()
     if as_json:
