@@ -26,3 +26,12 @@ def hf_repo_folder(hf_id: str) -> str:
     """The Hugging Face cache's folder name of a model repo: `org/name` -> `models--org--name`
     (under the cache's `hub/`)."""
     return "models--" + hf_id.replace("/", "--")
+
+
+def expand_sm121_home(path: str) -> str:
+    """A recipe path starting `$SM121_HOME/` (e.g. a model `sm121 model random` wrote) lies under
+    this launcher's home; any other path is the node's own and stays as written."""
+    for prefix in ("$SM121_HOME/", "${SM121_HOME}/"):
+        if path.startswith(prefix):
+            return str(home() / path[len(prefix):])
+    return path

@@ -1,12 +1,23 @@
-"""`sm121 startup`: the start-up phases of the last runs, side by side, cold against warm."""
+"""`sm121 startup`: where each second of a start went, the last runs side by side (cold against
+warm), as a table and, with --plot, a PNG."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 from rich.table import Table
 
 from sm121.cli.output import console, print_json
-from sm121.launch.startup_history import NodeStartup, StartupRecord, load_history
+from sm121.engines.vllm_phases import parse_phases
+from sm121.errors import Sm121Error
+from sm121.launch.startup_history import StartupRecord, load_history, waterfall_of
+from sm121.launch.startup_waterfall import (
+    PHASES,
+    LauncherClock,
+    Waterfall,
+    build_waterfall,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,12 +27,28 @@ def register(app: typer.Typer) -> None:
 def startup(
     recipe: str | None = typer.Option(None, "--recipe", "-r", help="Only runs of this recipe."),
     last: int = typer.Option(5, "--last", "-n", help="How many runs to show."),
-    node: str | None = typer.Option(None, "--node", help="Phases of this node (default: the "
-                                    "head)."),
+    node: str | None = typer.Option(None, "--node", help="The engine's own figures of this node "
+                                    "(default: the head; the waterfall is the head's)."),
+    logs: list[Path] | None = typer.Option(None, "--log", help="A vLLM log file instead of the "
+                                           "recorded runs (repeatable); its own stamps only."),
+    steps: bool = typer.Option(False, "--steps", help="Also list every step of each waterfall."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write the waterfalls as a PNG here."),
     as_json: bool = typer.Option(False, "--json", help="Print the records as JSON."),
 ) -> None:
-    """Start-up phases per run: hooks, process start, weights (with s/shard), compile (and
-    whether its cache was hit), graph capture, API up, first generation."""
+    """Every second from the launch to the first generation in a named phase: imports and
+    config, engine core start, weight loading (s/shard), torch.compile (cache hit or miss),
+    warm-up and profiling, KV allocation, CUDA-graph capture, API server start, API up, first
+    generation; the rest is "unattributed". The engine log's stamps are joined to the
+    launcher's own clock."""
+    if logs:
+        names = [p.name for p in logs]
+        starts = [(p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}", _from_log(p))
+                  for p in logs]
+        if as_json:
+            print_json([{"log": label, **w.model_dump(mode="json")} for label, w in starts])
+            return
+        _show(starts, [], steps, plot)
+        return
     records = load_history(recipe, last)
     if as_json:
         print_json(records)
@@ -29,33 +56,56 @@ def startup(
     if not records:
         console.print("no start-ups recorded yet (sm121 serve records each one)")
         return
-    table = Table("phase", *(f"{r.run_id}\n{r.start}" for r in records),
-                  title="start-up, seconds since the launch began unless marked")
+    starts = [(f"{r.run_id}\n{r.start}", waterfall_of(r) or Waterfall(notes=["no engine log"]))
+              for r in records]
+    _show(starts, [_figures(r, node) for r in records], steps, plot)
+
+
+def _from_log(path: Path) -> Waterfall:
+    if not path.is_file():
+        raise Sm121Error(f"no log file {path}", "give the path of a vLLM engine log")
+    text = path.read_text(errors="replace")
+    return build_waterfall(text, LauncherClock(), parse_phases(text))
+
+
+def _show(starts: list[tuple[str, Waterfall]], figures: list[str], steps: bool,
+          plot: Path | None) -> None:
+    table = Table("phase", *(label for label, _ in starts),
+                  title="start-up waterfall, seconds (launcher clock joined to the log's stamps)")
     table.columns[0].no_wrap = True
-    for label, value in ROWS:
-        table.add_row(label, *(value(r, _node(r, node)) for r in records))
+    totals = [w.phase_seconds() for _, w in starts]
+    for phase in PHASES:
+        if any(phase in t for t in totals):
+            table.add_row(phase, *(_s(t.get(phase)) for t in totals))
+    table.add_row("total (launch to first generation when joined)", *(_s(w.total_s) for _, w in starts))
+    table.add_row("named", *(f"{w.named_share:.1%}" for _, w in starts))
     console.print(table)
+    for (label, waterfall), extra in zip(starts, figures or [""] * len(starts), strict=True):
+        lines = [*waterfall.notes, *([extra] if extra else [])]
+        console.print(f"[bold]{label.splitlines()[0]}[/bold]: " + "\n  ".join(lines))
+        if steps:
+            for s in waterfall.segments:
+                console.print(f"  {s.start_s:8.2f} {s.end_s:8.2f} {s.seconds:7.2f}  "
+                              f"{s.phase}: {s.step}")
+    if plot is not None:
+        from sm121.launch.startup_plot import waterfall_png
+
+        labels = [label.replace("\n", " ") for label, _ in starts]
+        path = waterfall_png(list(zip(labels, [w for _, w in starts], strict=True)), plot)
+        console.print(f"wrote {path}")
 
 
-def _node(record: StartupRecord, name: str | None) -> NodeStartup | None:
+def _figures(record: StartupRecord, name: str | None) -> str:
+    """Hooks and the engine's own per-node figures (s/shard, compile cache) of one node."""
     nodes = [n for n in record.nodes if (n.name == name if name else n.role == "head")]
-    return nodes[0] if nodes else None
+    if not nodes:
+        return f"no node {name!r} in this run" if name else ""
+    n = nodes[0]
+    rate = (f"{n.phases.shards} shards, {n.phases.s_per_shard:.2f} s/shard"
+            if n.phases.shards and n.phases.s_per_shard is not None else "s/shard -")
+    return (f"node {n.name}: hooks {_s(n.hooks_s)} s, process started {_s(n.process_started_s)} s, "
+            f"{rate}, compile cache {n.phases.compile_cache or '-'}")
 
 
 def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
-
-
-ROWS = [
-    ("hooks (before_serve)", lambda r, n: _s(n.hooks_s if n else r.hooks_s)),
-    ("process started", lambda r, n: _s(n.process_started_s if n else r.process_started_s)),
-    ("weights load (duration)", lambda r, n: _s(n.phases.weights_s) if n else "-"),
-    ("  shards, s/shard", lambda r, n: f"{n.phases.shards}, {n.phases.s_per_shard:.2f}"
-     if n and n.phases.shards and n.phases.s_per_shard is not None else "-"),
-    ("compile (duration)", lambda r, n: _s(n.phases.compile_s) if n else "-"),
-    ("  compile cache", lambda r, n: (n.phases.compile_cache or "-") if n else "-"),
-    ("graph capture (duration)", lambda r, n: _s(n.phases.graph_capture_s) if n else "-"),
-    ("engine init (duration)", lambda r, n: _s(n.phases.init_engine_s) if n else "-"),
-    ("API up", lambda r, n: _s(r.api_up_s)),
-    ("first generation", lambda r, n: _s(r.first_generation_s)),
-]

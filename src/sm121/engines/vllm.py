@@ -6,7 +6,7 @@ import difflib
 import json
 from collections.abc import Mapping
 
-from sm121.engines.vllm_known_args import known_vllm_args
+from sm121.engines.vllm_flags import choose
 from sm121.findings import Finding, Severity
 from sm121.recipes.schema import ArgValue, Recipe, SpecKRule
 
@@ -66,9 +66,17 @@ def derived_args(recipe: Recipe, args: Mapping[str, ArgValue]) -> dict[str, tupl
 def check_args(
     recipe: Recipe, args: Mapping[str, ArgValue], source: str, field: str
 ) -> list[Finding]:
-    """Unknown flags, flags sm121 owns, and typed-twice derived values."""
-    known = known_vllm_args() | set(recipe.engine.extra_known_args)
+    """Unknown flags (against the list of the recipe's engine.version), flags sm121 owns, and
+    typed-twice derived values."""
+    choice = choose(recipe.engine.version, recipe.runtime.image)
+    known = choice.flags.flags | set(recipe.engine.extra_known_args)
     findings: list[Finding] = []
+    if choice.warning and args:
+        findings.append(Finding(
+            severity=Severity.WARNING, source=source, field="engine.version",
+            message=choice.warning,
+            fix="read the list from the engine itself: sm121 engine flags RECIPE [--cluster FILE]",
+        ))
     for name in args:
         if name in OWNED_BY_SM121:
             findings.append(_error(source, f"{field}.{name}", "is set by sm121 from the recipe "
@@ -80,8 +88,8 @@ def check_args(
             close = difflib.get_close_matches(name, sorted(known), n=3)
             findings.append(Finding(
                 severity=Severity.ERROR, source=source, field=f"{field}.{name}",
-                message="is not a known vLLM flag",
-                allowed=", ".join(close) if close else "a flag of `vllm serve --help`",
+                message=f"is not a flag of vLLM {choice.flags.version} ({choice.flags.source} list)",
+                allowed=", ".join(close) if close else "a flag of `vllm serve --help=all`",
                 fix="correct the name, or list it under engine.extra_known_args for a patched build",
             ))
     return findings

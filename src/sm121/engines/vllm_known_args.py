@@ -1,23 +1,22 @@
-"""The flags `vllm serve` accepts, read once from vLLM's own argument parser.
+"""Read the flags `vllm serve` accepts from an INSTALLED vLLM's own argument parser, to bundle
+a new version's list (engines/vllm_flags.py reads the bundled lists):
 
-The list ships as package data so validation works without vLLM installed (a laptop planning
-for a cluster). Regenerate it against a newer vLLM with:
+    python -m sm121.engines.vllm_known_args > src/sm121/engines/data/vllm-args-VERSION.txt
 
-    python -m sm121.engines.vllm_known_args > src/sm121/engines/data/vllm_args.txt
+For a vLLM that cannot be imported here (a CUDA build), derive the list from its source text
+with scripts/vllm_args_from_source.py, or read it from the engine on its node with
+`sm121 engine flags RECIPE`.
 """
 
 from __future__ import annotations
 
-from functools import cache
-from importlib import resources
+from sm121.engines.vllm_flags import bundled, bundled_versions
 
 
-@cache
 def known_vllm_args() -> frozenset[str]:
-    text = resources.files("sm121.engines").joinpath("data/vllm_args.txt").read_text()
-    return frozenset(
-        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
-    )
+    """The newest bundled list, for a check without a recipe (recipes use vllm_flags.choose,
+    which picks the list of their engine.version)."""
+    return bundled(bundled_versions()[-1]).flags
 
 
 def _read_from_installed_vllm() -> list[str]:

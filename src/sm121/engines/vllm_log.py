@@ -13,7 +13,7 @@ _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request:
 _KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 _WEIGHTS = re.compile(r"Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) s")
 _LOAD_WEIGHTS = re.compile(r"Loading weights took ([\d.]+) s(?:econds)?")
-_COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s")
+_COMPILE = re.compile(r"torch\.compile (?:takes?|took) ([\d.]+) s")
 _CAPTURE = re.compile(r"Graph capturing finished in ([\d.]+) secs")
 _INIT_ENGINE = re.compile(
     r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s(?:econds)?")

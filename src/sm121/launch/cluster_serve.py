@@ -34,6 +34,7 @@ from sm121.launch.run_state import (
     new_run_id,
     now_iso,
     save_launch,
+    wall_clock_now,
 )
 from sm121.launch.runtimes import resolved_argv
 from sm121.plan.model import ServePlan
@@ -60,7 +61,7 @@ class ClusterLaunch:
         save_launch(run.directory, plan,  # argv as each node runs it; secrets by name only
                     {s.plan.name: resolved_argv(s.plan, s.home, env={}) for s in self.slots})
         run.save()
-        self.started = monotonic()
+        self.started, run.timings.started_at = monotonic(), wall_clock_now()
         self._hooks_before()
         self._start_in_order()
         liveness = Liveness(self.slots)
@@ -79,7 +80,8 @@ class ClusterLaunch:
         nodes = [startup_history.node_startup(s.plan.name, s.plan.role, text, s.hooks_s,
                                               s.started_s)
                  for s, text in zip(self.slots, logs, strict=True)]
-        record = startup_history.build_record(run, nodes, [h.render() for h in self.hook_results])
+        record = startup_history.build_record(run, nodes, [h.render() for h in self.hook_results],
+                                              logs[0])
         startup_history.record(run, record)
         run.status = "ready"
         run.save()

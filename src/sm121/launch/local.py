@@ -24,6 +24,7 @@ from sm121.launch.run_state import (
     new_run_id,
     now_iso,
     save_launch,
+    wall_clock_now,
 )
 from sm121.launch.startup_history import build_record, node_startup
 from sm121.launch.transport import LocalTransport
@@ -41,7 +42,7 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
     node = _single_native_node(plan)
     preflight(plan, progress, trust)
     run = _new_run(plan, node)
-    started = monotonic()
+    started, run.timings.started_at = monotonic(), wall_clock_now()
     hook_results = _local_hooks(plan, run, "before_serve", progress)
     run.timings.hooks_s = round(monotonic() - started, 2)
     progress(f"run {run.run_id}: starting {node.argv[0]} ...")
@@ -126,7 +127,7 @@ def _record_startup(run: RunInfo, hooks: list[HookResult]) -> None:
     log = (run.directory / LOG_NAME).read_text(errors="replace")
     node = node_startup(run.nodes[0].name, "head", log, run.timings.hooks_s,
                         run.timings.process_started_s)
-    startup_history.record(run, build_record(run, [node], [h.render() for h in hooks]))
+    startup_history.record(run, build_record(run, [node], [h.render() for h in hooks], log))
 
 
 def _local_argv(node: NodePlan) -> list[str]:

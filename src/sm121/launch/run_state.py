@@ -22,6 +22,8 @@ from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
 from sm121.plan.model import ServePlan
+from sm121.recipes.loader import LoadedRecipe, load_recipe, validate_model
+from sm121.recipes.schema import Recipe
 
 RunStatus = Literal["starting", "ready", "failed", "stopped"]
 
@@ -46,8 +48,10 @@ def through_transport(node: NodeProcess) -> bool:
 
 
 class Timings(BaseModel):
-    """Seconds since the launch began, by the launcher's own monotonic clock."""
+    """Seconds since the launch began, by the launcher's own monotonic clock, and the wall-clock
+    moment it began (UTC, microseconds): what joins the engine log's stamps to this clock."""
 
+    started_at: str | None = None
     hooks_s: float | None = None
     process_started_s: float | None = None
     port_open_s: float | None = None
@@ -95,6 +99,17 @@ def load_plan(folder: Path) -> dict[str, Any]:
                          "see `sm121 status` for runs")
     data: dict[str, Any] = json.loads(file.read_text())
     return data
+
+
+def load_run_recipe(folder: Path) -> LoadedRecipe:
+    """The recipe a run was started with, from its own directory: the copy its plan keeps (a
+    recipe given by path works after the file moved), else, for a run from before plans kept
+    it, the recipe of that name."""
+    plan = load_plan(folder)
+    spec, source = plan.get("recipe_spec"), plan.get("recipe_source") or f"{folder}/{PLAN_FILE}"
+    if spec is None:
+        return load_recipe(plan["recipe"])
+    return LoadedRecipe(validate_model(Recipe, spec, f"{source} (kept in {folder.name})"), source)
 
 
 def head_env(folder: Path) -> dict[str, str]:
@@ -160,3 +175,8 @@ def now_iso() -> str:
 
 def monotonic() -> float:
     return time.monotonic()
+
+
+def wall_clock_now() -> str:
+    """The launch's wall-clock beginning, taken beside its monotonic start."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")

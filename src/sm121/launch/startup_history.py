@@ -13,7 +13,9 @@ from pydantic import BaseModel
 
 from sm121 import paths
 from sm121.engines.vllm_phases import BootPhases, parse_phases
-from sm121.launch.run_state import RunInfo, write_json_atomic
+from sm121.errors import Sm121Error
+from sm121.launch.run_state import RunInfo, load_run, write_json_atomic
+from sm121.launch.startup_waterfall import Waterfall, build_waterfall, launcher_clock
 
 HISTORY_NAME = "startup-history.jsonl"
 StartKind = Literal["cold", "warm", "unknown"]
@@ -39,6 +41,7 @@ class StartupRecord(BaseModel):
     first_generation_s: float | None = None
     nodes: list[NodeStartup] = []
     hooks: list[str] = []  # one line per hook run, with its outcome
+    waterfall: Waterfall | None = None  # the head node's log joined to the launcher's clock
 
 
 def node_startup(name: str, role: str, log_text: str, hooks_s: float | None,
@@ -47,7 +50,8 @@ def node_startup(name: str, role: str, log_text: str, hooks_s: float | None,
                        process_started_s=process_started_s, phases=parse_phases(log_text))
 
 
-def build_record(run: RunInfo, nodes: list[NodeStartup], hook_lines: list[str]) -> StartupRecord:
+def build_record(run: RunInfo, nodes: list[NodeStartup], hook_lines: list[str],
+                 head_log: str = "") -> StartupRecord:
     t = run.timings
     kinds = {n.phases.start_kind for n in nodes} - {"unknown"}
     # One cold node makes the start cold: the slowest node gates readiness.
@@ -56,8 +60,31 @@ def build_record(run: RunInfo, nodes: list[NodeStartup], hook_lines: list[str]) 
         run_id=run.run_id, recipe=run.recipe, profile=run.profile, created=run.created,
         start=start, hooks_s=t.hooks_s, process_started_s=t.process_started_s,
         api_up_s=t.port_open_s, first_generation_s=t.first_generation_s, nodes=nodes,
-        hooks=hook_lines,
+        hooks=hook_lines, waterfall=head_waterfall(run, nodes, head_log),
     )
+
+
+def head_waterfall(run: RunInfo, nodes: list[NodeStartup], head_log: str) -> Waterfall | None:
+    if not head_log:
+        return None
+    head = next((n for n in nodes if n.role == "head"), nodes[0] if nodes else None)
+    return build_waterfall(head_log, launcher_clock(run.created, run.timings),
+                           head.phases if head else None)
+
+
+def waterfall_of(entry: StartupRecord) -> Waterfall | None:
+    """The record's waterfall; for a record written before waterfalls, rebuilt from its run
+    directory's engine log when that is still there."""
+    if entry.waterfall is not None:
+        return entry.waterfall
+    try:
+        run = load_run(entry.run_id)
+    except Sm121Error:  # the run directory is gone: nothing to rebuild from
+        return None
+    log = run.directory / "engine.log"
+    if not log.is_file():
+        return None
+    return head_waterfall(run, entry.nodes, log.read_text(errors="replace"))
 
 
 def record(run: RunInfo, startup: StartupRecord) -> None:

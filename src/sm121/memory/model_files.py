@@ -42,7 +42,7 @@ def model_directory(recipe: Recipe) -> Path | None:
     if model.source is ModelSource.TINY:
         return paths.models_dir() / "tiny"
     if model.source is ModelSource.PATH and model.path:
-        return Path(model.path).expanduser()
+        return Path(paths.expand_sm121_home(model.path)).expanduser()
     if model.hf_id:
         return hf_snapshot(model.hf_id, model.revision)
     return None

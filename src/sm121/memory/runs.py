@@ -6,11 +6,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sm121.launch.run_state import head_env, load_plan
+from sm121.launch.run_state import head_env, load_plan, load_run_recipe
 from sm121.memory.calibration import Observation, observe_run
 from sm121.memory.model import GB10_ASSUMED, MemoryRequest, NodeMemory, error_pct
 from sm121.memory.planner import plan_memory
-from sm121.recipes.loader import load_recipe
 
 
 class RunCheck(BaseModel):
@@ -32,7 +31,7 @@ def request_for_run(run_dir: Path, node: NodeMemory = GB10_ASSUMED) -> MemoryReq
     """The memory request that reproduces a run: its recipe and profile, with the exact
     engine args and env the run was started with."""
     plan = load_plan(run_dir)
-    return MemoryRequest(recipe=load_recipe(plan["recipe"]), profile=plan["profile"],
+    return MemoryRequest(recipe=load_run_recipe(run_dir), profile=plan["profile"],
                          overrides=plan["engine_args"], env=head_env(run_dir), node=node,
                          calibrate=False)
 

@@ -64,7 +64,7 @@ def generate_tiny_model(dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".tiny-", dir=dest.parent))
     try:
-        _write_tokenizer(staging)
+        write_tokenizer(staging)
         _write_weights(staging)
         if dest.exists():
             shutil.rmtree(dest)
@@ -74,7 +74,7 @@ def generate_tiny_model(dest: Path) -> Path:
     return dest
 
 
-def _require_engine_libs() -> None:
+def require_engine_libs() -> None:
     try:
         import tokenizers  # noqa: F401
         import torch  # noqa: F401
@@ -84,8 +84,8 @@ def _require_engine_libs() -> None:
                          "install the engine extra: pip install 'sm121[engine]'") from exc
 
 
-def _write_tokenizer(folder: Path) -> None:
-    _require_engine_libs()
+def write_tokenizer(folder: Path) -> None:
+    require_engine_libs()
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -120,3 +120,7 @@ def _write_weights(folder: Path) -> None:
     model = LlamaForCausalLM(config).to(dtype=torch.bfloat16)  # type: ignore[call-arg]
     model.save_pretrained(folder, safe_serialization=True)
     (folder / "sm121-tiny.json").write_text(json.dumps({"seed": SEED, **ARCHITECTURE}, indent=2))
+
+
+# The GPU testbed's first make_model.py imported the private name; `sm121 model random` replaces it.
+_write_tokenizer = write_tokenizer

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -73,6 +73,10 @@ class ServePlan(Frozen):
     readiness: ReadinessProbe
     request_policy: RequestPolicy
     findings: list[Finding]
+    # The recipe as validated, and where it came from (a built-in name, a user recipe, a path):
+    # a run keeps its recipe with its plan, so calibration needs the run directory alone.
+    recipe_source: str = ""
+    recipe_spec: dict[str, Any] | None = None
 
     @property
     def head(self) -> NodePlan:

@@ -73,7 +73,18 @@ def render_plan(request: PlanRequest) -> ServePlan:
         ),
         request_policy=recipe.request_policy,
         findings=findings,
+        recipe_source=source,
+        recipe_spec=_kept_recipe(recipe),
     )
+
+
+def _kept_recipe(recipe: Recipe) -> dict[str, object]:
+    """The recipe as a run keeps it: secret-named env entries dropped (the plan passes them
+    by name; not even a ${VAR} reference to a secret reaches the disk)."""
+    data = recipe.model_dump(mode="json")
+    for holder in [data, *data["profiles"].values()]:
+        holder["env"] = {k: v for k, v in holder["env"].items() if not is_secret(k)}
+    return data
 
 
 def _validate(request: PlanRequest, profile: str | None,
@@ -104,7 +115,7 @@ def _model_ref(recipe: Recipe) -> str:
         if not model.path:
             raise Sm121Error(f"recipe {recipe.name}: model.source is path but model.path is empty",
                              "set model.path")
-        return model.path
+        return paths.expand_sm121_home(model.path)
     if not model.hf_id:
         raise Sm121Error(f"recipe {recipe.name}: model.source is hf but model.hf_id is empty",
                          "set model.hf_id")

@@ -1,0 +1,103 @@
+"""Read the flag list from the engine that will run, on its node: `--help=all` of the native
+command, or of the image (`docker run --rm --entrypoint ... IMAGE ... --help=all`), with the
+version the engine reports. The list is cached under $SM121_HOME/engine-flags/ per version and
+engine id (the image id, or node + command), where recipe validation finds it."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+
+from sm121.engines.vllm import DOCKER_COMMAND, NATIVE_COMMAND
+from sm121.engines.vllm_flags import bundled, bundled_versions, parse_help, release_of, save_cached
+from sm121.errors import Sm121Error
+from sm121.launch.transport import LocalTransport, Transport
+from sm121.recipes.schema import Recipe
+
+HELP_TIMEOUT_S = 600  # a cold image import of vLLM on a busy node takes minutes
+
+
+@dataclass(frozen=True)
+class EngineFlags:
+    version: str
+    engine_id: str
+    image: str | None
+    flags: frozenset[str]
+    how: str
+    cache_file: str
+    declared: str | None  # the recipe's engine.version
+
+    @property
+    def mismatch(self) -> str | None:
+        if release_of(self.declared) == self.version:
+            return None
+        return (f"the recipe says vLLM {self.declared or '(no engine.version)'}, the engine "
+                f"reports {self.version}")
+
+    def against_bundled(self) -> tuple[str, set[str], set[str]] | None:
+        """(bundled version, flags only the engine has, flags only the bundled list has)."""
+        if self.version not in bundled_versions():
+            return None
+        known = bundled(self.version).flags
+        return self.version, set(self.flags - known), set(known - self.flags)
+
+
+def read_engine_flags(recipe: Recipe, transport: Transport, node: str) -> EngineFlags:
+    if recipe.runtime.kind == "docker":
+        image = recipe.runtime.image
+        if not image:
+            raise Sm121Error(f"recipe {recipe.name}: runtime.kind is docker but runtime.image "
+                             "is empty", "set runtime.image")
+        engine_id = _checked(transport, ["docker", "image", "inspect", "--format", "{{.Id}}",
+                                         image], f"docker image inspect {image}", 60).strip()
+        command = list(recipe.runtime.command or DOCKER_COMMAND)
+        run = ["docker", "run", "--rm", "--entrypoint", command[0], image]
+        help_argv, version_argv = [*run, *command[1:], "--help=all"], [*run, *_version_args(command)]
+        how = f"image {image} ({engine_id[:19]}) on {node}"
+    else:
+        image = None
+        command = _local(list(recipe.runtime.command or NATIVE_COMMAND), transport)
+        help_argv = [*command, "--help=all"]
+        version_argv = [command[0], *_version_args(command)]
+        engine_id = f"{node}-{shlex.join(command)}"
+        how = f"native `{shlex.join(command)}` on {node}"
+    version = _version(_checked(transport, version_argv, "the engine's version", HELP_TIMEOUT_S))
+    flags = parse_help(_checked(transport, help_argv, "the engine's --help=all", HELP_TIMEOUT_S))
+    if len(flags) < 20:
+        raise Sm121Error(f"the engine's --help=all on {node} listed {len(flags)} flags",
+                         "run the command by hand and check it is vLLM's server")
+    path = save_cached(version, engine_id, image, flags, how)
+    return EngineFlags(version, engine_id, image, flags, how, str(path), recipe.engine.version)
+
+
+def _version_args(command: list[str]) -> list[str]:
+    """How the engine tells its version: `vllm --version`, or `python -c` for `python -m`."""
+    if command[0].endswith("vllm"):
+        return ["--version"]
+    return ["-c", "import vllm; print(vllm.__version__)"]
+
+
+def _local(command: list[str], transport: Transport) -> list[str]:
+    # As when serving: `python` on this machine is the interpreter that runs sm121.
+    if command[0] == "python" and isinstance(transport, LocalTransport):
+        return [sys.executable, *command[1:]]
+    return command
+
+
+def _version(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    release = release_of(lines[-1]) if lines else None
+    if release is None:
+        raise Sm121Error(f"the engine did not print a vLLM version (got {output[-200:]!r})",
+                         "check the recipe's runtime.command")
+    return release
+
+
+def _checked(transport: Transport, argv: list[str], what: str, timeout: float) -> str:
+    result = transport.run(argv, timeout=timeout)
+    if not result.ok:
+        raise Sm121Error(f"{what} failed on {transport.name}: "
+                         f"{(result.stderr or result.stdout).strip()[-400:]}",
+                         f"the command was: {shlex.join(argv)}")
+    return result.stdout
