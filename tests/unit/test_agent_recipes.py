@@ -12,9 +12,9 @@ from sm121.engines.vllm_agent import is_agent_purpose
 from sm121.engines.vllm_parsers import minor_version, parse_parser_file, parser_names
 from sm121.findings import errors
 from sm121.plan.render import PlanRequest, render_plan
+from sm121.plan.validate import validate_recipe
 from sm121.recipes.loader import builtin_names, load_recipe
 from sm121.recipes.schema import Severity
-from sm121.recipes.validate import validate_recipe
 
 DS4_AGENT_VALUES = {"tokenizer-mode": "deepseek_v4", "tool-call-parser": "deepseek_v4",
                     "reasoning-parser": "deepseek_v4"}

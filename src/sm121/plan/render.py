@@ -71,7 +71,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
             prompt=recipe.readiness.prompt,
             max_tokens=recipe.readiness.max_tokens,
             timeout_s=recipe.readiness.timeout_s,
-            tools=profile is not None and is_agent_purpose(recipe.profiles[profile].purpose),
+            tools=profile is not None and is_agent_purpose(effective.purpose),
         ),
         request_policy=recipe.request_policy,
         findings=findings,

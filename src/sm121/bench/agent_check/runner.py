@@ -16,6 +16,7 @@ import aiohttp
 from sm121.bench.agent_check import cases_api, cases_limits, cases_tools
 from sm121.bench.agent_check.model import CaseFailed, CaseResult, CaseUnsupported, Status
 from sm121.bench.agent_check.probe import Facts, Probe
+from sm121.engines.client import EngineClient, max_model_len
 from sm121.errors import Sm121Error
 
 Case = Callable[[Probe], Awaitable[str]]
@@ -65,18 +66,18 @@ async def run_agent_check(url: str, model: str | None, *, api_key: str | None = 
 
 
 async def learn_facts(session: aiohttp.ClientSession, url: str, model: str | None) -> Facts:
+    client = EngineClient(session, url)
     try:
-        async with session.get(f"{url}/v1/models") as response:
-            data = (await response.json(content_type=None)).get("data") or []
-            status = response.status
-    except (aiohttp.ClientError, ValueError) as exc:
+        models = await client.models()
+    except aiohttp.ClientError as exc:
         raise Sm121Error(f"cannot read {url}/v1/models: {exc}",
                          "check --url (and --api-key); `sm121 status` lists sm121's runs") from exc
-    if status != 200 or not data:
-        raise Sm121Error(f"{url}/v1/models answered HTTP {status} with no model",
-                         "check --url and --api-key, or pass --model")
-    entry = next((m for m in data if m.get("id") == model), data[0])
-    return Facts(model=model or str(entry["id"]), max_model_len=entry.get("max_model_len"))
+    served = [m.get("id") for m in models.get("data") or [] if isinstance(m, dict)]
+    if not served or (model is not None and model not in served):
+        raise Sm121Error(f"{url}/v1/models serves {served}, not {model or 'a model'}",
+                         "pass --model with one of them")
+    chosen = model or str(served[0])
+    return Facts(model=chosen, max_model_len=max_model_len(models, chosen))
 
 
 async def run_case(name: str, case: Case, probe: Probe) -> CaseResult:
