@@ -8,8 +8,13 @@ from pathlib import Path
 import pytest
 from test_recipes import findings_for, write_recipe
 
-from sm121.engines.vllm_agent import is_agent_purpose
-from sm121.engines.vllm_parsers import minor_version, parse_parser_file, parser_names
+from sm121.engines.vllm_agent import _unknown_name, is_agent_purpose
+from sm121.engines.vllm_parsers import (
+    ParserNames,
+    minor_version,
+    parse_parser_file,
+    parser_names,
+)
 from sm121.findings import errors
 from sm121.plan.render import PlanRequest, render_plan
 from sm121.plan.validate import validate_recipe
@@ -29,7 +34,7 @@ def test_versions_name_their_parser_lists() -> None:
     assert "hermes" in cpu.known("tool-call-parser")
     assert "deepseek_v4" in cpu.known("reasoning-parser")
     gpu = parser_names("0.21.0")
-    assert gpu is not None and not gpu.complete  # assembled from source: unknowns only warn
+    assert gpu is not None and gpu.complete  # read from the 0.21.0 wheel's registries
     assert {"deepseek_v4", "hermes", "llama3_json"} <= gpu.known("tool-call-parser")
     assert "deepseek_v4" in gpu.known("tokenizer-mode")
     assert parser_names("0.9.0") is None
@@ -98,13 +103,16 @@ def test_unknown_parser_of_a_complete_list_is_an_error_with_the_close_name(tmp_p
     assert "hermes" in bad[0].allowed
 
 
-def test_unknown_parser_of_a_partial_list_only_warns(tmp_path: Path) -> None:
-    path = write_recipe(tmp_path, engine={"kind": "vllm", "version": "0.21.0"},
-                        args={"enable-auto-tool-choice": True, "tool-call-parser": "hermes",
-                              "reasoning-parser": "new_model_v9"})
-    findings = findings_for(path)
-    assert not errors(findings)
-    assert any(f.field == "args.reasoning-parser" for f in findings)
+def test_unknown_name_of_a_partial_list_only_warns() -> None:
+    partial = ParserNames("9.9", False, "a changelog", {"reasoning-parser": frozenset({"qwen3"})})
+    finding = _unknown_name(partial, "reasoning-parser", "qwen4", "r.yaml", "args.x")
+    assert finding.severity is Severity.WARNING and "qwen3" in finding.allowed
+
+
+def test_an_engine_version_without_a_list_is_not_checked(tmp_path: Path) -> None:
+    path = write_recipe(tmp_path, engine={"kind": "vllm", "version": "source build"},
+                        args={"enable-auto-tool-choice": True, "tool-call-parser": "anything"})
+    assert not [f for f in findings_for(path) if "tool-call-parser" in f.field]
 
 
 def test_auto_tool_choice_without_a_parser_refuses_to_boot(tmp_path: Path) -> None:

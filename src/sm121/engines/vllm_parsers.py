@@ -4,8 +4,10 @@ A recipe names them with `tool-call-parser`, `reasoning-parser` and `tokenizer-m
 the engine does not know makes vLLM refuse to boot, which on a cluster is found out 20 minutes
 in. The names ship as package data, one file per engine version
 (`data/vllm-parsers-MAJOR.MINOR.txt`), so a laptop planning for a cluster checks them without
-vLLM installed. A file generated from an installed vLLM is `complete`; one assembled from
-vLLM's source is not, and a name missing from it only warns. Regenerate with:
+vLLM installed. A file read from an engine's own registries is `complete` (an unknown name
+is an error); a list marked incomplete (e.g. gathered from release notes) only warns. The 0.21
+file was read from the 0.21.0 wheel's source (the GPU testbed's engine, a CUDA build that does
+not import here). Regenerate from an installed vLLM with:
 
     python -m sm121.engines.vllm_parsers > src/sm121/engines/data/vllm-parsers-0.32.txt
 """

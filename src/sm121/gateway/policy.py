@@ -60,7 +60,7 @@ def apply_policy(body: dict[str, Any], policy: RequestPolicy) -> PolicyOutcome:
 def apply_defaults(body: dict[str, Any], defaults: RequestDefaults) -> list[str]:
     """Fill what a chat (or responses) request left out; returns the names supplied."""
     supplied: list[str] = []
-    if body.get("tools"):
+    if _openai_tools(body.get("tools")):
         for name in ("tool_choice", "parallel_tool_calls"):
             value = getattr(defaults, name)
             if value is not None and name not in body:
@@ -73,6 +73,13 @@ def apply_defaults(body: dict[str, Any], defaults: RequestDefaults) -> list[str]
             body["chat_template_kwargs"] = merged
             supplied.append("chat_template_kwargs")
     return supplied
+
+
+def _openai_tools(tools: Any) -> bool:
+    """OpenAI chat and responses tools are `type: function`; an Anthropic /v1/messages body
+    has `input_schema` tools and an object tool_choice, so a string default would break it."""
+    return (isinstance(tools, list) and bool(tools)
+            and all(isinstance(t, dict) and t.get("type") == "function" for t in tools))
 
 
 def is_neutral(value: Any, rule: ParamPolicy) -> bool:

@@ -40,3 +40,11 @@ def test_a_malformed_client_value_is_left_for_the_engine_to_refuse() -> None:
     body = {"messages": [], "chat_template_kwargs": "thinking"}
     apply_policy(body, POLICY)
     assert body["chat_template_kwargs"] == "thinking"
+
+
+def test_an_anthropic_body_gets_no_string_tool_choice() -> None:
+    body = {"messages": [], "max_tokens": 8,
+            "tools": [{"name": "f", "input_schema": {"type": "object"}}]}
+    outcome = apply_policy(body, POLICY)
+    assert "tool_choice" not in body and "parallel_tool_calls" not in body
+    assert outcome.supplied == ["chat_template_kwargs"]  # vLLM's /v1/messages takes these

@@ -85,7 +85,7 @@ async def reasoning_separated(p: Probe) -> str:
 
 
 async def models_listed(p: Probe) -> str:
-    reply = await p.get("/v1/models")
+    reply = await p.get("/v1/models", shown=_model_entries)
     ids = [m.get("id") for m in reply.json().get("data") or []]
     if reply.status != 200 or p.model not in ids:
         raise CaseFailed(f"/v1/models: HTTP {reply.status}, models {ids}, expected {p.model!r}")
@@ -129,6 +129,12 @@ async def anthropic_messages(p: Probe) -> str:
     if reply.status != 200 or data.get("type") != "message" or not data.get("content"):
         raise CaseFailed(f"/v1/messages: HTTP {reply.status}: {str(reply.body)[:300]}")
     return f"message with {len(data['content'])} content block(s), stop {data.get('stop_reason')}"
+
+
+def _model_entries(body: Any) -> Any:
+    """Ids and context lengths only: vLLM's `root` is the server's model path."""
+    return [{"id": m.get("id"), "max_model_len": m.get("max_model_len")}
+            for m in body.get("data") or [] if isinstance(m, dict)]
 
 
 def _stop_word(text: str) -> str | None:

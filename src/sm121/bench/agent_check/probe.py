@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,10 +55,12 @@ class Probe:
     def model(self) -> str:
         return self.facts.model
 
-    async def get(self, path: str) -> Reply:
+    async def get(self, path: str, *, shown: Callable[[Any], Any] | None = None) -> Reply:
+        """`shown` picks what of the reply the evidence keeps (e.g. not a server's paths)."""
         async with self.session.get(f"{self.base_url}{path}") as response:
             reply = Reply(response.status, await _body(response))
-        self.evidence.append(Exchange.of("GET", path, None, reply.status, reply.body))
+        kept = shown(reply.body) if shown and reply.ok else reply.body
+        self.evidence.append(Exchange.of("GET", path, None, reply.status, kept))
         return reply
 
     async def post(self, path: str, body: dict[str, Any], *, record: Any = None) -> Reply:
