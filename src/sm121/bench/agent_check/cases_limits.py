@@ -18,7 +18,8 @@ HEADROOM = 256
 async def chat_tokens(p: Probe, text: str) -> int:
     body = {"model": p.model, "messages": [{"role": "user", "content": text}],
             "add_generation_prompt": True}
-    reply = await p.post("/tokenize", body, record={"messages": f"<{len(text)} chars>"})
+    reply = await p.post("/tokenize", body, record={"messages": f"<{len(text)} chars>"},
+                         shown=lambda b: {"count": b.get("count")})
     count = reply.json().get("count")
     if reply.status != 200 or not isinstance(count, int):
         raise CaseUnsupported(f"cannot count prompt tokens: /tokenize HTTP {reply.status}")

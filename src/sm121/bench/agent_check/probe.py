@@ -63,11 +63,13 @@ class Probe:
         self.evidence.append(Exchange.of("GET", path, None, reply.status, kept))
         return reply
 
-    async def post(self, path: str, body: dict[str, Any], *, record: Any = None) -> Reply:
+    async def post(self, path: str, body: dict[str, Any], *, record: Any = None,
+                   shown: Callable[[Any], Any] | None = None) -> Reply:
         """`record` replaces the body in the evidence (e.g. a summary of a huge prompt)."""
         async with self.session.post(f"{self.base_url}{path}", json=body) as response:
             reply = Reply(response.status, await _body(response))
-        self.evidence.append(Exchange.of("POST", path, record or body, reply.status, reply.body))
+        kept = shown(reply.body) if shown and reply.ok else reply.body
+        self.evidence.append(Exchange.of("POST", path, record or body, reply.status, kept))
         return reply
 
     async def stream(self, path: str, body: dict[str, Any]) -> StreamReply:
