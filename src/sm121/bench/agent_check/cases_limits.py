@@ -4,6 +4,7 @@ and a long prompt near the limit is served. Prompt sizes are counted by the serv
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from sm121.bench.agent_check.cases_tools import CHAT, completion
@@ -27,12 +28,13 @@ async def chat_tokens(p: Probe, text: str) -> int:
 
 
 async def prompt_of(p: Probe, tokens: int, seed: int) -> tuple[str, int]:
-    """Filler text whose chat prompt is close to `tokens` (at most, after one correction)."""
+    """Filler text whose chat prompt is close to `tokens` (at most, after one correction).
+    A fresh salt leads it, so the engine really prefills it (no prefix-cache hit)."""
+    salt = f"[{secrets.token_hex(4)}] "
     words = max(tokens // 2, 1)
-    text = filler(words, seed)
-    count = await chat_tokens(p, text)
+    count = await chat_tokens(p, salt + filler(words, seed))
     words = max(int(words * tokens / max(count, 1)) - 8, 1)
-    text = filler(words, seed)
+    text = salt + filler(words, seed)
     return text, await chat_tokens(p, text)
 
 
