@@ -119,3 +119,12 @@ def test_auto_tool_choice_without_a_parser_refuses_to_boot(tmp_path: Path) -> No
     path = write_recipe(tmp_path, args={"enable-auto-tool-choice": True})
     bad = errors(findings_for(path))
     assert any("enable-auto-tool-choice" in f.field for f in bad)
+
+
+def test_a_json_flag_by_set_stays_the_json_text() -> None:
+    from sm121.cli.output import parse_sets
+
+    sets = parse_sets(['structured-outputs-config={"backend": "xgrammar"}',
+                       "tool-call-parser=hermes", "enable-auto-tool-choice=true"])
+    assert sets == {"structured-outputs-config": '{"backend": "xgrammar"}',
+                    "tool-call-parser": "hermes", "enable-auto-tool-choice": True}

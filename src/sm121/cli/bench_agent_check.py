@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -61,15 +62,17 @@ def agent_check(
         raise typer.Exit(1)
 
 
-def _print(report: dict[str, object], out: Path | None) -> None:
+def _print(report: dict[str, Any], out: Path | None) -> None:
     from rich.table import Table
 
     style = {"pass": "green", "fail": "bold red", "unsupported": "yellow"}
     table = Table("case", "result", "why", title=f"agent-check {report['target']}")
-    for case in report["cases"]:  # type: ignore[attr-defined]
+    for case in report["cases"]:
         table.add_row(case["name"], f"[{style[case['status']]}]{case['status']}[/]",
                       case["reason"])
     console.print(table)
-    console.print(f"summary: {report['summary']}")
+    console.print(f"summary: {report['summary']}"
+                  + (" (interrupted: the cases above were checked)" if report.get("interrupted")
+                     else ""))
     if out is not None:
         console.print(f"report: {out.with_suffix('.json')}, {out.with_suffix('.md')}")

@@ -57,10 +57,14 @@ async def run_agent_check(url: str, model: str | None, *, api_key: str | None = 
     started = time.time()
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         facts = await learn_facts(session, url, model)
-        results = []
-        for i, (name, case) in enumerate(cases.items()):
-            progress(name, i, len(cases))
-            results.append(await run_case(name, case, Probe(session, url, facts)))
+        results: list[CaseResult] = []
+        try:
+            for i, (name, case) in enumerate(cases.items()):
+                progress(name, i, len(cases))
+                results.append(await run_case(name, case, Probe(session, url, facts)))
+        except asyncio.CancelledError:  # Ctrl-C: keep what was checked
+            data = report(label or url, facts, results, time.time() - started)
+            return data | {"interrupted": True}
         progress("done", len(cases), len(cases))
     return report(label or url, facts, results, time.time() - started)
 
