@@ -39,9 +39,10 @@ def _floats(text: str) -> list[float]:
 
 
 def register(app: typer.Typer) -> None:
-    from sm121.cli import bench_ab  # the ab and report commands
+    from sm121.cli import bench_ab, bench_agent_check  # ab, report, agent-check
 
     bench_ab.register(bench_app)
+    bench_agent_check.register(bench_app)
     app.add_typer(bench_app, name="bench")
 
 

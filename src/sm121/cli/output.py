@@ -38,7 +38,8 @@ def console_summary(data: dict[str, Any]) -> None:
 
 
 def parse_sets(values: list[str] | None) -> dict[str, Any]:
-    """`--set key=value` pairs; values are YAML scalars, so 0.78 is a float and true a bool."""
+    """`--set key=value` pairs; values are YAML scalars, so 0.78 is a float and true a bool;
+    a JSON object or list stays the text vLLM's JSON flags take."""
     import yaml
 
     from sm121.errors import Sm121Error
@@ -51,5 +52,7 @@ def parse_sets(values: list[str] | None) -> dict[str, Any]:
             raise Sm121Error(f"--set {item!r} is not key=value",
                              "example: --set max-num-seqs=4")
         value = yaml.safe_load(raw) if raw.strip() else None
+        if isinstance(value, dict | list):  # a JSON flag (speculative-config, ...): its text
+            value = raw.strip()
         result[normalize_arg(key.strip())] = value
     return result

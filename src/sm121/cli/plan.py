@@ -85,6 +85,9 @@ def print_plan(plan: ServePlan) -> None:
     probe = plan.readiness
     console.print(f"\nreadiness: POST {probe.url}/v1/completions model={probe.model} "
                   f"max_tokens={probe.max_tokens} (token count checked), timeout {probe.timeout_s:.0f} s")
+    if probe.tools:
+        console.print("  then POST /v1/chat/completions with a tool (an agent profile must "
+                      "accept tool calls)")
     for param, rule in plan.request_policy.params.items():
         console.print(f"request policy: {param}: {rule.action.value} ({rule.reason}); "
                       f"neutral value passes: {rule.neutral}")

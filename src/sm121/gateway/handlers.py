@@ -28,7 +28,8 @@ from sm121.locality.tokenize import TokenizeError, tokenize
 GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
 STRIPPED_HEADER = "X-Sm121-Stripped-Params"
 REQUEST_ID_HEADER = "X-Sm121-Request-Id"
-GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
+GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses",
+                     "/v1/messages")  # Anthropic-style, where the engine offers it
 LOCALITY_ROUTES = ("/v1/chat/completions", "/v1/completions")
 
 

@@ -1,4 +1,5 @@
-"""The request policy: strip or reject request parameters named by the recipe.
+"""The request policy: strip or reject request parameters named by the recipe, and supply
+the defaults it names (tool_choice, chat template kwargs) where a client left them out.
 
 Pure functions on the decoded JSON body. A neutral value (for example repetition_penalty 1.0,
 which `vllm bench serve` sends in every completions request) passes silently and unchanged:
@@ -12,7 +13,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm121.recipes.schema import ArgValue, ParamPolicy, PolicyAction, RequestPolicy
+from sm121.recipes.schema import (
+    ArgValue,
+    ParamPolicy,
+    PolicyAction,
+    RequestDefaults,
+    RequestPolicy,
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class PolicyViolation(Exception):
 @dataclass
 class PolicyOutcome:
     stripped: list[str] = field(default_factory=list)
+    supplied: list[str] = field(default_factory=list)  # defaults the client had omitted
 
 
 def apply_policy(body: dict[str, Any], policy: RequestPolicy) -> PolicyOutcome:
@@ -45,7 +53,33 @@ def apply_policy(body: dict[str, Any], policy: RequestPolicy) -> PolicyOutcome:
     for name, _rule in offending:
         del body[name]
         outcome.stripped.append(name)
+    outcome.supplied = apply_defaults(body, policy.defaults)
     return outcome
+
+
+def apply_defaults(body: dict[str, Any], defaults: RequestDefaults) -> list[str]:
+    """Fill what a chat (or responses) request left out; returns the names supplied."""
+    supplied: list[str] = []
+    if _openai_tools(body.get("tools")):
+        for name in ("tool_choice", "parallel_tool_calls"):
+            value = getattr(defaults, name)
+            if value is not None and name not in body:
+                body[name] = value
+                supplied.append(name)
+    client = body.get("chat_template_kwargs") or {}
+    if defaults.chat_template_kwargs and "messages" in body and isinstance(client, dict):
+        merged = {**defaults.chat_template_kwargs, **client}
+        if merged != client:
+            body["chat_template_kwargs"] = merged
+            supplied.append("chat_template_kwargs")
+    return supplied
+
+
+def _openai_tools(tools: Any) -> bool:
+    """OpenAI chat and responses tools are `type: function`; an Anthropic /v1/messages body
+    has `input_schema` tools and an object tool_choice, so a string default would break it."""
+    return (isinstance(tools, list) and bool(tools)
+            and all(isinstance(t, dict) and t.get("type") == "function" for t in tools))
 
 
 def is_neutral(value: Any, rule: ParamPolicy) -> bool:

@@ -99,9 +99,11 @@ def _single_native_node(plan: ServePlan) -> NodePlan:
 
 def prepare_model(plan: ServePlan, progress: Progress) -> None:
     tiny = paths.models_dir() / "tiny"
-    if Path(plan.model_ref) == tiny and not (tiny / "config.json").is_file():
+    if Path(plan.model_ref) != tiny:
+        return
+    if not (tiny / "config.json").is_file():
         progress(f"generating the tiny model in {tiny} ...")
-        generate_tiny_model(tiny)
+    generate_tiny_model(tiny)  # an existing one gets this version's chat template
 
 
 def _local_hooks(plan: ServePlan, run: RunInfo, phase: Phase, progress: Progress

@@ -44,6 +44,8 @@ def wait_ready(probe: ReadinessProbe, started: float, alive: Callable[[], bool],
     port_open_s = time.monotonic() - started
     on_phase("api up")
     tokens = _wait(lambda: _generate(probe), deadline, alive, "a first generation")
+    if probe.tools:
+        check_tool_request(probe)
     return ReadinessResult(port_open_s, time.monotonic() - started, tokens)
 
 
@@ -99,6 +101,37 @@ def _generate(probe: ReadinessProbe) -> int | None:
         raise NotReady(f"the readiness generation returned {tokens} tokens, expected "
                        f"{probe.max_tokens} (ignore_eos was set): the engine is not serving correctly")
     return int(tokens)
+
+
+# One tiny closed-schema tool: an agent profile that refuses it refuses every agent.
+READINESS_TOOL = {"type": "function", "function": {
+    "name": "ping", "description": "Readiness check.",
+    "parameters": {"type": "object", "properties": {}, "additionalProperties": False}}}
+
+
+def check_tool_request(probe: ReadinessProbe) -> None:
+    """A chat request carrying `tools` (tool_choice auto, as agents send it) is accepted.
+    vLLM answers 400 when the engine has no tool calling; that fails the serve with the fix."""
+    body = json.dumps({
+        "model": probe.model, "messages": [{"role": "user", "content": probe.prompt}],
+        "tools": [READINESS_TOOL], "tool_choice": "auto", "max_tokens": 1, "temperature": 0,
+    }).encode()
+    request = urllib.request.Request(f"{probe.url}/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60):
+            return
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:300]
+        fix = ("add tool-call-parser NAME and enable-auto-tool-choice: true to the recipe "
+               "(or --set enable-auto-tool-choice=true --set tool-call-parser=NAME); NAME is "
+               "the parser for the model's chat template, e.g. hermes")
+        if exc.code == 400:
+            raise NotReady(f"this agent profile refuses tool calls: a chat request with "
+                           f"tools got 400 ({detail}); fix: {fix}") from exc
+        raise NotReady(f"a chat request with tools failed ({exc.code}): {detail}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise NotReady(f"a chat request with tools failed: {exc}") from exc
 
 
 def host_port(url: str) -> tuple[str, int]:

@@ -50,6 +50,8 @@ class ReadinessProbe(Frozen):
     prompt: str
     max_tokens: int
     timeout_s: float
+    # An agent profile is ready only when a chat request carrying `tools` is accepted too.
+    tools: bool = False
 
 
 class DerivedValue(Frozen):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from sm121 import paths
 from sm121.cluster.spec import Cluster, Node, check_fabric
 from sm121.engines import vllm
+from sm121.engines.vllm_agent import is_agent_purpose
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity, raise_on_errors
 from sm121.plan.effective import EffectiveProfile, effective_profile
@@ -70,6 +71,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
             prompt=recipe.readiness.prompt,
             max_tokens=recipe.readiness.max_tokens,
             timeout_s=recipe.readiness.timeout_s,
+            tools=profile is not None and is_agent_purpose(effective.purpose),
         ),
         request_policy=recipe.request_policy,
         findings=findings,

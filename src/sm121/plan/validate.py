@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sm121.engines import vllm
+from sm121.engines import vllm, vllm_agent
 from sm121.findings import Finding, Severity
 from sm121.plan.effective import profile_args
 from sm121.recipes.hook_names import BUILTIN_HOOKS
@@ -22,10 +22,16 @@ def validate_recipe(recipe: Recipe, source: str) -> list[Finding]:
     if recipe.engine.kind is EngineKind.VLLM:
         findings += vllm.check_args(recipe, recipe.args, source, "args")
         findings += vllm.check_limits(recipe, recipe.args, source, "args")
+        findings += vllm_agent.check_parser_names(recipe, recipe.args, source, "args")
+        if not recipe.profiles:
+            findings += vllm_agent.check_tool_calling(recipe.args, None, source, "args")
         for name, profile in recipe.profiles.items():
             field = f"profiles.{name}.args"
+            merged = profile_args(recipe, name)
             findings += vllm.check_args(recipe, profile.args, source, field)
-            findings += vllm.check_limits(recipe, profile_args(recipe, name), source, field)
+            findings += vllm.check_limits(recipe, merged, source, field)
+            findings += vllm_agent.check_parser_names(recipe, profile.args, source, field)
+            findings += vllm_agent.check_tool_calling(merged, profile.purpose, source, field)
     return _unique(findings)
 
 
@@ -37,7 +43,9 @@ def validate_overrides(
         return []
     args = profile_args(recipe, profile) | dict(overrides)
     return (vllm.check_args(recipe, overrides, "--set", "args")
-            + vllm.check_limits(recipe, args, "--set", "args"))
+            + vllm.check_limits(recipe, args, "--set", "args")
+            + vllm_agent.check_parser_names(recipe, overrides, "--set", "args")
+            + vllm_agent.check_tool_calling(args, None, "--set", "args"))
 
 
 def _check_parallelism(recipe: Recipe, source: str) -> list[Finding]:

@@ -96,8 +96,22 @@ class ParamPolicy(Strict):
     neutral: ArgValue | list[ArgValue] = None
 
 
+class RequestDefaults(Strict):
+    """Values the gateway supplies for this recipe's model when a client omits them; a value
+    the client sent always wins. Agent clients differ in what they send: these make one
+    endpoint behave the same for all of them without touching a client."""
+
+    # Supplied only to requests that carry `tools` (vLLM refuses tool_choice without tools).
+    tool_choice: Literal["auto", "none", "required"] | None = None
+    parallel_tool_calls: bool | None = None
+    # Merged key by key under the client's own (e.g. {thinking: true} for a reasoning model
+    # whose template only reasons when asked).
+    chat_template_kwargs: dict[str, ArgValue] = {}
+
+
 class RequestPolicy(Strict):
     params: dict[str, ParamPolicy] = {}
+    defaults: RequestDefaults = RequestDefaults()
 
 
 class SpecKRule(StrEnum):

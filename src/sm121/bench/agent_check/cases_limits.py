@@ -1,0 +1,77 @@
+"""Context-limit cases: a prompt over max-model-len gets a clean 400 (not a 500, not a hang),
+and a long prompt near the limit is served. Prompt sizes are counted by the server's own
+/tokenize with the chat template, so "near the limit" means near it in the engine's tokens."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from sm121.bench.agent_check.cases_tools import CHAT, completion
+from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
+from sm121.bench.agent_check.probe import Probe
+from sm121.bench.prompts import filler
+
+# Tokens left for the reply and the template's own margin in the near-limit case.
+HEADROOM = 256
+
+
+async def chat_tokens(p: Probe, text: str) -> int:
+    body = {"model": p.model, "messages": [{"role": "user", "content": text}],
+            "add_generation_prompt": True}
+    reply = await p.post("/tokenize", body, record={"messages": f"<{len(text)} chars>"},
+                         shown=lambda b: {"count": b.get("count")})
+    count = reply.json().get("count")
+    if reply.status != 200 or not isinstance(count, int):
+        raise CaseUnsupported(f"cannot count prompt tokens: /tokenize HTTP {reply.status}")
+    return count
+
+
+async def prompt_of(p: Probe, tokens: int, seed: int) -> tuple[str, int]:
+    """Filler text whose chat prompt is close to `tokens` (at most, after one correction).
+    A fresh salt leads it, so the engine really prefills it (no prefix-cache hit)."""
+    salt = f"[{secrets.token_hex(4)}] "
+    words = max(tokens // 2, 1)
+    count = await chat_tokens(p, salt + filler(words, seed))
+    words = max(int(words * tokens / max(count, 1)) - 8, 1)
+    text = salt + filler(words, seed)
+    return text, await chat_tokens(p, text)
+
+
+def _limit(p: Probe) -> int:
+    if not p.facts.max_model_len:
+        raise CaseUnsupported("/v1/models reports no max_model_len")
+    return p.facts.max_model_len
+
+
+async def context_overflow(p: Probe) -> str:
+    limit = _limit(p)
+    text, count = await prompt_of(p, limit + 512, seed=7)
+    body = {"model": p.model, "messages": [{"role": "user", "content": text}],
+            "max_tokens": 16}
+    reply = await p.post(CHAT, body, record={"messages": f"<{count} prompt tokens>",
+                                            "max_tokens": 16})
+    if reply.status == 400:
+        return f"{count} prompt tokens over max_model_len {limit}: HTTP 400"
+    raise CaseFailed(f"{count} prompt tokens over max_model_len {limit}: HTTP {reply.status}, "
+                     "expected a clean 400 the client can act on")
+
+
+def long_input(target_tokens: int | None) -> Any:
+    """The near-limit case; `target_tokens` caps the prompt (a CPU test engine takes about a
+    minute per 65K-token prefill), None means max_model_len minus headroom."""
+
+    async def case(p: Probe) -> str:
+        limit = _limit(p)
+        target = min(target_tokens or limit, limit) - HEADROOM
+        text, count = await prompt_of(p, target, seed=11)
+        if count + 16 > limit:
+            raise CaseFailed(f"could not build a prompt under the limit ({count} tokens)")
+        body = {"model": p.model, "messages": [{"role": "user", "content": text}],
+                "max_tokens": 16, "temperature": 0}
+        data = completion(await p.post(CHAT, body, record={
+            "messages": f"<{count} prompt tokens>", "max_tokens": 16}), "long input")
+        served = (data.get("usage") or {}).get("prompt_tokens")
+        return f"{served or count} of max_model_len {limit} prompt tokens served"
+
+    return case

@@ -1,0 +1,113 @@
+"""Run the agent conformance suite against one endpoint, case after case.
+
+Cases run one at a time (they are small, and a result must not depend on what else the
+server was doing); each gets its own evidence and a time limit, and a case that raises
+something unexpected fails with that error instead of stopping the suite."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+
+from sm121.bench.agent_check import cases_api, cases_limits, cases_tools
+from sm121.bench.agent_check.model import CaseFailed, CaseResult, CaseUnsupported, Status
+from sm121.bench.agent_check.probe import Facts, Probe
+from sm121.engines.client import EngineClient, max_model_len
+from sm121.errors import Sm121Error
+
+Case = Callable[[Probe], Awaitable[str]]
+Progress = Callable[[str, int, int], None]
+CASE_TIMEOUT_S = 900.0  # the near-limit prefill of a 65K prompt on a loaded CPU is minutes
+
+
+def all_cases(long_tokens: int | None = None) -> dict[str, Case]:
+    return {
+        "api.models": cases_api.CASES["api.models"],
+        **cases_tools.CASES,
+        **{k: v for k, v in cases_api.CASES.items() if k != "api.models"},
+        "limits.overflow-400": cases_limits.context_overflow,
+        "limits.long-input": cases_limits.long_input(long_tokens),
+    }
+
+
+def select(cases: dict[str, Case], only: list[str] | None) -> dict[str, Case]:
+    """Names or prefixes (`tools` picks every tools.* case)."""
+    if not only:
+        return cases
+    chosen = {name: case for name, case in cases.items()
+              if any(name == o or name.startswith(o.rstrip(".") + ".") for o in only)}
+    if not chosen:
+        raise Sm121Error(f"no agent-check case matches {', '.join(only)}",
+                         f"cases: {', '.join(cases)}")
+    return chosen
+
+
+async def run_agent_check(url: str, model: str | None, *, api_key: str | None = None,
+                          only: list[str] | None = None, long_tokens: int | None = None,
+                          label: str | None = None,
+                          progress: Progress = lambda *_: None) -> dict[str, Any]:
+    """`label` names the target in the report instead of the URL (for committed results)."""
+    cases = select(all_cases(long_tokens), only)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    timeout = aiohttp.ClientTimeout(total=CASE_TIMEOUT_S, sock_connect=30)
+    started = time.time()
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
+        facts = await learn_facts(session, url, model)
+        results: list[CaseResult] = []
+        try:
+            for i, (name, case) in enumerate(cases.items()):
+                progress(name, i, len(cases))
+                results.append(await run_case(name, case, Probe(session, url, facts)))
+        except asyncio.CancelledError:  # Ctrl-C: keep what was checked
+            data = report(label or url, facts, results, time.time() - started)
+            return data | {"interrupted": True}
+        progress("done", len(cases), len(cases))
+    return report(label or url, facts, results, time.time() - started)
+
+
+async def learn_facts(session: aiohttp.ClientSession, url: str, model: str | None) -> Facts:
+    client = EngineClient(session, url)
+    try:
+        models = await client.models()
+    except aiohttp.ClientError as exc:
+        raise Sm121Error(f"cannot read {url}/v1/models: {exc}",
+                         "check --url (and --api-key); `sm121 status` lists sm121's runs") from exc
+    served = [m.get("id") for m in models.get("data") or [] if isinstance(m, dict)]
+    if not served or (model is not None and model not in served):
+        raise Sm121Error(f"{url}/v1/models serves {served}, not {model or 'a model'}",
+                         "pass --model with one of them")
+    chosen = model or str(served[0])
+    return Facts(model=chosen, max_model_len=max_model_len(models, chosen))
+
+
+async def run_case(name: str, case: Case, probe: Probe) -> CaseResult:
+    try:
+        reason = await asyncio.wait_for(case(probe), CASE_TIMEOUT_S)
+        return CaseResult(name, Status.PASS, reason, probe.evidence)
+    except CaseFailed as exc:
+        return CaseResult(name, Status.FAIL, str(exc), probe.evidence)
+    except CaseUnsupported as exc:
+        return CaseResult(name, Status.UNSUPPORTED, str(exc), probe.evidence)
+    except TimeoutError:
+        return CaseResult(name, Status.FAIL, f"no answer within {CASE_TIMEOUT_S:.0f} s",
+                          probe.evidence)
+    except aiohttp.ClientError as exc:
+        return CaseResult(name, Status.FAIL, f"connection failed: {exc!r}", probe.evidence)
+
+
+def report(target: str, facts: Facts, results: list[CaseResult], elapsed_s: float
+           ) -> dict[str, Any]:
+    counts = {s.value: sum(r.status is s for r in results) for s in Status}
+    return {
+        "kind": "agent-check",
+        "target": target,
+        "model": facts.model,
+        "max_model_len": facts.max_model_len,
+        "elapsed_s": round(elapsed_s, 1),
+        "summary": counts,
+        "cases": [r.to_json() for r in results],
+    }

@@ -1,0 +1,90 @@
+"""The tools agent-check offers, and the checks on the calls that come back.
+
+The schemas are small and closed (enums, no free strings): a real model fills them at once,
+and a random-weight test model under guided decoding cannot wander off into an endless
+string. What a case asserts is what the server guarantees, not what a model chooses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from sm121.bench.agent_check.model import CaseFailed
+
+WEATHER = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "enum": ["Oslo", "Paris", "Lima"]},
+                   "unit": {"type": "string", "enum": ["c", "f"]}},
+    "required": ["city", "unit"],
+    "additionalProperties": False,
+}
+CLOCK = {
+    "type": "object",
+    "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}},
+    "required": ["zone"],
+    "additionalProperties": False,
+}
+SCHEMAS = {"get_weather": WEATHER, "get_time": CLOCK}
+TOOLS = [
+    {"type": "function", "function": {"name": name, "description": description,
+                                      "parameters": SCHEMAS[name]}}
+    for name, description in (("get_weather", "Current weather in a city."),
+                              ("get_time", "Current time in a time zone."))
+]
+ASK = "What is the weather in Oslo in celsius, and the time in UTC? Use the tools."
+
+
+def named(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name}}
+
+
+def tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(message.get("tool_calls") or [])
+
+
+def check_call(call: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
+    """The call names an offered tool; its arguments are a JSON string whose value matches
+    that tool's schema. Returns {"name", "arguments"} with the arguments parsed."""
+    function = call.get("function") or {}
+    name = function.get("name")
+    if name not in allowed:
+        raise CaseFailed(f"tool call names {name!r}, not one of {sorted(allowed)}")
+    raw = function.get("arguments")
+    if not isinstance(raw, str):
+        raise CaseFailed(f"{name}: arguments is {type(raw).__name__}, not a JSON string")
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CaseFailed(f"{name}: arguments {raw[:120]!r} are not JSON ({exc.msg})") from exc
+    errors = sorted(Draft202012Validator(SCHEMAS[name]).iter_errors(arguments),
+                    key=lambda e: list(e.path))
+    if errors:
+        raise CaseFailed(f"{name}: arguments {raw[:120]!r} do not match the tool's schema: "
+                         f"{errors[0].message}")
+    if not call.get("id"):
+        raise CaseFailed(f"{name}: the tool call has no id (a tool result cannot refer to it)")
+    return {"name": name, "arguments": arguments}
+
+
+def assemble_stream(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool-call deltas of a chat stream, joined per index the way the openai SDK does:
+    id and name arrive once, arguments arrive in pieces."""
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        for choice in chunk.get("choices") or []:
+            for delta in (choice.get("delta") or {}).get("tool_calls") or []:
+                call = calls.setdefault(int(delta.get("index", 0)),
+                                        {"id": None, "type": "function",
+                                         "function": {"name": None, "arguments": ""}})
+                call["id"] = call["id"] or delta.get("id")
+                function = delta.get("function") or {}
+                call["function"]["name"] = call["function"]["name"] or function.get("name")
+                call["function"]["arguments"] += function.get("arguments") or ""
+    return [calls[i] for i in sorted(calls)]
+
+
+def stream_text(chunks: list[dict[str, Any]], field: str = "content") -> str:
+    return "".join(((choice.get("delta") or {}).get(field) or "")
+                   for chunk in chunks for choice in chunk.get("choices") or [])

@@ -1,0 +1,87 @@
+"""agent-check's pure parts: call validation, stream assembly, case selection, the report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported, Status, excerpt
+from sm121.bench.agent_check.probe import Facts, Probe
+from sm121.bench.agent_check.report import markdown
+from sm121.bench.agent_check.runner import all_cases, report, run_case, select
+from sm121.bench.agent_check.tools import assemble_stream, check_call
+from sm121.errors import Sm121Error
+
+
+def call(arguments: object, name: str = "get_weather", id_: str | None = "c1") -> dict:
+    return {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def test_a_schema_valid_call_passes() -> None:
+    checked = check_call(call('{"city": "Oslo", "unit": "c"}'), {"get_weather"})
+    assert checked == {"name": "get_weather", "arguments": {"city": "Oslo", "unit": "c"}}
+
+
+@pytest.mark.parametrize("bad,says", [
+    (call("false"), "schema"),  # what tiny-cpu answered with hermes and strict tool calling
+    (call('{"city": "Rome", "unit": "c"}'), "schema"),
+    (call('{"city": "Oslo"'), "not JSON"),
+    (call({"city": "Oslo", "unit": "c"}), "not a JSON string"),
+    (call('{"zone": "UTC"}', name="get_time"), "not one of"),
+    (call('{"city": "Oslo", "unit": "c"}', id_=None), "no id"),
+])
+def test_invalid_calls_fail_with_the_reason(bad: dict, says: str) -> None:
+    with pytest.raises(CaseFailed, match=says):
+        check_call(bad, {"get_weather"})
+
+
+def test_stream_deltas_assemble_per_index() -> None:
+    deltas = [
+        {"index": 0, "id": "a", "function": {"name": "get_weather", "arguments": ""}},
+        {"index": 1, "id": "b", "function": {"name": "get_time", "arguments": '{"zo'}},
+        {"index": 0, "function": {"arguments": '{"city": "Oslo", '}},
+        {"index": 0, "function": {"arguments": '"unit": "c"}'}},
+        {"index": 1, "function": {"arguments": 'ne": "UTC"}'}},
+    ]
+    chunks = [{"choices": [{"delta": {"tool_calls": [d]}}]} for d in deltas]
+    calls = assemble_stream(chunks)
+    assert [c["id"] for c in calls] == ["a", "b"]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Oslo", "unit": "c"}
+    assert check_call(calls[1], {"get_time"})["arguments"] == {"zone": "UTC"}
+
+
+def test_cases_are_selected_by_name_or_group() -> None:
+    cases = all_cases()
+    assert set(select(cases, ["tools"])) == {n for n in cases if n.startswith("tools.")}
+    assert list(select(cases, ["api.models", "params.seed"])) == ["api.models", "params.seed"]
+    with pytest.raises(Sm121Error, match="no agent-check case"):
+        select(cases, ["nothing"])
+
+
+def test_a_case_outcome_becomes_a_status_with_its_reason() -> None:
+    probe = Probe(None, "http://x", Facts("m"))  # type: ignore[arg-type]
+
+    async def failing(_: Probe) -> str:
+        raise CaseFailed("bad arguments")
+
+    async def unsupported(_: Probe) -> str:
+        raise CaseUnsupported("no /v1/messages")
+
+    async def passing(_: Probe) -> str:
+        return "fine"
+
+    results = [asyncio.run(run_case(n, c, probe)) for n, c in
+               (("a", failing), ("b", unsupported), ("c", passing))]
+    assert [r.status for r in results] == [Status.FAIL, Status.UNSUPPORTED, Status.PASS]
+    data = report("direct", Facts("m", 4096), results, 1.0)
+    assert data["summary"] == {"pass": 1, "fail": 1, "unsupported": 1}
+    text = markdown(data)
+    assert "| a | **FAIL** | bad arguments |" in text and "agent-check: direct" in text
+
+
+def test_excerpts_shorten_long_contents() -> None:
+    body = {"messages": [{"role": "user", "content": "x" * 5000}]}
+    text = excerpt(body)
+    assert "<5000 chars>" in text and len(text) < 400
