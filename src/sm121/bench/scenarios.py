@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sm121.bench import overlap_metrics, scaling
+from sm121.bench.agents import summary as agents_summary
+from sm121.bench.agents.scenario import agents
 from sm121.bench.locality import locality
 from sm121.bench.overlap import overlap
 from sm121.bench.retrieval import retrieval
@@ -21,6 +23,7 @@ class ScenarioSpec:
     needs_stream: bool
     headline: Headline
     flatten: Callable[[list[dict[str, Any]]], dict[str, Any]]
+    api: str = "completions"  # the default of --api
 
 
 def _overlap_flat(samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -37,4 +40,6 @@ SCENARIOS: dict[str, ScenarioSpec] = {
                                     scaling.flatten),
     "locality": ScenarioSpec(locality, True, (), lambda _: {}),
     "retrieval": ScenarioSpec(retrieval, False, (), lambda _: {}),
+    "agents": ScenarioSpec(agents, True, agents_summary.HEADLINE, agents_summary.flatten,
+                           api="chat"),
 }
