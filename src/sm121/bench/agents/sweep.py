@@ -24,6 +24,13 @@ def largest_meeting(points: list[dict[str, Any]]) -> int | None:
     return best
 
 
+def _prefixed(progress: Progress, prefix: str) -> Progress:
+    def update(message: str, done: float, total: float) -> None:
+        progress(prefix + message, done, total)
+
+    return update
+
+
 async def run_sweep(target: Target, ns: list[int], params: dict[str, Any], out: Path,
                     progress: Progress) -> ResultsFile:
     spec = SCENARIOS["agents"]
@@ -32,7 +39,7 @@ async def run_sweep(target: Target, ns: list[int], params: dict[str, Any], out: 
         for n in ns:
             sub = out.with_suffix("") / f"agents-{n}.json"
             run = await run_scenario("agents", spec.run, target, {**params, "agents": n}, sub,
-                                     progress=lambda m, d, t, n=n: progress(f"N={n}: {m}", d, t),
+                                     progress=_prefixed(progress, f"N={n}: "),
                                      needs_stream=spec.needs_stream)
             results.add_sample({"agents": n, "results_file": str(sub),
                                 "samples": run.data["samples"],

@@ -130,7 +130,8 @@ def fit(workload: Workload, max_model_len: int, turns: int) -> Workload:
     """The workload with every token size shrunk by one factor when `turns` turns would not
     fit in context_share x max_model_len; unchanged (but annotated) when they do."""
     budget = workload.context_share * max_model_len
-    factor = min(1.0, budget / workload.needed(turns))
+    fixed = TEMPLATE_MARGIN * (turns + 1)  # template tokens do not shrink with the sizes
+    factor = min(1.0, (budget - fixed) / max(1.0, workload.needed(turns) - fixed))
     scaled = workload if factor >= 1.0 else workload.model_copy(update={
         "system_prompt_tokens": max(1, math.floor(workload.system_prompt_tokens * factor)),
         "task_tokens": max(1, math.floor(workload.task_tokens * factor)),
@@ -141,7 +142,7 @@ def fit(workload: Workload, max_model_len: int, turns: int) -> Workload:
         "paste": Paste(share=workload.paste.share,
                        tokens=max(1, math.floor(workload.paste.tokens * factor))),
     })
-    if scaled.needed(turns) > budget:
+    if factor <= 0 or scaled.needed(turns) > budget:
         raise Sm121Error(f"workload {workload.name!r} cannot fit {turns} turns in a context of "
                          f"{max_model_len:,} tokens", "use fewer --turns or a server with a "
                          "larger max-model-len")
