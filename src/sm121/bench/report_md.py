@@ -137,6 +137,7 @@ def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
                  f"tokens per chunk {probe.get('histogram')}.", ""]
     scenario = data["scenario"]
     if scenario in agents_report.AGENT_SCENARIOS:
+        data = agents_report.recompute(data)
         return head + _table(*table_rows(data)) + agents_report.section(data, out, stem)
     if scenario == "overlap":
         return head + _overlap_section(data, out, stem)

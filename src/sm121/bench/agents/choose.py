@@ -28,7 +28,8 @@ def verdict(samples: list[dict[str, Any]], profiles: list[str]) -> dict[str, Any
             for term, value in (run.get("slo_terms") or {}).items():
                 terms.setdefault(term, []).append(value)
         per[profile] = {"goodput": _median([r.get("goodput") for r in runs]),
-                        "ttft_p95_s": _median([r.get("ttft_p95_s") for r in runs]),
+                        "ttft_p95_s": _median([r.get("ttft_p95_judged_s", r.get("ttft_p95_s"))
+                                               for r in runs]),
                         "terms": {t: _median(v) for t, v in terms.items()}, "reps": len(runs)}
     ranked = sorted((p for p in profiles if per[p]["goodput"] is not None),
                     key=lambda p: (-per[p]["goodput"], per[p]["ttft_p95_s"] or float("inf")))

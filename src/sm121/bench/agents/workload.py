@@ -103,6 +103,9 @@ class Workload(_Strict):
     background: Background | None = None
     context_share: float = Field(0.9, gt=0, le=1, description="Share of max-model-len one "
                                  "conversation may fill.")
+    slo_from_turn: int = Field(1, ge=0, description="Turns judged by the SLO start here: a "
+                               "session's first turn prefills its whole system prompt cold "
+                               "(reported apart, as the session's start-up cost).")
     seed: int = 0
     fitted: dict[str, Any] = Field(default_factory=dict, description="Set by fit().")
 
