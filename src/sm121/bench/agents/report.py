@@ -153,7 +153,17 @@ def ab_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
     lines += _table(["profile", "rep", "goodput", "TTFT p50", "TTFT p95 (all)",
                      "TTFT p95 (judged)", "judged TTFT p95 during background",
                      "background TTFT"], rows)
-    return lines + [f"![{f.stem}]({f.name})" for f in files] + [""]
+    lines += [f"Failed: rep {e['rep'] + 1} {e['profile']}: {e['error']}"
+              for e in data["samples"] if e.get("error")]
+    served: dict[str, dict[str, Any]] = {}
+    for entry in data["samples"]:
+        if not entry.get("error"):
+            served.setdefault(entry["profile"], entry.get("engine_args") or {})
+    lines += ["", "Engine args per profile (as served by sm121):", ""] + [
+        f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
+                                 if k.startswith(("max-num", "long-prefill", "tool")))
+        for p, args in served.items()]
+    return lines + [""] + [f"![{f.stem}]({f.name})" for f in files] + [""]
 
 
 def sweep_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
