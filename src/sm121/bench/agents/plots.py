@@ -18,7 +18,8 @@ def timeline(groups: Groups, path: Path) -> Path:
     """Per run: each session a row, each turn a bar (light: waiting for the first token,
     dark: decoding); the background job a red row."""
     fig, axes = plt.subplots(len(groups), 1, figsize=(12, 1.2 + 1.4 * max(1, len(groups)) +
-                                                       0.25 * _rows(groups)), squeeze=False)
+                                                       0.25 * _rows(groups)), squeeze=False,
+                             sharex=True)
     for ax, (label, samples) in zip(axes[:, 0], groups.items(), strict=True):
         bars = [s for s in samples if s.get("kind") in ("turn", "background")]
         names = sorted({_row(s) for s in bars}, key=lambda n: (n[0], n[1]))
