@@ -74,8 +74,11 @@ def _turns(data: dict) -> list[dict]:
 
 def test_agents_run_concurrently_append_only_and_counted(tiny_engine, workload, tmp_path):
     out = tmp_path / "agents.json"
+    with_batch = tmp_path / "with-batch.yaml"
+    with_batch.write_text(workload.read_text() + "background: {prompt_tokens: 3000, "
+                          "output_tokens: 4}\n")
     result = run_cli("bench", "agents", "--url", tiny_engine.base_url, "--agents", "2",
-                     "--turns", "3", "--workload", str(workload), "--slo", "ttft_p95=30s",
+                     "--turns", "3", "--workload", str(with_batch), "--slo", "ttft_p95=30s",
                      "--out", str(out), timeout=600)
     data = json.loads(out.read_text())
     assert data["status"] == "complete" and data["api"] == "chat"
@@ -89,6 +92,9 @@ def test_agents_run_concurrently_append_only_and_counted(tiny_engine, workload, 
     # sessions are concurrent: both agents' first turns were in flight at once
     firsts = sorted((t for t in turns if t["turn"] == 0), key=lambda t: t["submitted"])
     assert firsts[1]["submitted"] < firsts[0]["finished"]
+    background = [s for s in data["samples"] if s.get("kind") == "background"]
+    assert len(background) == 1 and 3000 < background[0]["prompt_tokens"] < 3000 + 32
+    assert background[0]["submitted"] >= max(t["finished"] for t in firsts)  # after turn 1
     summary = data["summary"]
     assert summary["slo"]["goodput"] is not None and summary["tools_mode"] in (
         "api", "system_prompt")

@@ -13,6 +13,7 @@ from typing import Any
 from sm121.bench.agents.conversation import tool_definitions, tools_as_text
 from sm121.bench.agents.session import (
     RunPlan,
+    background_prompt,
     open_conversation,
     piece_counter,
     run_background,
@@ -77,13 +78,14 @@ async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     plan = RunPlan(client, workload, 0.0, tools if mode == "api" else None, turns, None,
                    record=_recorder(ctx, total), agents=n_agents)
     firsts = [await open_conversation(plan, i, 0, tools_text) for i in range(n_agents)]
+    background = None if workload.background is None else \
+        await background_prompt(client, int(workload.fitted["background_tokens"]))
     before = await read_counters(client)
     ctx.t0 = plan.t0 = time.monotonic()
     plan.deadline = plan.t0 + duration if duration else None
     jobs = [run_session(plan, i, firsts[i], tools_text) for i in range(n_agents)]
-    if workload.background is not None:
-        jobs.append(run_background(plan, int(workload.fitted["background_tokens"]),
-                                   workload.background.output_tokens,
+    if workload.background is not None and background is not None:
+        jobs.append(run_background(plan, background, workload.background.output_tokens,
                                    workload.background.delay_s))
     await run_together(*jobs)
     deltas = counter_deltas(before, await read_counters(client))

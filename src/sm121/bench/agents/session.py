@@ -162,11 +162,16 @@ async def _turn(plan: RunPlan, agent: int, conversation: int, conv: Conversation
     return max(0.0, think - (time.monotonic() - ended))
 
 
-async def run_background(plan: RunPlan, tokens: int, output: int, delay_s: float) -> None:
-    """One long prefill, sent once every agent finished its first turn (plus a delay)."""
-    client = plan.client
+async def background_prompt(client: BenchClient, tokens: int) -> tuple[str, str]:
+    """(tag, text): the background job's prompt, exact and salted of its own."""
     tag = client.new_salt()
-    text = await exact_text(piece_counter(client), tokens, f"[batch {tag}]\n", seed=99)
+    return tag, await exact_text(piece_counter(client), tokens, f"[batch {tag}]\n", seed=99)
+
+
+async def run_background(plan: RunPlan, prompt: tuple[str, str], output: int,
+                         delay_s: float) -> None:
+    """One long prefill, sent once every agent finished its first turn (plus a delay)."""
+    client, (tag, text) = plan.client, prompt
     messages = [{"role": "user", "content": text}]
     await plan.first_turns.wait()
     await asyncio.sleep(delay_s)
