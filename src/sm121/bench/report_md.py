@@ -152,13 +152,16 @@ def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
     return head + _table(*table_rows(data))
 
 
-def render_report(paths: list[Path], out: Path, title: str) -> Path:
+def render_report(paths: list[Path], out: Path, title: str, slo: str | None = None) -> Path:
+    """`slo` judges agent runs against another SLO than the one they were run with."""
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
     runs = []
     for path in paths:
         stem = path.name.removesuffix(".gz").removesuffix(".json")
         runs.append(load_results(path))
+        if slo and runs[-1]["scenario"] in agents_report.AGENT_SCENARIOS:
+            agents_report.rejudge(runs[-1], slo)
         lines += _section(runs[-1], out, stem)
     lines += agents_report.timestamp_ratio(runs)
     report = out / "report.md"

@@ -92,9 +92,15 @@ def report(
     out: Path = typer.Option(Path("bench-report"), "--out", help="Directory for report.md and "
                              "the PNG plots."),
     title: str = typer.Option("sm121 bench report", "--title"),
+    slo: str | None = typer.Option(None, "--slo", help="Judge agent runs (agents, replay, "
+                                   "ab, sweep) against this SLO instead of their own."),
 ) -> None:
     """Write a Markdown report with tables and PNG plots."""
     from sm121.bench.report_md import render_report
 
-    path = render_report(results, out, title)
+    if slo:
+        from sm121.bench.agents.slo import parse_slo
+
+        parse_slo(slo)
+    path = render_report(results, out, title, slo)
     console.print(f"report: {path}")

@@ -66,6 +66,8 @@ def test_an_ab_report_recomputes_the_verdict_from_raw_turns(tmp_path):
     assert "agent: goodput 0.0%" in text
     assert (tmp_path / "report" / "ab-timeline.png").stat().st_size > 0
     assert json.loads(path.read_text())["kind"] == "ab"
+    lenient = render_report([path], tmp_path / "lenient", "ab", slo="ttft_p95=10s").read_text()
+    assert "agent: goodput 100.0%, ttft_p95=10s observed 8" in lenient  # re-judged, same turns
 
 
 def test_a_sweep_report_draws_the_knee(tmp_path):

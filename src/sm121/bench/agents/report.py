@@ -25,6 +25,20 @@ def _ttft(p: dict[str, Any]) -> list[str]:
     return [fmt(p.get("p50"), "s"), fmt(p.get("p95"), "s"), fmt(p.get("p99"), "s")]
 
 
+def rejudge(data: dict[str, Any], slo: str) -> dict[str, Any]:
+    """The same raw turns judged against another SLO (`bench report --slo`): every run's
+    config record carries the SLO its summary uses."""
+    runs = [data["samples"]] if data["kind"] == "scenario" else \
+        [e["samples"] for e in data["samples"] if not e.get("error")]
+    for samples in runs:
+        for sample in samples:
+            if sample.get("kind") == "config":
+                sample["slo"] = slo
+    if data["kind"] == "sweep":
+        data.setdefault("summary", {})["slo"] = slo
+    return data
+
+
 def recompute(data: dict[str, Any]) -> dict[str, Any]:
     """An A/B's or sweep's metrics again from the raw turns, with this sm121's functions."""
     from sm121.bench.ab import compare
@@ -36,6 +50,10 @@ def recompute(data: dict[str, Any]) -> dict[str, Any]:
     if data["kind"] == "ab":
         measured = [e for e in data["samples"] if not e.get("error")]
         data["summary"] = compare(measured, data["params"]["profiles"], data["scenario"])
+    if data["kind"] == "sweep":
+        from sm121.bench.agents.sweep import largest_meeting
+
+        data.setdefault("summary", {})["largest_n"] = largest_meeting(data["samples"])
     return data
 
 
