@@ -81,7 +81,8 @@ def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> 
     try:
         say(f"  {profile}: ready, running {request.scenario}")
         scenario_results = asyncio.run(run_scenario(
-            request.scenario, spec.run, Target(plan.base_url, plan.readiness.model),
+            request.scenario, spec.run, Target(plan.base_url, plan.readiness.model,
+                                               api=spec.api),
             {**request.params, "reps": 1}, sub_out,
             progress=lambda m, _d, _t: say(f"  {profile}: {m}"),
             needs_stream=spec.needs_stream))
@@ -109,6 +110,8 @@ def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str
         base = row[profiles[0]]["median"]
         ratios = {p: _ratio(row[p]["median"], base) for p in profiles}
         table["metrics"][key] = {"profiles": row, "ratio_to_baseline": ratios}
+    if spec.verdict is not None:
+        table["verdict"] = spec.verdict(samples, profiles)
     return table
 
 

@@ -2,7 +2,8 @@
 chunk on a monotonic clock, counts ids (never chunks) and cross-checks them against usage.
 Every prompt is salted (and sent with `cache_salt` where the server takes it), so a
 measurement never silently hits the prefix cache. `stream=False` is the fallback for servers
-without token ids: counts from usage, one timestamp per request."""
+without token ids: counts from usage, one timestamp per request. Two APIs: `completions` (a
+prompt) and `chat` (messages, optional tools); both stream token ids and usage the same way."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from sm121.bench.tokens import check_usage, chunk_tokens
 from sm121.errors import Sm121Error
 from sm121.sse import SSEParser
 
+APIS = ("completions", "chat")
+_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+
 
 @dataclass
 class StreamRecord:
@@ -34,6 +38,8 @@ class StreamRecord:
     usage: dict[str, Any] | None = None
     finish_reason: str | None = None
     text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # chat: assembled deltas
+    headers: dict[str, str] = field(default_factory=dict)  # response headers (gateway's)
 
     @property
     def tokens(self) -> int:
@@ -78,10 +84,14 @@ class BenchClient:
     """OpenAI-compatible completions over one aiohttp session (use as `async with`)."""
 
     def __init__(self, base_url: str, model: str, *, stream: bool = True,
-                 cache_salt: bool = False, api_key: str | None = None) -> None:
+                 cache_salt: bool = False, api_key: str | None = None,
+                 api: str = "completions") -> None:
+        if api not in APIS:
+            raise Sm121Error(f"unknown API {api!r}", f"one of: {', '.join(APIS)}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.stream = stream
+        self.api = api
         self.cache_salt = cache_salt
         self.run_salt = secrets.token_hex(4)
         self._counter = itertools.count()
@@ -119,7 +129,8 @@ class BenchClient:
     async def complete(self, prompt: str | list[int], max_tokens: int, label: str, *,
                        salt: bool = True, ignore_eos: bool = True,
                        extra: dict[str, Any] | None = None,
-                       into: StreamRecord | None = None) -> StreamRecord:
+                       into: StreamRecord | None = None,
+                       headers: dict[str, str] | None = None) -> StreamRecord:
         """One completion. With salt, a unique tag opens the prompt (and goes in cache_salt
         when the server takes it): the request cannot reuse another's prefix cache. `into`
         is filled as chunks arrive, so a scenario can watch a stream that is still running."""
@@ -130,22 +141,50 @@ class BenchClient:
             if isinstance(prompt, str):
                 prompt = f"[{tag}] {prompt}"
             body.update(self.cache_salt_field(tag))
-        body["prompt"] = prompt
-        record = into if into is not None else StreamRecord(label=label, submitted=0.0)
-        record.label, record.submitted = label, time.monotonic()
-        record.prompt_chars = len(prompt) if isinstance(prompt, str) else 0
-        if self.stream:
-            await self._stream(body, record)
+        if self.api == "chat":
+            if not isinstance(prompt, str):
+                raise Sm121Error(f"{label}: a prompt of token ids cannot be sent over chat",
+                                 "run this scenario with --api completions")
+            body["messages"] = [{"role": "user", "content": prompt}]
         else:
-            await self._whole(body, record)
+            body["prompt"] = prompt
+        record = into if into is not None else StreamRecord(label=label, submitted=0.0)
+        record.prompt_chars = len(prompt) if isinstance(prompt, str) else 0
+        return await self._send(self.api, body, record, label, headers)
+
+    async def chat(self, messages: list[dict[str, Any]], max_tokens: int, label: str, *,
+                   tools: list[dict[str, Any]] | None = None, ignore_eos: bool = True,
+                   extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+                   into: StreamRecord | None = None) -> StreamRecord:
+        """One chat completion of these messages as they are (no salt added: an agent's
+        conversation carries its own, once per session, so its prefix cache works)."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages,
+                                "max_tokens": max_tokens, "temperature": 0,
+                                "ignore_eos": ignore_eos, **(extra or {})}
+        if tools:
+            body["tools"] = tools
+        record = into if into is not None else StreamRecord(label=label, submitted=0.0)
+        record.prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
+        return await self._send("chat", body, record, label, headers)
+
+    async def _send(self, api: str, body: dict[str, Any], record: StreamRecord, label: str,
+                    headers: dict[str, str] | None = None) -> StreamRecord:
+        record.label, record.submitted = label, time.monotonic()
+        if self.stream:
+            await self._stream(_PATHS[api], body, record, headers)
+        else:
+            await self._whole(_PATHS[api], body, record, headers)
         return record
 
-    async def _stream(self, body: dict[str, Any], record: StreamRecord) -> None:
+    async def _stream(self, path: str, body: dict[str, Any], record: StreamRecord,
+                      headers: dict[str, str] | None) -> None:
         body.update(stream=True, return_token_ids=True,
                     stream_options={"include_usage": True})
         parser = SSEParser()
-        async with self.session.post(f"{self.base_url}/v1/completions", json=body) as response:
+        async with self.session.post(f"{self.base_url}{path}", json=body,
+                                     headers=headers) as response:
             await _raise_for_status(response, record.label)
+            record.headers = dict(response.headers)
             async for data in response.content.iter_any():
                 now = time.monotonic()
                 # Line by line: the parser rescans its buffer per line, so one large burst
@@ -159,15 +198,20 @@ class BenchClient:
         record.finished = time.monotonic()
         check_usage(record.tokens, record.usage, record.label)
 
-    async def _whole(self, body: dict[str, Any], record: StreamRecord) -> None:
+    async def _whole(self, path: str, body: dict[str, Any], record: StreamRecord,
+                     headers: dict[str, str] | None) -> None:
         body["stream"] = False
-        async with self.session.post(f"{self.base_url}/v1/completions", json=body) as response:
+        async with self.session.post(f"{self.base_url}{path}", json=body,
+                                     headers=headers) as response:
             await _raise_for_status(response, record.label)
+            record.headers = dict(response.headers)
             payload = await response.json()
         record.finished = time.monotonic()
         record.usage = payload.get("usage")
         choice = (payload.get("choices") or [{}])[0]
-        record.text = choice.get("text") or ""
+        message = choice.get("message") or {}
+        record.text = choice.get("text") or message.get("content") or ""
+        record.tool_calls = list(message.get("tool_calls") or [])
         record.finish_reason = choice.get("finish_reason")
         counted = len(choice["token_ids"]) if choice.get("token_ids") is not None else None
         tokens = check_usage(counted, record.usage, record.label) if counted is not None \
@@ -201,11 +245,27 @@ def _take_event(data: str, now: float, record: StreamRecord) -> None:
         record.usage = payload["usage"]
     tokens = chunk_tokens(payload)
     for choice in payload.get("choices") or []:
-        record.text += choice.get("text") or (choice.get("delta") or {}).get("content") or ""
+        delta = choice.get("delta") or {}
+        record.text += choice.get("text") or delta.get("content") or ""
+        _merge_tool_calls(record.tool_calls, delta.get("tool_calls") or [])
         record.finish_reason = choice.get("finish_reason") or record.finish_reason
     if payload.get("choices"):
         record.chunk_times.append(now)
         record.chunk_tokens.append(tokens)
+
+
+def _merge_tool_calls(calls: list[dict[str, Any]], deltas: list[dict[str, Any]]) -> None:
+    """Streamed tool calls come in pieces keyed by index: the first names the function, the
+    rest append to its arguments."""
+    for piece in deltas:
+        index = int(piece.get("index", len(calls)))
+        while len(calls) <= index:
+            calls.append({"id": None, "type": "function",
+                          "function": {"name": "", "arguments": ""}})
+        call, function = calls[index], piece.get("function") or {}
+        call["id"] = piece.get("id") or call["id"]
+        call["function"]["name"] += function.get("name") or ""
+        call["function"]["arguments"] += function.get("arguments") or ""
 
 
 async def _raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:

@@ -1,5 +1,6 @@
 """`probe`: can this server's streams be counted token by token? It checks that every chunk
-carries token ids, that their sum matches usage, and how many tokens a chunk carries."""
+carries token ids, that their sum matches usage, and how many tokens a chunk carries, over
+the client's API; then once over each API (completions, chat, chat with `tools`)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,39 @@ async def probe_server(client: BenchClient, requests: int = 3, max_tokens: int =
                   histogram={str(k): v for k, v in sorted(histogram.items())},
                   tokens_per_chunk=sum(k * v for k, v in histogram.items()) / chunks
                   if chunks else None,
-                  cache_salt=await _takes_cache_salt(client))
+                  cache_salt=await _takes_cache_salt(client), apis=await _api_checks(client))
     return report
+
+
+PROBE_TOOL = {"type": "function", "function": {
+    "name": "read_file", "description": "Read a file of the repository.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}
+
+
+async def _api_checks(client: BenchClient) -> dict[str, dict[str, Any]]:
+    """One counted stream per API: {"completions"|"chat"|"chat_tools": {ok, reason}}. A
+    server may serve chat but refuse `tools` (vLLM without a tool-call parser)."""
+    checks: dict[str, dict[str, Any]] = {}
+    saved = client.api
+    try:
+        for name in ("completions", "chat"):
+            client.api = name
+            checks[name] = await _check(client.complete(PROBE_PROMPT, 8, f"probe-{name}"))
+        client.api = "chat"
+        checks["chat_tools"] = await _check(client.chat(
+            [{"role": "user", "content": PROBE_PROMPT}], 8, "probe-chat-tools",
+            tools=[PROBE_TOOL]))
+    finally:
+        client.api = saved
+    return checks
+
+
+async def _check(request: Any) -> dict[str, Any]:
+    try:
+        await request
+    except Sm121Error as exc:
+        return {"ok": False, "reason": exc.message[:300]}
+    return {"ok": True, "reason": None}
 
 
 async def _takes_cache_salt(client: BenchClient) -> bool:

@@ -4,6 +4,7 @@ by the server's own /tokenize), needles and distractors."""
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
 
 from sm121.bench.client import BenchClient
 from sm121.errors import Sm121Error
@@ -12,6 +13,7 @@ WORDS = ("serve", "plan", "node", "engine", "prefill", "decode", "token", "budge
          "scheduler", "chunk", "cache", "prefix", "stream", "agent", "tool", "admission",
          "latency", "window", "batch", "profile", "recipe", "cluster", "fabric", "memory")
 _PADS = (" .", ".", " a", ",", "a")
+Counter = Callable[[str], Awaitable[int]]  # text -> its token count (the server's /tokenize)
 
 
 def filler(n_words: int, seed: int) -> str:
@@ -19,30 +21,43 @@ def filler(n_words: int, seed: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n_words))
 
 
-async def count_tokens(client: BenchClient, text: str) -> int:
-    result = await client.post_json("/tokenize", {"model": client.model, "prompt": text})
+async def count_tokens(client: BenchClient, text: str, special: bool = True) -> int:
+    """Tokens of `text` as the server counts them; special=False leaves out BOS and the like
+    (for a piece of a chat message, where the template adds them once)."""
+    body = {"model": client.model, "prompt": text, "add_special_tokens": special}
+    result = await client.post_json("/tokenize", body)
     return int(result["count"])
 
 
 async def exact_prompt(client: BenchClient, n_tokens: int, head: str, seed: int = 0
                        ) -> str | list[int]:
-    """`head` + filler that the server tokenises to exactly n_tokens. Filler is searched by
-    word count (a secant step on tokens per word), then padded one piece at a time; if the
-    tokenizer cannot land exactly, the ids of a longer text cut to n_tokens are returned."""
+    """`head` + filler that the server tokenises to exactly n_tokens; if the tokenizer cannot
+    land exactly, the ids of a longer text cut to n_tokens are returned."""
+    async def count(text: str) -> int:
+        return await count_tokens(client, text)
+
+    words, text = await search_text(count, n_tokens, head, seed)
+    if text is not None:
+        return text
+    return await _ids(client, f"{head}{filler(words * 2, seed)}", n_tokens)
+
+
+async def search_text(count: Counter, n_tokens: int, head: str, seed: int = 0
+                      ) -> tuple[int, str | None]:
+    """(words tried last, text) where `head` + filler counts exactly n_tokens by `count`, or
+    text None when it cannot land. Filler is searched by word count (a secant step on tokens
+    per word), then padded one piece at a time."""
     words = max(1, n_tokens // 2)
     for _ in range(12):
         text = f"{head}{filler(words, seed)}"
-        count = await count_tokens(client, text)
-        if count == n_tokens:
-            return text
-        if 0 < n_tokens - count <= 4:
-            padded = await _pad(client, text, count, n_tokens)
-            if padded is not None:
-                return padded
-            break
-        step = round((n_tokens - count) * words / max(count, 1))
-        words = max(1, words + (step or (1 if count < n_tokens else -1)))
-    return await _ids(client, f"{head}{filler(words * 2, seed)}", n_tokens)
+        counted = await count(text)
+        if counted == n_tokens:
+            return words, text
+        if 0 < n_tokens - counted <= 4:
+            return words, await _pad(count, text, counted, n_tokens)
+        step = round((n_tokens - counted) * words / max(counted, 1))
+        words = max(1, words + (step or (1 if counted < n_tokens else -1)))
+    return words, None
 
 
 async def salted_exact_prompt(client: BenchClient, tokens: int, seed: int
@@ -53,20 +68,20 @@ async def salted_exact_prompt(client: BenchClient, tokens: int, seed: int
     return await exact_prompt(client, tokens, f"[{tag}] ", seed=seed), tag
 
 
-async def _pad(client: BenchClient, text: str, count: int, target: int) -> str | None:
-    for _ in range(4 * max(1, target - count)):
-        if count == target:
+async def _pad(count: Counter, text: str, counted: int, target: int) -> str | None:
+    for _ in range(4 * max(1, target - counted)):
+        if counted == target:
             return text
-        if count > target:
+        if counted > target:
             return None
         for pad in _PADS:
-            new_count = await count_tokens(client, text + pad)
+            new_count = await count(text + pad)
             if new_count <= target:
-                text, count = text + pad, new_count
+                text, counted = text + pad, new_count
                 break
         else:
             return None
-    return text if count == target else None
+    return text if counted == target else None
 
 
 async def _ids(client: BenchClient, text: str, n_tokens: int) -> list[int]:

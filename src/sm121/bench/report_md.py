@@ -7,6 +7,7 @@ from typing import Any
 
 from sm121.bench import plots
 from sm121.bench.ab import compare
+from sm121.bench.agents import report as agents_report
 from sm121.bench.format import fmt, table_rows
 from sm121.bench.overlap_metrics import overlap_metrics, summarize_reps
 from sm121.bench.results import load_results
@@ -135,6 +136,9 @@ def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
         head += [f"Probe: token ids {probe.get('token_ids')}, safe {probe.get('safe')}, "
                  f"tokens per chunk {probe.get('histogram')}.", ""]
     scenario = data["scenario"]
+    if scenario in agents_report.AGENT_SCENARIOS:
+        data = agents_report.recompute(data)
+        return head + _table(*table_rows(data)) + agents_report.section(data, out, stem)
     if scenario == "overlap":
         return head + _overlap_section(data, out, stem)
     if scenario in ("decode-scaling", "prefill-scaling") and data["kind"] == "scenario":
@@ -148,12 +152,18 @@ def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
     return head + _table(*table_rows(data))
 
 
-def render_report(paths: list[Path], out: Path, title: str) -> Path:
+def render_report(paths: list[Path], out: Path, title: str, slo: str | None = None) -> Path:
+    """`slo` judges agent runs against another SLO than the one they were run with."""
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
+    runs = []
     for path in paths:
         stem = path.name.removesuffix(".gz").removesuffix(".json")
-        lines += _section(load_results(path), out, stem)
+        runs.append(load_results(path))
+        if slo and runs[-1]["scenario"] in agents_report.AGENT_SCENARIOS:
+            agents_report.rejudge(runs[-1], slo)
+        lines += _section(runs[-1], out, stem)
+    lines += agents_report.timestamp_ratio(runs)
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     return report

@@ -49,6 +49,7 @@ class Target:
     model: str | None = None
     stream: bool = True
     api_key: str | None = None
+    api: str = "completions"
 
 
 async def run_together(*coros: Coroutine[Any, Any, T]) -> list[T]:
@@ -100,9 +101,9 @@ async def _record_scenario(results: ResultsFile, scenario: Scenario, target: Tar
                            params: dict[str, Any], progress: Progress, needs_stream: bool) -> None:
     with results.recording():
         model = await resolve_model(target.url, target.model)
-        results.set(stream=target.stream)
+        results.set(stream=target.stream, api=target.api)
         async with BenchClient(target.url, model, stream=target.stream,
-                               api_key=target.api_key) as client:
+                               api_key=target.api_key, api=target.api) as client:
             report = await probe_server(client, progress=progress)
             results.set(probe=report)
             _require_countable(report, target.stream, needs_stream)

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sm121.bench import overlap_metrics, scaling
+from sm121.bench.agents import summary as agents_summary
+from sm121.bench.agents.choose import verdict
+from sm121.bench.agents.replay import replay
+from sm121.bench.agents.scenario import agents
 from sm121.bench.locality import locality
 from sm121.bench.overlap import overlap
 from sm121.bench.retrieval import retrieval
@@ -21,6 +25,9 @@ class ScenarioSpec:
     needs_stream: bool
     headline: Headline
     flatten: Callable[[list[dict[str, Any]]], dict[str, Any]]
+    api: str = "completions"  # the default of --api
+    # (A/B samples, profiles) -> which profile is best and why; None: the table says it all
+    verdict: Callable[[list[dict[str, Any]], list[str]], dict[str, Any]] | None = None
 
 
 def _overlap_flat(samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -37,4 +44,8 @@ SCENARIOS: dict[str, ScenarioSpec] = {
                                     scaling.flatten),
     "locality": ScenarioSpec(locality, True, (), lambda _: {}),
     "retrieval": ScenarioSpec(retrieval, False, (), lambda _: {}),
+    "agents": ScenarioSpec(agents, True, agents_summary.HEADLINE, agents_summary.flatten,
+                           api="chat", verdict=verdict),
+    "replay": ScenarioSpec(replay, True, agents_summary.HEADLINE, agents_summary.flatten,
+                           api="chat"),
 }

@@ -28,6 +28,9 @@ OUT = typer.Option(None, "--out", help="Results JSON (default: bench-results/SCE
 NO_STREAM = typer.Option(False, "--no-stream", help="Fallback for servers without token ids: "
                          "stream:false, tokens from usage, no per-token timing.")
 AS_JSON = typer.Option(False, "--json", help="Print the summary as JSON.")
+API = typer.Option(None, "--api", help="completions or chat (default: the scenario's own; "
+                   "agents speak chat). Exact-length prompts are exact over completions; chat "
+                   "adds the template's tokens.")
 
 
 def _ints(text: str) -> list[int]:
@@ -39,10 +42,12 @@ def _floats(text: str) -> list[float]:
 
 
 def register(app: typer.Typer) -> None:
-    from sm121.cli import bench_ab, bench_agent_check  # ab, report, agent-check
+    # ab and report; agent-check; agents, replay and sweep
+    from sm121.cli import bench_ab, bench_agent_check, bench_agents
 
     bench_ab.register(bench_app)
     bench_agent_check.register(bench_app)
+    bench_agents.register(bench_app)
     app.add_typer(bench_app, name="bench")
 
 
@@ -59,10 +64,12 @@ def progress_bar() -> Iterator[ProgressFn]:
 
 
 def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
-                     no_stream: bool, params: dict[str, Any], as_json: bool) -> None:
+                     no_stream: bool, params: dict[str, Any], as_json: bool,
+                     api: str | None = None) -> None:
     spec = SCENARIOS[name]
     path = out or default_path(name)
-    target = Target(url, model, stream=not no_stream, api_key=os.environ.get("SM121_API_KEY"))
+    target = Target(url, model, stream=not no_stream, api_key=os.environ.get("SM121_API_KEY"),
+                    api=api or spec.api)
     with progress_bar() as update:
         results = asyncio.run(run_scenario(name, spec.run, target, params, path, update,
                                            needs_stream=spec.needs_stream))
@@ -100,6 +107,9 @@ def probe(url: str = URL, model: str | None = MODEL, out: Path | None = OUT,
         console.print(f"token ids: {report.get('token_ids')}; counting: {verdict}")
         console.print(f"tokens per chunk (histogram): {report.get('histogram')}, mean "
                       f"{report.get('tokens_per_chunk')}; cache_salt: {report.get('cache_salt')}")
+        for name, check in (report.get("apis") or {}).items():
+            state = "[green]ok[/]" if check["ok"] else f"[red]refused[/]: {check['reason']}"
+            console.print(f"{name}: {state}")
     if not report["safe"]:
         raise typer.Exit(1)
 
@@ -113,13 +123,13 @@ def overlap(
                                  "fractions of the predicted prefill."),
     before_s: float = typer.Option(5.0, "--before", help="Seconds of undisturbed baseline."),
     reps: int = typer.Option(1, "--reps", help="Repetitions (median and spread)."),
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, api: str | None = API,
 ) -> None:
     """Interference and admission: one ongoing stream (its own baseline), a long prefill of
     exactly L tokens, short requests during it."""
     run_cli_scenario("overlap", url, model, out, False, {
         "prefill_tokens": prefill_tokens, "short_at": _floats(short_at), "before_s": before_s,
-        "reps": reps}, as_json)
+        "reps": reps}, as_json, api)
 
 
 @bench_app.command("decode-scaling")
@@ -127,11 +137,11 @@ def decode_scaling(
     url: str = URL, model: str | None = MODEL, out: Path | None = OUT,
     n: str = typer.Option("1,2,4,6", "--n", help="Concurrency levels."),
     max_tokens: int = typer.Option(256, "--max-tokens"), no_stream: bool = NO_STREAM,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, api: str | None = API,
 ) -> None:
     """Aggregate and per-stream decode rates, TTFT, p50/p95 intervals over N streams."""
     run_cli_scenario("decode-scaling", url, model, out, no_stream,
-                     {"n": _ints(n), "max_tokens": max_tokens}, as_json)
+                     {"n": _ints(n), "max_tokens": max_tokens}, as_json, api)
 
 
 @bench_app.command("prefill-scaling")
@@ -139,11 +149,11 @@ def prefill_scaling(
     url: str = URL, model: str | None = MODEL, out: Path | None = OUT,
     n: str = typer.Option("1,2,4,6", "--n", help="Concurrency levels."),
     prompt_tokens: int = typer.Option(4096, "--prompt-tokens"), no_stream: bool = NO_STREAM,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, api: str | None = API,
 ) -> None:
     """Prompt tokens per second with N concurrent prefills."""
     run_cli_scenario("prefill-scaling", url, model, out, no_stream,
-                     {"n": _ints(n), "prompt_tokens": prompt_tokens}, as_json)
+                     {"n": _ints(n), "prompt_tokens": prompt_tokens}, as_json, api)
 
 
 @bench_app.command("locality")
@@ -151,11 +161,11 @@ def locality(
     url: str = URL, model: str | None = MODEL, out: Path | None = OUT,
     turns: int = typer.Option(4, "--turns"),
     base_words: int = typer.Option(1200, "--base-words", help="Size of the first prompt."),
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, api: str | None = API,
 ) -> None:
     """Cost of a mutating field at clean/bottom/middle/top over several turns."""
     run_cli_scenario("locality", url, model, out, False,
-                     {"turns": turns, "base_words": base_words}, as_json)
+                     {"turns": turns, "base_words": base_words}, as_json, api)
 
 
 @bench_app.command("retrieval")
@@ -163,10 +173,10 @@ def retrieval(
     url: str = URL, model: str | None = MODEL, out: Path | None = OUT,
     lengths: str = typer.Option("4096,16384", "--lengths", help="Context lengths (tokens)."),
     depths: str = typer.Option("0.08,0.5,0.92", "--depths"), no_stream: bool = NO_STREAM,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, api: str | None = API,
 ) -> None:
     """Needles at depths with distractor codes: found and distractors returned."""
     if not lengths.strip():
         raise Sm121Error("--lengths is empty", "example: --lengths 4096,16384")
     run_cli_scenario("retrieval", url, model, out, no_stream,
-                     {"lengths": _ints(lengths), "depths": _floats(depths)}, as_json)
+                     {"lengths": _ints(lengths), "depths": _floats(depths)}, as_json, api)

@@ -51,6 +51,12 @@ def ab(
     resume: bool = typer.Option(False, "--resume", help="Continue the A/B in --out: skip the "
                                 "(rep, profile) pairs it already measured."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    agents: int = typer.Option(4, "--agents", help="agents scenario: concurrent sessions."),
+    turns: int = typer.Option(6, "--turns", help="agents scenario: turns per session."),
+    workload: str = typer.Option("coding-agent", "--workload", help="agents scenario: a "
+                                 "preset or YAML file (see `bench agents --help`)."),
+    slo: str = typer.Option("ttft_p95=2s", "--slo", help="agents scenario: the SLO; the "
+                            "best profile is the one with the highest goodput against it."),
 ) -> None:
     """Serve each profile through sm121's launcher, run the scenario, stop, alternate the
     order, and print one comparison table of medians, spread and ratios."""
@@ -63,7 +69,12 @@ def ab(
     if len(names) < 1 or reps < 1:
         raise Sm121Error("ab needs at least one profile and one repetition",
                          "example: --profiles agent,batch --reps 3")
-    request = AbRequest(recipe, names, scenario, reps, _params(prefill_tokens, short_at, params),
+    scenario_params = _params(prefill_tokens, short_at, params)
+    if scenario == "agents":
+        from sm121.cli.bench_agents import agent_params
+
+        scenario_params = {**agent_params(agents, turns, None, workload, slo), **scenario_params}
+    request = AbRequest(recipe, names, scenario, reps, scenario_params,
                         out or default_path(f"ab-{scenario}"), port or _free_port(),
                         overrides=parse_sets(sets), resume=resume)
     results = run_ab(request, say=lambda m: err_console.print(m, highlight=False))
@@ -81,9 +92,15 @@ def report(
     out: Path = typer.Option(Path("bench-report"), "--out", help="Directory for report.md and "
                              "the PNG plots."),
     title: str = typer.Option("sm121 bench report", "--title"),
+    slo: str | None = typer.Option(None, "--slo", help="Judge agent runs (agents, replay, "
+                                   "ab, sweep) against this SLO instead of their own."),
 ) -> None:
     """Write a Markdown report with tables and PNG plots."""
     from sm121.bench.report_md import render_report
 
-    path = render_report(results, out, title)
+    if slo:
+        from sm121.bench.agents.slo import parse_slo
+
+        parse_slo(slo)
+    path = render_report(results, out, title, slo)
     console.print(f"report: {path}")

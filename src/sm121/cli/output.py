@@ -25,8 +25,17 @@ def console_summary(data: dict[str, Any]) -> None:
     """A results file's comparison (ab) or scenario summary, as a rich table."""
     from rich.table import Table
 
+    from sm121.bench.agents.report import AGENT_SCENARIOS, console_lines
     from sm121.bench.format import table_rows
 
+    summary = data.get("summary") or {}
+    if data["scenario"] in AGENT_SCENARIOS and data["kind"] == "scenario" and summary.get("slo"):
+        for line in console_lines(summary):
+            console.print(line, highlight=False)
+        return
+    if summary.get("verdict"):
+        console.print(f"best profile by goodput: {summary['verdict']['best']}. "
+                      f"{summary['verdict']['why']}", highlight=False)
     headers, rows = table_rows(data)
     if not rows:
         console.print(data.get("summary"))

@@ -79,6 +79,11 @@ class CaptureRecord:
     def _with(self, suffix: str) -> Path:
         return self._base.with_name(self._base.name + suffix)
 
+    def note(self, **fields: Any) -> None:
+        """Facts for replay (session id, arrival and first-byte times, token counts): numbers
+        and ids only, never content, so they are kept under redaction too."""
+        self._meta.update(fields)
+
     def response_head(self, status: int, headers: Mapping[str, str]) -> None:
         self._meta.update(status=status, response_headers=safe_headers(headers))
         if self._redact and "text/event-stream" in headers.get("Content-Type", ""):
@@ -101,6 +106,7 @@ class CaptureRecord:
             self._response.write(_redacted_json(bytes(self._held)))
         self._response.close()
         self._meta["outcome"] = outcome
+        self._meta["finished"] = time.time()
         with _open_private(self._with(".meta.json")) as handle:
             handle.write(json.dumps(self._meta, indent=2).encode())
 

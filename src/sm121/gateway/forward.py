@@ -101,7 +101,11 @@ async def _relay(gw: Gateway, request: web.Request, upstream: aiohttp.ClientResp
         if not event_stream:
             return response
     await response.write_eof()
-    _count(gw, observer.finish(), ex)
+    observed = observer.finish()
+    _count(gw, observed, ex)
+    if ex.capture is not None:
+        ex.capture.note(prompt_tokens=observed.prompt_tokens,
+                        completion_tokens=observed.completion_tokens)
     return response
 
 
@@ -120,6 +124,8 @@ async def _pump(gw: Gateway, upstream: aiohttp.ClientResponse, response: web.Str
             first = False
             ex.on_first_byte()
             gw.metrics.ttft.labels(ex.route).observe(time.perf_counter() - ex.started)
+            if ex.capture is not None:
+                ex.capture.note(first_byte=time.time())
         try:
             await response.write(chunk)
         except (ConnectionError, RuntimeError):  # the client went away (reset, closed writer)

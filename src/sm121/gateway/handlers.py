@@ -28,6 +28,7 @@ from sm121.locality.tokenize import TokenizeError, tokenize
 GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
 STRIPPED_HEADER = "X-Sm121-Stripped-Params"
 REQUEST_ID_HEADER = "X-Sm121-Request-Id"
+QUEUE_WAIT_HEADER = "X-Sm121-Queue-Wait"  # seconds the request waited for admission
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses",
                      "/v1/messages")  # Anthropic-style, where the engine offers it
 LOCALITY_ROUTES = ("/v1/chat/completions", "/v1/completions")
@@ -50,9 +51,15 @@ async def generation(request: web.Request) -> web.StreamResponse:
     stripped = _apply_policy(gw, body)
     session = session_id(request.headers, body, gw.config.session_header)
     size, tokens = await _measure(gw, body, len(raw))
+    queued = time.perf_counter()
     ticket = await gw.admission.admit(session, long=size.tokens >= gw.config.long_prompt_tokens)
+    waited = time.perf_counter() - queued
     ex = _exchange(request, gw, started, json.dumps(body).encode() if stripped else raw)
     ex.on_first_byte = ticket.prefill_done
+    ex.extra_headers[QUEUE_WAIT_HEADER] = f"{waited:.6f}"
+    if ex.capture is not None:  # what `bench replay` needs: the session and the arrival
+        ex.capture.note(session=session, queue_wait_s=round(waited, 6),
+                        arrived=time.time() - (time.perf_counter() - started))
     if stripped:
         ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
     if gw.config.locality.enabled and request.path in LOCALITY_ROUTES:

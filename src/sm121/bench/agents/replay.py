@@ -1,0 +1,155 @@
+"""`replay`: send what the gateway captured again, session by session, in the original order
+and with the original inter-arrival gaps (over --speed), measured like `agents` turns.
+
+A redacted capture has no text, only lengths: each redacted message is regenerated as filler
+of its character count (the same text every turn it appears in, so the conversation stays
+append-only), and the newest message of each request is then sized so the whole prompt has
+the captured prompt_tokens exactly. Everything is built before the clock starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.agents.capture_log import (
+    Captured,
+    by_session,
+    gap_errors,
+    is_redacted,
+    load_capture,
+    redacted_chars,
+    schedule,
+)
+from sm121.bench.agents.conversation import exact_text
+from sm121.bench.agents.session import (
+    SESSION_HEADER,
+    count_request,
+    piece_counter,
+    turn_record,
+)
+from sm121.bench.agents.slo import DEFAULT_SLO, parse_slo
+from sm121.bench.agents.summary import summarize_agents
+from sm121.bench.client import BenchClient, StreamRecord
+from sm121.bench.prompts import filler
+from sm121.bench.runner import Context, run_together
+
+Prepared = tuple[float, Captured, list[dict[str, Any]]]  # offset, request, its messages
+
+
+def filler_chars(chars: int, seed: int) -> str:
+    text = filler(max(1, chars // 4 + 1), seed)
+    while len(text) < chars:
+        text += " " + filler(max(1, chars // 4), seed + len(text))
+    return text[:chars]
+
+
+class Regenerator:
+    """Text for redacted messages, remembered per (session, message index)."""
+
+    def __init__(self, client: BenchClient) -> None:
+        self.client = client
+        self.texts: dict[tuple[str, int], str] = {}
+
+    async def messages(self, entry: Captured) -> list[dict[str, Any]]:
+        messages = copy.deepcopy(entry.body.get("messages") or [])
+        fresh: list[int] = []
+        for index, message in enumerate(messages):
+            for call in message.get("tool_calls") or []:
+                if is_redacted((call.get("function") or {}).get("arguments")):
+                    call["function"]["arguments"] = "{}"
+            content = message.get("content")
+            if not is_redacted(content):
+                continue
+            key = (entry.session, index)
+            if key not in self.texts:
+                self.texts[key] = filler_chars(redacted_chars(content),
+                                              zlib.crc32(f"{entry.session}:{index}".encode()))
+                fresh.append(index)
+            message["content"] = self.texts[key]
+        if fresh and entry.prompt_tokens:
+            largest = max(fresh, key=lambda i: len(messages[i]["content"]))
+            await self._fit(entry, messages, largest)
+        return messages
+
+    async def _fit(self, entry: Captured, messages: list[dict[str, Any]], index: int) -> None:
+        """Resize the largest message regenerated for this request (seen for the first time,
+        so no earlier request holds it) until the prompt has the captured length."""
+        count, wanted = piece_counter(self.client), int(entry.prompt_tokens or 0)
+        for attempt in range(3):  # template boundaries may shift a token: count again
+            counted = await count_request(self.client, messages, entry.body.get("tools"))
+            target = await count(messages[index]["content"]) + wanted - counted
+            if counted == wanted or target < 1:
+                return
+            text = await exact_text(count, target, "", seed=len(self.texts) + attempt)
+            self.texts[(entry.session, index)] = messages[index]["content"] = text
+
+
+def _session_header(session: str) -> str:
+    return session.split(":", 1)[1] if session[:2] in ("h:", "u:") else session
+
+
+async def _send(client: BenchClient, entry: Captured, messages: list[dict[str, Any]],
+                label: str) -> StreamRecord:
+    body = entry.body
+    output = int(entry.completion_tokens or body.get("max_tokens") or 64)
+    headers = {SESSION_HEADER: _session_header(entry.session)}
+    extra = {"cache_salt": body["cache_salt"]} if isinstance(body.get("cache_salt"), str) \
+        and not is_redacted(body["cache_salt"]) else {}
+    if entry.path.endswith("/chat/completions"):
+        return await client.chat(messages, output, label, tools=body.get("tools"),
+                                 headers=headers, extra=extra)
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or is_redacted(prompt):
+        prompt = filler_chars(redacted_chars(str(prompt)) or 200, 7)
+    return await client.complete(prompt, output, label, salt=False, extra=extra,
+                                 headers=headers)
+
+
+async def _replay_session(ctx: Context, index: int, items: list[Prepared]) -> None:
+    """In order; a request waits for its scheduled time and for its session's previous
+    answer (an agent sends its next turn only after the last one ended)."""
+    previous: float | None = None
+    original_previous: float | None = None
+    speed = float(ctx.results.data["params"].get("speed") or 1.0)
+    for turn, (offset, entry, messages) in enumerate(items):
+        delay = ctx.t0 + offset - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        late = max(0.0, time.monotonic() - ctx.t0 - offset)
+        record = await _send(ctx.client, entry, messages, f"{entry.session}-{turn}")
+        ctx.add(turn_record(
+            record, ctx.t0, agent=index, conversation=0, turn=turn, session=entry.session,
+            scheduled_s=round(offset, 6), late_s=round(late, 6),
+            captured_prompt_tokens=entry.prompt_tokens,
+            prompt_exact=entry.prompt_tokens is None or record.prompt_tokens == entry.prompt_tokens,
+            wanted_gap_s=None if original_previous is None
+            else (entry.arrived - original_previous) / speed,
+            replay_gap_s=None if previous is None else record.submitted - previous))
+        previous, original_previous = record.submitted, entry.arrived
+
+
+async def replay(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    slo = params.get("slo") or DEFAULT_SLO
+    parse_slo(slo)
+    entries = load_capture(Path(params["capture_dir"]))
+    timed = schedule(entries, float(params.get("speed") or 1.0))
+    regen = Regenerator(ctx.client)
+    sessions: dict[str, list[Prepared]] = {name: [] for name in by_session(entries)}
+    ctx.progress("replay: preparing requests", 0, len(timed))
+    for offset, entry in timed:
+        sessions[entry.session].append((offset, entry, await regen.messages(entry)))
+    ctx.add({"kind": "config", "workload": {"name": "replay"}, "agents": len(sessions),
+             "slo": slo, "api": "as captured", "requests": len(timed),
+             "redacted": any(e.redacted for e in entries)})
+    ctx.t0 = time.monotonic()
+    await run_together(*[_replay_session(ctx, i, items)
+                         for i, items in enumerate(sessions.values())])
+    turns = [s for s in ctx.results.data["samples"] if s.get("kind") == "turn"]
+    return {**summarize_agents(ctx.results.data["samples"], slo), "sessions": len(sessions),
+            "gaps": gap_errors(turns), "late_max_s": max((t["late_s"] for t in turns),
+                                                          default=None)}

@@ -1,0 +1,51 @@
+"""`sweep`: the agents scenario at N = 1, 2, 4, ... on one server, and the largest N whose
+run still meets the SLO (the knee). Each N is its own results file; the sweep file keeps
+every run's raw samples, so its report recomputes from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.agents.summary import flatten
+from sm121.bench.results import ResultsFile
+from sm121.bench.runner import Progress, Target, run_scenario
+from sm121.bench.scenarios import SCENARIOS
+
+
+def largest_meeting(points: list[dict[str, Any]]) -> int | None:
+    """The largest N that meets the SLO with every smaller N meeting it too: a lucky run
+    above a failing one is not capacity."""
+    best = None
+    for point in sorted(points, key=lambda p: p["agents"]):
+        if not point["metrics"].get("slo_met"):
+            break
+        best = point["agents"]
+    return best
+
+
+def _prefixed(progress: Progress, prefix: str) -> Progress:
+    def update(message: str, done: float, total: float) -> None:
+        progress(prefix + message, done, total)
+
+    return update
+
+
+async def run_sweep(target: Target, ns: list[int], params: dict[str, Any], out: Path,
+                    progress: Progress) -> ResultsFile:
+    spec = SCENARIOS["agents"]
+    results = ResultsFile(out, "sweep", "agents", {**params, "agents": ns})
+    with results.recording():
+        for n in ns:
+            sub = out.with_suffix("") / f"agents-{n}.json"
+            run = await run_scenario("agents", spec.run, target, {**params, "agents": n}, sub,
+                                     progress=_prefixed(progress, f"N={n}: "),
+                                     needs_stream=spec.needs_stream)
+            results.add_sample({"agents": n, "results_file": str(sub),
+                                "samples": run.data["samples"],
+                                "metrics": flatten(run.data["samples"])})
+            points = results.data["samples"]
+            results.set(summary={"slo": params["slo"], "largest_n": largest_meeting(points),
+                                 "points": [{"agents": p["agents"], **p["metrics"]}
+                                            for p in points]})
+    return results

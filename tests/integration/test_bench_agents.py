@@ -1,0 +1,132 @@
+"""`sm121 bench agents` on the real tiny engine: concurrent append-only chat sessions whose
+usage cross-check holds every turn, with the prefix cache reused after the first turn; the
+same run through `sm121 gateway --capture --redact`, replayed from the capture in order with
+its gaps; and the report with its plots. Small sizes keep it to about a minute."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import SM121, TinyEngine, free_port, run_cli
+
+from sm121.launch import processes
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = """preset: coding-agent
+system_prompt_tokens: 1500
+tools: {count: 4, tokens_each: 60}
+append_tokens: [100, 200]
+output_tokens: [8, 16]
+think_time_s: [0.3, 0.6]
+"""
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("workload") / "small-agent.yaml"
+    path.write_text(WORKLOAD)
+    return path
+
+
+@pytest.fixture(scope="module")
+def capturing_gateway(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPathFactory
+                      ) -> Iterator[tuple[str, Path]]:
+    folder = tmp_path_factory.mktemp("capture") / "cap"
+    port = free_port()
+    log = folder.parent / "gateway.log"
+    import os
+
+    process = processes.spawn([*SM121, "gateway", "--upstream", tiny_engine.base_url,
+                               "--listen", f"127.0.0.1:{port}", "--capture", str(folder),
+                               "--redact"], dict(os.environ), log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(url, process, log)
+        yield url, folder
+    finally:
+        processes.stop_group(process.pid)
+        process.wait(timeout=10)
+
+
+def _wait_for(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the gateway exited:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"the gateway did not answer:\n{log.read_text()}")
+
+
+def _turns(data: dict) -> list[dict]:
+    return [s for s in data["samples"] if s.get("kind") == "turn"]
+
+
+def test_agents_run_concurrently_append_only_and_counted(tiny_engine, workload, tmp_path):
+    out = tmp_path / "agents.json"
+    with_batch = tmp_path / "with-batch.yaml"
+    with_batch.write_text(workload.read_text() + "background: {prompt_tokens: 3000, "
+                          "output_tokens: 4}\n")
+    result = run_cli("bench", "agents", "--url", tiny_engine.base_url, "--agents", "2",
+                     "--turns", "3", "--workload", str(with_batch), "--slo", "ttft_p95=30s",
+                     "--out", str(out), timeout=600)
+    data = json.loads(out.read_text())
+    assert data["status"] == "complete" and data["api"] == "chat"
+    turns = _turns(data)
+    assert len(turns) == 6 and {t["agent"] for t in turns} == {0, 1}
+    assert all(t["usage_checked"] and t["prompt_exact"] for t in turns)
+    assert all(t["completion_tokens"] == t["output_asked"] for t in turns)
+    for t in turns:
+        if t["turn"] > 0:
+            assert t["reuse"] >= 0.8, t  # append-only: the earlier turns are in the cache
+    # sessions are concurrent: both agents' first turns were in flight at once
+    firsts = sorted((t for t in turns if t["turn"] == 0), key=lambda t: t["submitted"])
+    assert firsts[1]["submitted"] < firsts[0]["finished"]
+    background = [s for s in data["samples"] if s.get("kind") == "background"]
+    assert len(background) == 1 and 3000 < background[0]["prompt_tokens"] < 3000 + 32
+    assert background[0]["submitted"] >= max(t["finished"] for t in firsts)  # after turn 1
+    summary = data["summary"]
+    assert summary["slo"]["goodput"] is not None and summary["tools_mode"] in (
+        "api", "system_prompt")
+    assert summary["engine_metrics"]["vllm:prefix_cache_hits_total"] > 0
+    assert "goodput" in result.stdout
+    report = run_cli("bench", "report", str(out), "--out", str(tmp_path / "report"))
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "report.md" in report.stdout and "| turn |" in text
+    for plot in ("timeline", "ttft-cdf", "reuse"):
+        assert (tmp_path / "report" / f"agents-{plot}.png").stat().st_size > 0
+
+
+def test_a_capture_through_the_gateway_replays_in_order_with_its_gaps(
+        tiny_engine, workload, capturing_gateway, tmp_path):
+    url, folder = capturing_gateway
+    original = tmp_path / "through-gateway.json"
+    run_cli("bench", "agents", "--url", url, "--agents", "2", "--turns", "3", "--workload",
+            str(workload), "--out", str(original), timeout=600)
+    through = _turns(json.loads(original.read_text()))
+    assert all(t["queue_wait_s"] is not None for t in through)  # the gateway's header
+    replayed = tmp_path / "replay.json"
+    run_cli("bench", "replay", str(folder), "--url", tiny_engine.base_url, "--out",
+            str(replayed), timeout=600)
+    data = json.loads(replayed.read_text())
+    assert data["status"] == "complete"
+    agent_turns = [t for t in _turns(data) if t["session"].startswith("h:")]
+    assert len(agent_turns) == 6  # the two agents' sessions, keyed by their session ids
+    for session in {t["session"] for t in agent_turns}:
+        rows = sorted((t for t in agent_turns if t["session"] == session),
+                      key=lambda t: t["turn"])
+        assert [r["submitted"] for r in rows] == sorted(r["submitted"] for r in rows)
+    # redacted text was regenerated to the captured token counts
+    assert all(t["prompt_exact"] for t in agent_turns)
+    gaps = data["summary"]["gaps"]
+    assert gaps["gaps"] >= 4 and gaps["median_rel_error"] <= 0.10
