@@ -34,7 +34,7 @@ def _register_optional() -> None:
     """Command groups built in their own modules (bench, gateway, memory, doctor, cluster)."""
     import importlib
 
-    for module_name in ("bench", "gateway", "memory", "doctor", "cluster", "startup"):
+    for module_name in ("bench", "gateway", "memory", "doctor", "cluster", "startup", "top"):
         try:
             module = importlib.import_module(f"sm121.cli.{module_name}")
         except ModuleNotFoundError as exc:
