@@ -152,6 +152,11 @@ def render_report(paths: list[Path], out: Path, title: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
     for path in paths:
+        if path.suffix == ".jsonl":  # a time series: `sm121 top --record`, `bench soak`
+            from sm121.bench.timeline import timeline_section
+
+            lines += timeline_section(path, out)
+            continue
         stem = path.name.removesuffix(".gz").removesuffix(".json")
         lines += _section(load_results(path), out, stem)
     report = out / "report.md"

@@ -39,9 +39,10 @@ def _floats(text: str) -> list[float]:
 
 
 def register(app: typer.Typer) -> None:
-    from sm121.cli import bench_ab  # the ab and report commands
+    from sm121.cli import bench_ab, bench_soak  # ab and report; soak
 
     bench_ab.register(bench_app)
+    bench_soak.register(bench_app)
     app.add_typer(bench_app, name="bench")
 
 

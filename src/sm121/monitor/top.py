@@ -26,7 +26,7 @@ class Recorder:
         self.handle: TextIO | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.handle = open(path, "a")
+            self.handle = open(path, "a")  # noqa: SIM115 (closed by close())
             self.write({"kind": "top-start", "interval_s": interval_s})
 
     def write(self, record: dict[str, Any]) -> None:
