@@ -23,7 +23,7 @@ from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
 from sm121.plan.model import ServePlan
 
-RunStatus = Literal["starting", "ready", "failed", "stopped"]
+RunStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
 
 
 class NodeProcess(BaseModel):
@@ -54,6 +54,19 @@ class Timings(BaseModel):
     first_generation_s: float | None = None
 
 
+class Crash(BaseModel):
+    """One death of a supervised engine, as its watchdog saw it."""
+
+    at: str  # UTC, ISO 8601
+    incarnation: int  # 0: the first start, 1: after the first restart, ...
+    during: Literal["boot", "serving"]
+    how: str  # "exited with status 1", "killed by signal 9", "/health failed 3 times"
+    exit_code: int | None = None  # negative: the signal that killed it
+    cause: str = ""  # the engine log's most telling line
+    excerpt: list[str] = []  # the last lines of the engine log
+    restarted: bool = False  # False: the restart limit was reached, the run failed
+
+
 class RunInfo(BaseModel):
     run_id: str
     recipe: str
@@ -66,6 +79,11 @@ class RunInfo(BaseModel):
     timings: Timings = Timings()
     boot: BootFacts = BootFacts()
     failure: str | None = None
+    # Supervision (serve --supervise, or `restart:` in the recipe): the watchdog's pid (its
+    # own process group), how many restarts it made, and every crash it saw.
+    watchdog_pid: int | None = None
+    restarts: int = 0
+    crashes: list[Crash] = []
 
     @property
     def directory(self) -> Path:

@@ -39,6 +39,7 @@ class StartupRecord(BaseModel):
     first_generation_s: float | None = None
     nodes: list[NodeStartup] = []
     hooks: list[str] = []  # one line per hook run, with its outcome
+    restart: int = 0  # a supervised run's restart this start-up was (0: its first start)
 
 
 def node_startup(name: str, role: str, log_text: str, hooks_s: float | None,

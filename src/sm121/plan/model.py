@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from sm121.findings import Finding
-from sm121.recipes.schema import ArgValue, Hooks, RequestPolicy
+from sm121.recipes.schema import ArgValue, Hooks, RequestPolicy, RestartPolicy
 
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
@@ -73,6 +73,7 @@ class ServePlan(Frozen):
     readiness: ReadinessProbe
     request_policy: RequestPolicy
     findings: list[Finding]
+    restart: RestartPolicy | None = None  # supervised: a watchdog restarts a dead engine
 
     @property
     def head(self) -> NodePlan:

@@ -72,6 +72,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
             timeout_s=recipe.readiness.timeout_s,
         ),
         request_policy=recipe.request_policy,
+        restart=recipe.restart,
         findings=findings,
     )
 
