@@ -82,6 +82,7 @@ class RunInfo(BaseModel):
     # Supervision (serve --supervise, or `restart:` in the recipe): the watchdog's pid (its
     # own process group), how many restarts it made, and every crash it saw.
     watchdog_pid: int | None = None
+    gateway_url: str | None = None  # `serve --gateway`: the gateway in front of the engine
     restarts: int = 0
     crashes: list[Crash] = []
 

@@ -23,7 +23,7 @@ from sm121.engines.vllm_log import death_cause, parse_boot_log_file
 from sm121.launch import processes, restart_policy, startup_history
 from sm121.launch.local import LOG_NAME, _local_argv, _local_hooks, engine_environment
 from sm121.launch.readiness import NotReady, wait_ready
-from sm121.launch.run_state import Crash, RunInfo, load_run, monotonic, now_iso
+from sm121.launch.run_state import Crash, RunInfo, load_plan, load_run, monotonic, now_iso
 from sm121.launch.startup_history import build_record, node_startup
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
@@ -45,7 +45,7 @@ class Watchdog:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         run = load_run(run_id)
-        self.plan = ServePlan.model_validate_json((run.directory / "plan.json").read_text())
+        self.plan = ServePlan.model_validate(load_plan(run.directory))
         self.policy = self.plan.restart or RestartPolicy()
         self.node = self.plan.nodes[0]
         self.log_path = run.directory / LOG_NAME

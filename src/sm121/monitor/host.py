@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm121.doctor import probe
 from sm121.doctor.facts import ProbeRequest, gather
 from sm121.errors import Sm121Error
 from sm121.launch.transport import Transport
-from sm121.memory import probe
 
 _KIB_PER_GIB = 1024 * 1024
 
