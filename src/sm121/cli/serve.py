@@ -160,7 +160,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         table.add_row(r.run_id, row["status"], r.base_url, f"{first:.1f} s" if first else "-",
                       f"{r.boot.kv_pool_tokens:,}" if r.boot.kv_pool_tokens else "-",
                       str(r.restarts) if r.watchdog_pid else "-",
-                      f"{last.at}: {last.how}; {last.cause}"[:160] if last else "-")
+                      f"{last.at[11:19]} {last.how}"[:60] if last else "-")
     console.print(table)
 
 
