@@ -14,9 +14,11 @@ ENGINE_PORT=${ENGINE_PORT:-8000}
 GATEWAY_PORT=${GATEWAY_PORT:-8100}
 SM121=${SM121:-sm121}
 mkdir -p "$OUT"
-$SM121 serve tiny-cpu --profile agent --port "$ENGINE_PORT" --supervise \
-    --gateway --gateway-port "$GATEWAY_PORT" > "$OUT/serve.txt"
-RUN=$(sed -n 's/^ready \([^:]*\):.*/\1/p' "$OUT/serve.txt" | head -1)
+if [ -z "${RUN:-}" ]; then  # RUN=ID soaks a run already served with --supervise --gateway
+    $SM121 serve tiny-cpu --profile agent --port "$ENGINE_PORT" --supervise \
+        --gateway --gateway-port "$GATEWAY_PORT" --timeout 1800 > "$OUT/serve.txt"
+    RUN=$(sed -n 's/^ready \([^:]*\):.*/\1/p' "$OUT/serve.txt" | head -1)
+fi
 echo "run $RUN" >&2
 run_json() { $SM121 status --json | python3 -c "import json, sys
 row = [r for r in json.load(sys.stdin) if r['run_id'] == '$RUN'][0]

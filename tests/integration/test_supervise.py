@@ -79,8 +79,11 @@ def _stream_lines(url: str, model: str, into: list[str]) -> None:
 
 def test_kill_9_under_supervision_restarts_and_stop_leaves_nothing(sm121_home: Path) -> None:
     port, gateway_port = free_port(), free_port()
+    # A generous readiness timeout: on a loaded shared host a boot has taken 7+ minutes, and
+    # a boot timeout under supervision is a crash (restarted), which this test does not want.
     run_cli("serve", "tiny-cpu", "--profile", "agent", "--port", str(port), "--supervise",
-            "--gateway", "--gateway-port", str(gateway_port), timeout=900)
+            "--gateway", "--gateway-port", str(gateway_port), "--timeout", "1500",
+            timeout=1600)
     run_id = _latest_run(sm121_home, "tiny-cpu-agent-")
     gateway = f"http://127.0.0.1:{gateway_port}"
     first = _run(run_id)
@@ -104,7 +107,7 @@ def test_kill_9_under_supervision_restarts_and_stop_leaves_nothing(sm121_home: P
                                       {"model": "tiny", "prompt": "hi", "max_tokens": 4})
         assert status == 503 and headers.get("Retry-After") == "5", body[:300]
 
-        row = _wait_status(run_id, "ready", 600)
+        row = _wait_status(run_id, "ready", 1500)
         assert row["nodes"][0]["pgid"] != engine_pgid and not group_alive(engine_pgid)
         status, _, body = _post(f"{gateway}/v1/completions",
                                 {"model": "tiny", "prompt": "hi", "max_tokens": 4})

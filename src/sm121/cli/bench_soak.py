@@ -40,8 +40,11 @@ def soak(
     out: Path | None = typer.Option(None, "--out", help="JSONL file (default: "
                                     "bench-results/soak-TIME.jsonl)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the soak in --out."),
-    run: str | None = typer.Option(None, "--run", help="The run behind the URL, for its "
-                                   "process group's RSS (default: the local run serving URL)."),
+    run: str | None = typer.Option(None, "--run", help="The run behind the URL (default: the "
+                                   "local run serving URL): its engine's /metrics and its "
+                                   "process group's RSS, also when URL is its gateway."),
+    metrics_url: str | None = typer.Option(None, "--metrics-url", help="The engine's own URL "
+                                           "for /metrics (default: the run's, else URL)."),
     max_tokens: int = typer.Option(48, "--max-tokens", help="Tokens per turn."),
     slo: float = typer.Option(60.0, "--slo", help="Seconds a turn may take and still count "
                               "as goodput."),
@@ -60,9 +63,11 @@ def soak(
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     path = out or Path("bench-results") / f"soak-{stamp}.jsonl"
     served = asyncio.run(resolve_model(url, model))
+    run_id = _run_of(run, url)
     request = SoakRequest(url.rstrip("/"), served, workload, agents, parse_duration(duration),
                           parse_duration(report_every), path, resume, max_tokens, slo,
-                          pgid=_pgid_of(run, url))
+                          pgid=_pgid_reader(run_id),
+                          metrics_url=metrics_url or _engine_url(run_id))
     err_console.print(f"soak: {agents} agents, {duration}, report every {report_every} -> "
                       f"{path}", highlight=False)
     summary = asyncio.run(run_soak(request, say=lambda m: err_console.print(m, highlight=False)))
@@ -74,22 +79,31 @@ def soak(
                       f"{summary['engine_restarts']} engine restarts; results: {path}")
 
 
-def _pgid_of(run_id: str | None, url: str):  # type: ignore[no-untyped-def]
-    """A callable reading the engine's process group from the run, each time (a supervised
-    restart gives it a new one)."""
+def _run_of(run_id: str | None, url: str) -> str | None:
+    """The run named, else the local run whose engine or gateway serves URL."""
     from sm121.launch import control
+
+    if run_id is not None:
+        return control.resolve_run(run_id).run_id
+    base = url.rstrip("/").removesuffix("/v1")
+    runs = [r for r in control.active_runs() if base in (r.base_url, r.gateway_url)]
+    return runs[-1].run_id if runs else None
+
+
+def _engine_url(run_id: str | None) -> str | None:
     from sm121.launch.run_state import load_run
 
-    if run_id is None:
-        base = url.rstrip("/").removesuffix("/v1")
-        runs = [r for r in control.active_runs() if r.base_url == base]
-        if not runs:
-            return lambda: None
-        run_id = runs[-1].run_id
-    else:
-        run_id = control.resolve_run(run_id).run_id
+    return load_run(run_id).base_url if run_id else None
+
+
+def _pgid_reader(run_id: str | None):  # type: ignore[no-untyped-def]
+    """A callable reading the engine's process group from the run, each time (a supervised
+    restart gives it a new one)."""
+    from sm121.launch.run_state import load_run
 
     def pgid() -> int | None:
+        if run_id is None:
+            return None
         nodes = [n for n in load_run(run_id).nodes if n.ssh is None and n.name != "gateway"]
         return nodes[0].pgid if nodes else None
 

@@ -105,9 +105,12 @@ class Watchdog:
             result = wait_ready(self.plan.readiness, self.started,
                                 alive=lambda: process.poll() is None, on_phase=self.say)
         except NotReady as exc:
+            exited = process.poll() is not None
             processes.stop_group(process.pid)
-            raise Death(f"not ready: {exc}; {restart_policy.describe_exit(process.wait())}",
-                        "boot", process.returncode) from exc
+            code = process.wait()
+            how = restart_policy.describe_exit(code)
+            raise Death(f"not ready: {exc}; " + (how if exited else f"stopped by the watchdog "
+                                                 f"({how})"), "boot", code) from exc
         run = self.update(lambda r: self._ready(r, result.port_open_s, result.first_generation_s))
         hooks = _local_hooks(self.plan, run, "after_ready", self.say)
         self._record_startup(run, [h.render() for h in hooks])

@@ -38,6 +38,7 @@ class SoakRequest:
     max_tokens: int = 48
     slo_s: float = 60.0
     pgid: Callable[[], int | None] = lambda: None  # the engine's process group, if local
+    metrics_url: str | None = None  # the engine itself when `url` is a gateway in front
 
 
 def _now() -> str:
@@ -104,7 +105,7 @@ class _Reporter:
         self.restarts = file.restarts
 
     def report(self, interval: Interval, elapsed_s: float, seconds: float) -> dict[str, Any]:
-        engine = engine_state(self.request.url, self.request.pgid())
+        engine = engine_state(self.request.metrics_url or self.request.url, self.request.pgid())
         started = engine.pop("engine_started")
         if started is not None:
             if self.started_at is not None and started != self.started_at:
