@@ -29,7 +29,8 @@ def startup(
     if not records:
         console.print("no start-ups recorded yet (sm121 serve records each one)")
         return
-    table = Table("phase", *(f"{r.run_id}\n{r.start}" for r in records),
+    table = Table("phase", *(f"{r.run_id}\n{r.start}"
+                             + (f", restart {r.restart}" if r.restart else "") for r in records),
                   title="start-up, seconds since the launch began unless marked")
     table.columns[0].no_wrap = True
     for label, value in ROWS:
