@@ -32,7 +32,7 @@ SOAK=$!
 sleep "$KILL_AFTER_S"
 PGID=$(run_json "row['nodes'][0]['pgid']")
 echo "$(date -u +%FT%TZ) kill -9 of the engine's process group $PGID" | tee "$OUT/kill.txt" >&2
-kill -9 -- "-$PGID"
+python3 -c "import os, signal; os.killpg($PGID, signal.SIGKILL)"  # the whole group
 wait "$SOAK" || true
 kill "$TOP" || true
 $SM121 logs "$RUN" --crash > "$OUT/crashes.txt"

@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from sm121.engines.vllm_log import death_cause, parse_boot_log_file
+from sm121.engines.vllm_log import death_cause, has_error_line, parse_boot_log_file
 from sm121.launch import processes, restart_policy, startup_history
 from sm121.launch.local import LOG_NAME, _local_argv, _local_hooks, engine_environment
 from sm121.launch.readiness import NotReady, wait_ready
@@ -50,7 +50,7 @@ class Watchdog:
         self.node = self.plan.nodes[0]
         self.log_path = run.directory / LOG_NAME
         self.process: subprocess.Popen[bytes] | None = None
-        self.log_offset = 0
+        self.log_offset = self.ready_offset = 0
         self.incarnation = 0
         self.restart_times: list[float] = []
 
@@ -111,6 +111,7 @@ class Watchdog:
             how = restart_policy.describe_exit(code)
             raise Death(f"not ready: {exc}; " + (how if exited else f"stopped by the watchdog "
                                                  f"({how})"), "boot", code) from exc
+        self.ready_offset = self.log_path.stat().st_size
         run = self.update(lambda r: self._ready(r, result.port_open_s, result.first_generation_s))
         hooks = _local_hooks(self.plan, run, "after_ready", self.say)
         self._record_startup(run, [h.render() for h in hooks])
@@ -154,16 +155,28 @@ class Watchdog:
         except OSError:
             return False
 
-    def _log_text(self) -> str:
+    def _log_text(self, since: int | None = None) -> str:
         with open(self.log_path, "rb") as log:
-            log.seek(self.log_offset)
+            log.seek(self.log_offset if since is None else since)
             return log.read().decode(errors="replace")
+
+    def _cause(self, death: Death) -> tuple[str, list[str]]:
+        """The telling line of this start's log: a death while serving looks only at what
+        was logged since readiness, so a boot warning is never blamed for a kill."""
+        text = self._log_text(self.ready_offset if death.during == "serving" else None)
+        cause, _ = death_cause(text)
+        tail = death_cause(self._log_text())[1]  # the excerpt: the end of this start's log
+        if not has_error_line(text):
+            outside = " (a kill from outside, or the OOM killer)" if (death.exit_code or 0) < 0 \
+                else ""
+            cause = f"no error in the engine log{outside}"
+        return cause, tail
 
     def after_death(self, death: Death) -> bool:
         """Record the crash; restart (True) or give up and mark the run failed (False)."""
         now = monotonic()
         again = restart_policy.may_restart(self.restart_times, now, self.policy)
-        cause, tail = death_cause(self._log_text())
+        cause, tail = self._cause(death)
         crash = Crash(at=now_iso(), incarnation=self.incarnation, during=death.during,  # type: ignore[arg-type]
                       how=death.how, exit_code=death.exit_code, cause=cause,
                       excerpt=tail[-20:], restarted=again)
