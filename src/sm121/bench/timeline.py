@@ -8,6 +8,7 @@ a torn last line (an interrupted writer) are skipped, never fatal."""
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,11 @@ def _seconds(records: list[dict[str, Any]]) -> list[float]:
 
 
 def _add(series: Series, label: str, t: float, value: Any) -> None:
+    """None (the engine did not answer) becomes a gap in the line, not a bridge over it."""
     if isinstance(value, int | float):
         series.setdefault(label, []).append((t, float(value)))
+    elif value is None and label in series:
+        series[label].append((t, math.nan))
 
 
 def top_panels(records: list[dict[str, Any]]) -> dict[str, Series]:
@@ -88,9 +92,17 @@ def soak_panels(records: list[dict[str, Any]]) -> dict[str, Series]:
 
 
 def events(records: list[dict[str, Any]]) -> list[tuple[float, str]]:
-    """(seconds since start, label) of events that carry elapsed_s (soak restarts)."""
-    return [(r["elapsed_s"], str(r.get("what", "event"))) for r in records
-            if r.get("kind") == "event" and isinstance(r.get("elapsed_s"), int | float)]
+    """(seconds since start, label) of events that carry elapsed_s (soak restarts), and the
+    first soak interval whose engine did not answer /metrics ("engine down")."""
+    marks = [(r["elapsed_s"], str(r.get("what", "event"))) for r in records
+             if r.get("kind") == "event" and isinstance(r.get("elapsed_s"), int | float)
+             and r.get("what") not in ("started", "resumed")]
+    up = True
+    for row in (r for r in records if r.get("kind") == "soak"):
+        if up and row.get("engine_up") is False:
+            marks.append((row["elapsed_s"], "engine down"))
+        up = row.get("engine_up") is not False
+    return sorted(marks)
 
 
 def plot_timeline(panels: dict[str, Series], marks: list[tuple[float, str]], path: Path,
@@ -120,6 +132,29 @@ def plot_timeline(panels: dict[str, Series], marks: list[tuple[float, str]], pat
     return path
 
 
+def soak_summary(records: list[dict[str, Any]]) -> list[str]:
+    """The soak in a few numbers, from its interval lines (Markdown bullets)."""
+    rows = [r for r in records if r.get("kind") == "soak"]
+    if not rows:
+        return []
+    seconds = sum(r.get("interval_s") or 0 for r in rows)
+    good = [r["goodput_tok_s"] for r in rows if r.get("goodput_tok_s") is not None]
+    down = [r for r in rows if not r.get("requests_ok")]
+    rss = [r["engine_rss_gib"] for r in rows if r.get("engine_rss_gib")]
+    avail = [r["mem_available_gib"] for r in rows if r.get("mem_available_gib") is not None]
+    lines = [f"- {seconds:.0f} s in {len(rows)} intervals; {sum(r['requests_ok'] for r in rows)} "
+             f"turns ok, {sum(r['errors'] for r in rows)} errors; engine restarts "
+             f"{rows[-1].get('engine_restarts', 0)}",
+             f"- goodput: mean {sum(good) / len(good):.1f} tok/s over the intervals, "
+             f"min {min(good):.1f}, max {max(good):.1f}",
+             f"- intervals without one good turn: {len(down)} ({sum(r['interval_s'] for r in down):.0f} s)"]
+    if rss:
+        lines.append(f"- engine RSS (process group): {min(rss):.2f}-{max(rss):.2f} GiB")
+    if avail:
+        lines.append(f"- host MemAvailable: {min(avail):.2f}-{max(avail):.2f} GiB")
+    return lines
+
+
 def timeline_section(path: Path, out: Path) -> list[str]:
     """The Markdown section of `sm121 bench report` for one JSONL file."""
     records = load_jsonl(path)
@@ -129,6 +164,7 @@ def timeline_section(path: Path, out: Path) -> list[str]:
     lines = [f"## {kind} timeline — `{path.name}`", "",
              f"{sum(1 for r in records if r.get('kind') == kind)} samples."]
     marks = events(records)
+    lines += ["", *soak_summary(records)]
     lines += [f"- {what} at {when:.0f} s" for when, what in marks] + [""]
     if panels:
         image = plot_timeline(panels, marks, out / f"{stem}-timeline.png", f"{kind}: {stem}")
