@@ -52,7 +52,8 @@ def print_crashes(run: RunInfo) -> None:
     for index, crash in enumerate(run.crashes, 1):
         then = "restarted" if crash.restarted else "not restarted (limit reached)"
         console.print(f"[bold]crash {index}[/] at {crash.at}, start {crash.incarnation}, "
-                      f"during {crash.during}: {crash.how}; {then}", highlight=False)
-        console.print(f"  cause: {crash.cause}", highlight=False)
+                      f"during {crash.during}: {crash.how}; {then}", highlight=False,
+                      soft_wrap=True)  # log lines stay whole, to grep and to copy
+        console.print(f"  cause: {crash.cause}", highlight=False, markup=False, soft_wrap=True)
         for line in crash.excerpt:
-            console.print(f"    {line}", highlight=False, markup=False)
+            console.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
