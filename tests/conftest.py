@@ -33,7 +33,9 @@ def sm121_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def tiny_engine(sm121_home: Path) -> Iterator[TinyEngine]:
     port = free_port()
-    run_cli("serve", "tiny-cpu", "--profile", "agent", "--port", str(port), timeout=900)
+    # A shared 2-core host under load has taken 13 minutes to boot it: wait long, once.
+    run_cli("serve", "tiny-cpu", "--profile", "agent", "--port", str(port), "--timeout", "1500",
+            timeout=1600)
     runs = sorted((sm121_home / "runs").glob("tiny-cpu-agent-*/run.json"),
                   key=lambda p: p.stat().st_mtime)
     run_dir = runs[-1].parent

@@ -70,3 +70,11 @@ def test_death_cause_keeps_the_indented_reason() -> None:
     cause, _ = death_cause(log)
     assert "1 validation error for ModelConfig" in cause
     assert "max_model_len (99999999)" in cause and "pydantic.dev" not in cause
+
+
+def test_a_kill_leaves_no_error_line() -> None:
+    from sm121.engines.vllm_log import has_error_line
+
+    assert not has_error_line('INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+    assert has_error_line("ValueError: max_model_len exceeds the KV pool\n")
+    assert not has_error_line("Triton is installed, but doesn't include CPU backend. Error\n")

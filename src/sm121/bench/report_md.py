@@ -158,6 +158,11 @@ def render_report(paths: list[Path], out: Path, title: str, slo: str | None = No
     lines = [f"# {title}", ""]
     runs = []
     for path in paths:
+        if path.suffix == ".jsonl":  # a time series: `sm121 top --record`, `bench soak`
+            from sm121.bench.timeline import timeline_section
+
+            lines += timeline_section(path, out)
+            continue
         stem = path.name.removesuffix(".gz").removesuffix(".json")
         runs.append(load_results(path))
         if slo and runs[-1]["scenario"] in agents_report.AGENT_SCENARIOS:

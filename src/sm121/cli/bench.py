@@ -42,12 +42,13 @@ def _floats(text: str) -> list[float]:
 
 
 def register(app: typer.Typer) -> None:
-    # ab and report; agent-check; agents, replay and sweep
-    from sm121.cli import bench_ab, bench_agent_check, bench_agents
+    # ab and report; agent-check; agents, replay and sweep; soak
+    from sm121.cli import bench_ab, bench_agent_check, bench_agents, bench_soak
 
     bench_ab.register(bench_app)
     bench_agent_check.register(bench_app)
     bench_agents.register(bench_app)
+    bench_soak.register(bench_app)
     app.add_typer(bench_app, name="bench")
 
 

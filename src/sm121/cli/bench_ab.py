@@ -88,7 +88,8 @@ def ab(
 
 
 def report(
-    results: list[Path] = typer.Argument(..., help="Results JSON files from sm121 bench."),
+    results: list[Path] = typer.Argument(..., help="Results JSON files from sm121 bench, or "
+                                         "JSONL time series (top --record, bench soak)."),
     out: Path = typer.Option(Path("bench-report"), "--out", help="Directory for report.md and "
                              "the PNG plots."),
     title: str = typer.Option("sm121 bench report", "--title"),

@@ -35,7 +35,7 @@ def _register_optional() -> None:
     import importlib
 
     for module_name in ("bench", "gateway", "memory", "doctor", "cluster", "startup", "engine",
-                        "model"):
+                        "model", "top"):
         try:
             module = importlib.import_module(f"sm121.cli.{module_name}")
         except ModuleNotFoundError as exc:

@@ -57,11 +57,19 @@ def serve(
     gateway: bool = typer.Option(False, "--gateway", help="Also start `sm121 gateway` in front "
                                  "of the engine, with the recipe's request policy."),
     gateway_port: int = typer.Option(8100, "--gateway-port", help="Port of the gateway."),
+    supervise: bool = typer.Option(False, "--supervise", help="A watchdog restarts the engine "
+                                   "when it dies (default policy: on-failure, at most 3 "
+                                   "restarts within 600 s); a recipe's `restart:` does the "
+                                   "same."),
 ) -> None:
     """Start the engine and return once it has generated: readiness is a real completion with
     its token count checked, not an open port. The engine keeps running (see `sm121 status`)
     unless --foreground is given."""
     plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
+    if supervise:
+        from sm121.recipes.schema import RestartPolicy
+
+        plan = plan.model_copy(update={"restart": plan.restart or RestartPolicy()})
     if timeout is not None:
         plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
             update={"timeout_s": timeout})})
@@ -70,6 +78,12 @@ def serve(
         return
     for finding in plan.findings:
         err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
+    if plan.restart is not None and plan.restart.policy != "never":
+        from sm121.cli.supervise import serve_supervised_cli
+
+        serve_supervised_cli(plan, cluster, trust, foreground,
+                             (name, plan.profile, gateway_port) if gateway else None)
+        return
     if cluster:
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
 
@@ -137,12 +151,16 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     if not rows:
         console.print("no runs")
         return
-    table = Table("run", "status", "url", "first generation", "KV pool")
+    table = Table("run", "status", "url", "first generation", "KV pool", "restarts",
+                  "last crash")
     table.columns[0].overflow = "fold"
     for r, row in zip(runs, rows, strict=True):
         first = r.timings.first_generation_s
+        last = r.crashes[-1] if r.crashes else None
         table.add_row(r.run_id, row["status"], r.base_url, f"{first:.1f} s" if first else "-",
-                      f"{r.boot.kv_pool_tokens:,}" if r.boot.kv_pool_tokens else "-")
+                      f"{r.boot.kv_pool_tokens:,}" if r.boot.kv_pool_tokens else "-",
+                      str(r.restarts) if r.watchdog_pid else "-",
+                      f"{last.at[11:19]} {last.how}"[:60] if last else "-")
     console.print(table)
 
 
@@ -150,9 +168,16 @@ def logs(
     run_id: str = typer.Argument(..., help="Run id (or a unique prefix)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines."),
     node: str | None = typer.Option(None, "--node", help="Node of a multi-node run."),
+    crash: bool = typer.Option(False, "--crash", help="Each crash of a supervised run: when, "
+                               "how, the cause and the log lines before it."),
 ) -> None:
     """Print the engine log of a run."""
     run = control.resolve_run(run_id)
+    if crash:
+        from sm121.cli.supervise import print_crashes
+
+        print_crashes(run)
+        return
     path = control.log_path(run, node)
     if not path.is_file():
         raise Sm121Error(f"no log at {path}", "the run may not have started")

@@ -56,7 +56,8 @@ def startup(
     if not records:
         console.print("no start-ups recorded yet (sm121 serve records each one)")
         return
-    starts = [(f"{r.run_id}\n{r.start}", waterfall_of(r) or Waterfall(notes=["no engine log"]))
+    starts = [(f"{r.run_id}\n{r.start}" + (f", restart {r.restart}" if r.restart else ""),
+               waterfall_of(r) or Waterfall(notes=["no engine log"]))
               for r in records]
     _show(starts, [_figures(r, node) for r in records], steps, plot)
 

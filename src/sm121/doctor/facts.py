@@ -30,6 +30,7 @@ class HostFacts(BaseModel):
     weights: dict[str, int]
     hosts: dict[str, str]
     env: dict[str, str]
+    loadavg: list[float] = []  # 1, 5, 15 minutes
 
     def gib(self, key: str) -> float:
         return self.meminfo.get(key, 0) / (1024 * 1024)

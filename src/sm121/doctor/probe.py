@@ -31,6 +31,15 @@ def meminfo(root: str) -> dict[str, int]:
     return values
 
 
+def loadavg(root: str) -> list[float]:
+    """The 1, 5 and 15 minute load averages."""
+    fields = _read(root, "proc/loadavg").split()[:3]
+    try:
+        return [float(f) for f in fields]
+    except ValueError:
+        return []
+
+
 def mounts(root: str) -> list[dict[str, str]]:
     rows = []
     for line in _read(root, "proc/mounts").splitlines():
@@ -149,7 +158,8 @@ def probe(request: dict[str, object]) -> dict[str, object]:
     root = str(request.get("root") or "/")
     env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "GLOO_", "HF_"))}
     return {
-        "hostname": socket.gethostname(), "meminfo": meminfo(root), "mounts": mounts(root),
+        "hostname": socket.gethostname(), "meminfo": meminfo(root), "loadavg": loadavg(root),
+        "mounts": mounts(root),
         "routes": routes(root), "interfaces": interfaces(root), "rdma": rdma_devices(root),
         "paths": locate(dict(request.get("paths") or {}), root),  # type: ignore[call-overload]
         "weights": resident(list(request.get("weights") or [])),  # type: ignore[call-overload]

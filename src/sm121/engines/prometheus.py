@@ -31,3 +31,20 @@ def metric_labels(text: str, name: str) -> dict[str, str]:
         if match and match.group(1) == name and match.group(2):
             return dict(_LABEL.findall(match.group(2)))
     return {}
+
+
+def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """Every sample with its labels: (name, labels, value). Histograms need this form, since
+    their buckets differ only by the `le` label."""
+    samples = []
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        labels = dict(_LABEL.findall(match.group(2))) if match.group(2) else {}
+        samples.append((match.group(1), labels, value))
+    return samples

@@ -81,6 +81,12 @@ def parse_boot_log_file(path: Path) -> BootFacts:
     return parse_boot_log(path.read_text(errors="replace")) if path.is_file() else BootFacts()
 
 
+def has_error_line(text: str) -> bool:
+    """Whether any line of the log says something went wrong (a kill -9 leaves none)."""
+    return any(_ERROR_LINE.search(line) and not _NOISE.search(line)
+               for line in text.splitlines())
+
+
 def death_cause(text: str, tail: int = 40) -> tuple[str, list[str]]:
     """The most telling error line of a dead engine, and the last lines of its log."""
     lines = [line for line in text.splitlines() if line.strip() and not _NOISE.search(line)]

@@ -25,6 +25,8 @@ from sm121.gateway.replies import SSE_CONTENT_TYPE, error_event, error_reply
 from sm121.gateway.state import Gateway
 
 log = logging.getLogger("sm121.gateway")
+# While the engine is down (a supervised restart takes about a boot), clients retry after this.
+RETRY_AFTER_S = "5"
 
 
 @dataclass
@@ -78,7 +80,7 @@ def _unreachable(gw: Gateway, ex: Exchange, exc: BaseException) -> web.Response:
     return error_reply(
         503, f"the upstream engine at {gw.config.upstream} is not reachable ({reason}); "
         "it may be starting, stopped or overloaded: check `sm121 status`",
-        "upstream_unavailable", headers=ex.extra_headers)
+        "upstream_unavailable", headers={**ex.extra_headers, "Retry-After": RETRY_AFTER_S})
 
 
 async def _relay(gw: Gateway, request: web.Request, upstream: aiohttp.ClientResponse,

@@ -23,16 +23,28 @@ def run_alive(run: RunInfo) -> bool:
     return any(node_alive(node) for node in run.nodes)
 
 
+def watchdog_alive(run: RunInfo) -> bool:
+    return run.watchdog_pid is not None and processes.group_alive(run.watchdog_pid)
+
+
 def effective_status(run: RunInfo) -> str:
-    """The stored status, corrected by what is really running."""
-    if run.status in ("ready", "starting") and not run_alive(run):
+    """The stored status, corrected by what is really running. A supervised engine that is
+    down while its watchdog lives is restarting (the watchdog may not have noticed yet)."""
+    if run.status in ("ready", "starting", "restarting") and watchdog_alive(run):
+        return run.status if run_alive(run) else "restarting"
+    if run.status in ("ready", "starting", "restarting") and not run_alive(run):
         return "exited"
     return run.status
 
 
 def stop_run(run: RunInfo) -> list[str]:
-    """Stop every node of a run; returns the names of nodes that would not stop."""
+    """Stop every node of a run; returns the names of nodes that would not stop. The
+    watchdog of a supervised run goes first, so nothing restarts what is being stopped."""
     stubborn = []
+    if run.watchdog_pid is not None:
+        if not processes.stop_group(run.watchdog_pid):
+            stubborn.append("watchdog")
+        run = load_run(run.run_id)  # the engine's process group as the watchdog left it
     for node in reversed(run.nodes):  # workers first, the head last
         if through_transport(node):
             from sm121.launch import remote
@@ -47,7 +59,8 @@ def stop_run(run: RunInfo) -> list[str]:
 
 
 def active_runs() -> list[RunInfo]:
-    return [r for r in list_runs() if effective_status(r) in ("ready", "starting")]
+    return [r for r in list_runs()
+            if effective_status(r) in ("ready", "starting", "restarting")]
 
 
 def resolve_run(run_id: str) -> RunInfo:

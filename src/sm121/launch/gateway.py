@@ -37,8 +37,9 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
     pid_file.write_text(f"{process.pid}\n")
     run.nodes.append(NodeProcess(name=NAME, pid=process.pid, pgid=process.pid, log=str(log),
                                  pid_file=str(pid_file)))
-    run.save()
     url = f"http://127.0.0.1:{port}"
+    run.gateway_url = url
+    run.save()
     progress(f"gateway: starting on {url} ...")
     deadline = time.monotonic() + _READY_TIMEOUT_S
     # Through the gateway, /v1/models answers from the engine behind it.

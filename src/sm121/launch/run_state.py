@@ -25,7 +25,7 @@ from sm121.plan.model import ServePlan
 from sm121.recipes.loader import LoadedRecipe, load_recipe, validate_model
 from sm121.recipes.schema import Recipe
 
-RunStatus = Literal["starting", "ready", "failed", "stopped"]
+RunStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
 
 
 class NodeProcess(BaseModel):
@@ -58,6 +58,19 @@ class Timings(BaseModel):
     first_generation_s: float | None = None
 
 
+class Crash(BaseModel):
+    """One death of a supervised engine, as its watchdog saw it."""
+
+    at: str  # UTC, ISO 8601
+    incarnation: int  # 0: the first start, 1: after the first restart, ...
+    during: Literal["boot", "serving"]
+    how: str  # "exited with status 1", "killed by signal 9", "/health failed 3 times"
+    exit_code: int | None = None  # negative: the signal that killed it
+    cause: str = ""  # the engine log's most telling line
+    excerpt: list[str] = []  # the last lines of the engine log
+    restarted: bool = False  # False: the restart limit was reached, the run failed
+
+
 class RunInfo(BaseModel):
     run_id: str
     recipe: str
@@ -70,6 +83,12 @@ class RunInfo(BaseModel):
     timings: Timings = Timings()
     boot: BootFacts = BootFacts()
     failure: str | None = None
+    # Supervision (serve --supervise, or `restart:` in the recipe): the watchdog's pid (its
+    # own process group), how many restarts it made, and every crash it saw.
+    watchdog_pid: int | None = None
+    gateway_url: str | None = None  # `serve --gateway`: the gateway in front of the engine
+    restarts: int = 0
+    crashes: list[Crash] = []
 
     @property
     def directory(self) -> Path:

@@ -42,6 +42,7 @@ class StartupRecord(BaseModel):
     nodes: list[NodeStartup] = []
     hooks: list[str] = []  # one line per hook run, with its outcome
     waterfall: Waterfall | None = None  # the head node's log joined to the launcher's clock
+    restart: int = 0  # a supervised run's restart this start-up was (0: its first start)
 
 
 def node_startup(name: str, role: str, log_text: str, hooks_s: float | None,

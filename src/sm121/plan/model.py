@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from sm121.findings import Finding
-from sm121.recipes.schema import ArgValue, Hooks, RequestPolicy
+from sm121.recipes.schema import ArgValue, Hooks, RequestPolicy, RestartPolicy
 
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
@@ -79,6 +79,7 @@ class ServePlan(Frozen):
     # a run keeps its recipe with its plan, so calibration needs the run directory alone.
     recipe_source: str = ""
     recipe_spec: dict[str, Any] | None = None
+    restart: RestartPolicy | None = None  # supervised: a watchdog restarts a dead engine
 
     @property
     def head(self) -> NodePlan:

@@ -74,6 +74,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
             tools=profile is not None and is_agent_purpose(effective.purpose),
         ),
         request_policy=recipe.request_policy,
+        restart=recipe.restart,
         findings=findings,
         recipe_source=source,
         recipe_spec=_kept_recipe(recipe),

@@ -151,6 +151,18 @@ class Readiness(Strict):
     timeout_s: float = Field(3600, gt=0)
 
 
+class RestartPolicy(Strict):
+    """Supervision (`restart:` in a recipe, or `serve --supervise`): a watchdog restarts an
+    engine that died, at most `max` times within `within_s` seconds, then gives up (failed)."""
+
+    policy: Literal["on-failure", "never"] = "on-failure"
+    max: int = Field(3, ge=0)
+    within_s: float = Field(600, gt=0)
+    # /health failing this many times in a row counts as a death (a hung engine).
+    health_failures: int = Field(3, ge=1)
+    health_interval_s: float = Field(5, gt=0)
+
+
 class Recipe(Strict):
     name: str
     description: str = ""
@@ -165,6 +177,7 @@ class Recipe(Strict):
     request_policy: RequestPolicy = RequestPolicy()
     limits: Limits = Limits()
     readiness: Readiness = Readiness()
+    restart: RestartPolicy | None = None
     profiles: dict[str, Profile] = {}
     default_profile: str | None = None
 

@@ -16,6 +16,7 @@ async def test_upstream_down_gets_503_with_a_clear_body() -> None:
         response = await gw.chat(stream=True)
         error = (await response.json())["error"]
         assert response.status == 503
+        assert response.headers["Retry-After"] == "5"  # a supervised restart is under way
         assert error["type"] == "upstream_unavailable"
         assert "not reachable" in error["message"] and "sm121 status" in error["message"]
         assert await gw.metric("sm121_gateway_upstream_errors_total", kind="unreachable") == 1

@@ -1,0 +1,1 @@
+"""`sm121 bench soak`: agents against an endpoint for hours, reported every interval as JSONL."""

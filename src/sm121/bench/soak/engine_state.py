@@ -1,0 +1,44 @@
+"""What a soak reads from the engine each interval: KV usage, its process start time (a
+change means the engine restarted), and its memory. RSS is the run's whole process group
+when the run is on this machine (engine core and workers included), else the API server's
+own process_resident_memory_bytes from /metrics. On GB10, RSS does not show CUDA/UVM
+memory: the host panel's MemAvailable is the number that counts there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sm121.launch import processes
+from sm121.monitor.sampler import scrape
+
+_PAGE = 4096
+
+
+def group_rss_bytes(pgid: int) -> int:
+    total = 0
+    for pid in processes.group_members(pgid):
+        try:
+            pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        total += pages * _PAGE
+    return total
+
+
+def engine_state(url: str, pgid: int | None) -> dict[str, Any]:
+    """None values when the engine does not answer (it is down: that is data, not an error)."""
+    try:
+        snapshot = scrape(url)
+    except OSError:
+        return {"engine_up": False, "kv_usage_pct": None, "engine_started": None,
+                "engine_rss_gib": _gib(group_rss_bytes(pgid)) if pgid else None}
+    kv = snapshot.value("vllm:kv_cache_usage_perc")
+    rss = group_rss_bytes(pgid) if pgid else snapshot.value("process_resident_memory_bytes")
+    return {"engine_up": True, "kv_usage_pct": None if kv is None else round(100 * kv, 3),
+            "engine_started": snapshot.value("process_start_time_seconds"),
+            "engine_rss_gib": _gib(rss)}
+
+
+def _gib(value: float | None) -> float | None:
+    return None if not value else round(value / 2**30, 3)

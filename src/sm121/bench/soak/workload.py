@@ -1,0 +1,95 @@
+"""What a soak's agents do, behind one small interface so the workload can change (the agent
+benchmark's coding-agent sessions replace the chat loop when they land).
+
+The chat loop is a stand-in for an agent: each agent holds one conversation and appends to
+it turn after turn (a tool result, then the model's reply), so its prompts are append-only
+and reuse the prefix cache as an agent framework's do. A session that grows past its token
+budget starts over with a fresh salt, so agents never share each other's cache."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import aiohttp
+
+from sm121.bench.client import BenchClient
+from sm121.errors import Sm121Error
+
+_SYSTEM = ("You are a coding agent. Tools: read_file(path), write_file(path, text), "
+           "run(command), search(query). Answer with one tool call per turn. ") * 8
+_TOOL_OUTPUT = ("def handler(request):\n    data = parse(request.body)\n    if not data:\n"
+                "        return error(400)\n    return ok(process(data))\n") * 6
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    ok: bool
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+class Workload(Protocol):
+    name: str
+
+    async def step(self, client: BenchClient, agent: int) -> TurnOutcome:
+        """One request of agent `agent`; never raises for a failed request."""
+        ...
+
+
+@dataclass
+class ChatLoop:
+    """Multi-turn chat per agent, append-only, stream: false (tokens from usage)."""
+
+    max_tokens: int = 48
+    session_tokens: int = 6000  # start a new session past this prompt size
+    name: str = "chat-loop"
+    _sessions: dict[int, list[dict[str, str]]] = field(default_factory=dict)
+
+    def _messages(self, agent: int) -> list[dict[str, str]]:
+        if agent not in self._sessions:
+            salt = secrets.token_hex(6)
+            self._sessions[agent] = [{"role": "system", "content": f"[session {salt}] {_SYSTEM}"}]
+        turn = len(self._sessions[agent]) // 2
+        self._sessions[agent].append({"role": "user", "content": (
+            f"Tool result of turn {turn}:\n{_TOOL_OUTPUT}\nWhat next?")})
+        return self._sessions[agent]
+
+    async def step(self, client: BenchClient, agent: int) -> TurnOutcome:
+        messages = self._messages(agent)
+        body: dict[str, Any] = {"model": client.model, "messages": messages,
+                                "max_tokens": self.max_tokens, "temperature": 0,
+                                "ignore_eos": True, "stream": False}
+        started = time.monotonic()
+        try:
+            payload = await client.post_json("/v1/chat/completions", body)
+        except (Sm121Error, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            messages.pop()  # the turn did not happen: the next one retries it
+            message = exc.message if isinstance(exc, Sm121Error) else repr(exc)
+            return TurnOutcome(False, latency_s=time.monotonic() - started,
+                               error=message[:300])
+        latency = time.monotonic() - started
+        usage = payload.get("usage") or {}
+        reply = ((payload.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+        messages.append({"role": "assistant", "content": reply})
+        if (usage.get("prompt_tokens") or 0) > self.session_tokens:
+            self._sessions.pop(agent)
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        return TurnOutcome(True, int(usage.get("completion_tokens") or 0),
+                           int(usage.get("prompt_tokens") or 0), int(cached), latency)
+
+
+def workload(name: str, max_tokens: int) -> Workload:
+    """Today every name runs the chat loop; `coding-agent` switches to the agent benchmark's
+    sessions once it exists."""
+    if name not in WORKLOADS:
+        raise Sm121Error(f"unknown soak workload {name!r}", f"one of: {', '.join(WORKLOADS)}")
+    return ChatLoop(max_tokens=max_tokens, name=f"{name} (chat loop)")
+
+
+WORKLOADS = ("coding-agent", "chat-loop")

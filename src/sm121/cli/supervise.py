@@ -1,0 +1,59 @@
+"""The supervised side of `sm121 serve` and `sm121 logs --crash`."""
+
+from __future__ import annotations
+
+import time
+
+from sm121.cli.output import console, err_console
+from sm121.errors import Sm121Error
+from sm121.launch import control
+from sm121.launch.run_state import RunInfo, load_run
+from sm121.plan.model import ServePlan
+from sm121.recipes.schema import RestartPolicy
+
+
+def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, foreground: bool,
+                         gateway: tuple[str, str | None, int] | None) -> None:
+    from sm121.cli.serve import _progress, _start_gateway, print_summary
+    from sm121.launch.supervised import serve_supervised
+
+    if cluster:
+        raise Sm121Error("supervision (--supervise, a recipe's restart:) runs on this machine "
+                         "only for now", "serve the cluster without it; `sm121 status` and "
+                         "`sm121 top` show when it dies")
+    policy = plan.restart or RestartPolicy()
+    run = serve_supervised(plan, progress=_progress, trust=trust)
+    print_summary(run)
+    console.print(f"supervised: a watchdog restarts the engine (at most {policy.max} "
+                  f"restarts within {policy.within_s:g} s); `sm121 stop` stops both",
+                  highlight=False)
+    if gateway:
+        _start_gateway(run, *gateway)
+    if foreground:
+        _stay_attached(run)
+
+
+def _stay_attached(run: RunInfo) -> None:
+    err_console.print("foreground: Ctrl-C stops the engine and its watchdog")
+    try:
+        while control.watchdog_alive(load_run(run.run_id)):
+            time.sleep(1)
+        err_console.print(f"[red]the watchdog gave up: {load_run(run.run_id).failure}[/]")
+    except KeyboardInterrupt:
+        control.stop_run(load_run(run.run_id))
+        err_console.print(f"stopped {run.run_id}")
+
+
+def print_crashes(run: RunInfo) -> None:
+    if not run.crashes:
+        console.print(f"{run.run_id}: no crashes recorded"
+                      + ("" if run.watchdog_pid else " (the run is not supervised)"))
+        return
+    for index, crash in enumerate(run.crashes, 1):
+        then = "restarted" if crash.restarted else "not restarted (limit reached)"
+        console.print(f"[bold]crash {index}[/] at {crash.at}, start {crash.incarnation}, "
+                      f"during {crash.during}: {crash.how}; {then}", highlight=False,
+                      soft_wrap=True)  # log lines stay whole, to grep and to copy
+        console.print(f"  cause: {crash.cause}", highlight=False, markup=False, soft_wrap=True)
+        for line in crash.excerpt:
+            console.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)

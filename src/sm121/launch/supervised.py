@@ -1,0 +1,65 @@
+"""`sm121 serve --supervise` (or a recipe's `restart:`) on this machine: prepare the run as
+serve does, then hand the engine to a watchdog process and wait until it reports the first
+generation. The watchdog starts the engine itself, so it sees every exit status."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+
+from sm121.errors import Sm121Error
+from sm121.launch import control, processes
+from sm121.launch.local import _local_hooks, _new_run, _single_native_node, preflight
+from sm121.launch.run_state import RunInfo, load_run, monotonic
+from sm121.plan.model import ServePlan
+
+Progress = Callable[[str], None]
+WATCHDOG_LOG = "watchdog.log"
+
+
+def serve_supervised(plan: ServePlan, progress: Progress = lambda _: None,
+                     trust: bool = False) -> RunInfo:
+    node = _single_native_node(plan)
+    preflight(plan, progress, trust)
+    run = _new_run(plan, node)
+    started = monotonic()
+    _local_hooks(plan, run, "before_serve", progress)
+    run.timings.hooks_s = round(monotonic() - started, 2)
+    run.save()
+    log = run.directory / WATCHDOG_LOG
+    watchdog = processes.spawn([sys.executable, "-m", "sm121.launch.watchdog", run.run_id],
+                               os.environ, log)
+    (run.directory / "watchdog.pid").write_text(f"{watchdog.pid}\n")
+    progress(f"run {run.run_id}: supervised (watchdog pid {watchdog.pid}); starting ...")
+    try:
+        return _wait_first_ready(run.run_id, watchdog.poll, log, progress)
+    except KeyboardInterrupt:
+        control.stop_run(load_run(run.run_id))
+        raise
+
+
+def _wait_first_ready(run_id: str, watchdog_exit: Callable[[], int | None], log_path,  # type: ignore[no-untyped-def]
+                      progress: Progress) -> RunInfo:
+    """Relay the watchdog's lines until the run is ready, failed, or the watchdog is gone."""
+    shown = 0
+    while True:
+        lines = log_path.read_text(errors="replace").splitlines() if log_path.exists() else []
+        for line in lines[shown:]:
+            progress(f"  watchdog: {line}")
+        shown = len(lines)
+        run = load_run(run_id)
+        if run.status == "ready":
+            return run
+        if run.status == "failed":
+            last = run.crashes[-1] if run.crashes else None
+            raise Sm121Error(
+                f"the supervised engine never stayed up: {run.failure}"
+                + ("\n  last log lines:\n    " + "\n    ".join(last.excerpt[-15:]) if last else ""),
+                f"every crash: sm121 logs {run_id} --crash")
+        if watchdog_exit() is not None:
+            control.stop_run(run)
+            raise Sm121Error("the watchdog exited before the engine was ready:\n    "
+                             + "\n    ".join(lines[-10:]), f"see {log_path}")
+        time.sleep(0.5)

@@ -1,0 +1,229 @@
+"""The watchdog of one supervised run: `python -m sm121.launch.watchdog RUN_ID`.
+
+It owns the engine's life: it starts the engine (so it is the parent and sees the exit
+status), waits for readiness (a first generation, as serve does), then watches. A death is
+the engine exiting, its process group vanishing, or /health failing N times in a row (a hung
+engine: its group is then stopped). Each death is recorded in the run with its cause and the
+last log lines; the engine is restarted with backoff while the recipe's restart policy
+allows, then the run is marked failed. SIGTERM (from `sm121 stop`) stops the engine it
+started and exits without touching the run's status: stop owns that."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from sm121.engines.vllm_log import death_cause, has_error_line, parse_boot_log_file
+from sm121.launch import processes, restart_policy, startup_history
+from sm121.launch.local import LOG_NAME, _local_argv, _local_hooks, engine_environment
+from sm121.launch.readiness import NotReady, wait_ready
+from sm121.launch.run_state import Crash, RunInfo, load_plan, load_run, monotonic, now_iso
+from sm121.launch.startup_history import build_record, node_startup
+from sm121.plan.model import ServePlan
+from sm121.recipes.schema import RestartPolicy
+
+HEALTH_TIMEOUT_S = 10.0
+
+
+class Stopping(Exception):
+    """SIGTERM arrived: `sm121 stop` is stopping the run."""
+
+
+class Death(Exception):
+    def __init__(self, how: str, during: str, exit_code: int | None) -> None:
+        super().__init__(how)
+        self.how, self.during, self.exit_code = how, during, exit_code
+
+
+class Watchdog:
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        run = load_run(run_id)
+        self.plan = ServePlan.model_validate(load_plan(run.directory))
+        self.policy = self.plan.restart or RestartPolicy()
+        self.node = self.plan.nodes[0]
+        self.log_path = run.directory / LOG_NAME
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_offset = self.ready_offset = 0
+        self.incarnation = 0
+        self.restart_times: list[float] = []
+
+    def say(self, message: str) -> None:
+        print(f"{now_iso()} {message}", flush=True)  # watchdog.log: serve shows these lines
+
+    def update(self, change: Callable[[RunInfo], None]) -> RunInfo:
+        """Read, change, save: serve and the gateway launcher write the same run.json."""
+        run = load_run(self.run_id)
+        change(run)
+        run.save()
+        return run
+
+    def main(self) -> int:
+        self.update(lambda r: setattr(r, "watchdog_pid", os.getpid()))
+        while True:
+            try:
+                self.start()
+                self.ready()
+                self.watch()
+            except Death as death:
+                if not self.after_death(death):
+                    return 1
+            # Stopping propagates: the finally in run() stops the engine.
+
+    def start(self) -> None:
+        if self.incarnation:
+            with open(self.log_path, "a") as log:
+                log.write(f"\n----- sm121 watchdog: restart {self.incarnation} at "
+                          f"{now_iso()} -----\n")
+        # Causes and start-up phases come from this start's part of the log only.
+        self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.started = monotonic()
+        self.process = processes.spawn(_local_argv(self.node), engine_environment(self.node),
+                                       self.log_path)
+        pid = self.process.pid
+        Path(self.log_path.with_name("engine.pid")).write_text(f"{pid}\n")
+
+        def started(run: RunInfo) -> None:
+            run.nodes[0].pid = run.nodes[0].pgid = pid
+            run.status = "restarting" if self.incarnation else "starting"
+            run.timings.process_started_s = round(monotonic() - self.started, 2)
+            run.timings.port_open_s = run.timings.first_generation_s = None
+
+        self.update(started)
+        self.say(f"engine started (pid {pid}, start {self.incarnation})")
+
+    def ready(self) -> None:
+        assert self.process is not None
+        process = self.process
+        try:
+            result = wait_ready(self.plan.readiness, self.started,
+                                alive=lambda: process.poll() is None, on_phase=self.say)
+        except NotReady as exc:
+            exited = process.poll() is not None
+            processes.stop_group(process.pid)
+            code = process.wait()
+            how = restart_policy.describe_exit(code)
+            raise Death(f"not ready: {exc}; " + (how if exited else f"stopped by the watchdog "
+                                                 f"({how})"), "boot", code) from exc
+        self.ready_offset = self.log_path.stat().st_size
+        run = self.update(lambda r: self._ready(r, result.port_open_s, result.first_generation_s))
+        hooks = _local_hooks(self.plan, run, "after_ready", self.say)
+        self._record_startup(run, [h.render() for h in hooks])
+        self.say(f"ready: first generation after {result.first_generation_s:.1f} s")
+
+    def _ready(self, run: RunInfo, port_open_s: float, first_s: float) -> None:
+        run.timings.port_open_s = round(port_open_s, 2)
+        run.timings.first_generation_s = round(first_s, 2)
+        run.boot = parse_boot_log_file(self.log_path)
+        run.status = "ready"
+
+    def _record_startup(self, run: RunInfo, hooks: list[str]) -> None:
+        node = node_startup(run.nodes[0].name, "head", self._log_text(), run.timings.hooks_s,
+                            run.timings.process_started_s)
+        record = build_record(run, [node], hooks).model_copy(
+            update={"restart": self.incarnation})
+        startup_history.record(run, record)
+
+    def watch(self) -> None:
+        """Until the engine dies: exit, group gone, or /health failing N times in a row."""
+        assert self.process is not None
+        failures = 0
+        while True:
+            time.sleep(self.policy.health_interval_s)
+            code = self.process.poll()
+            if code is not None or not processes.group_alive(self.process.pid):
+                processes.stop_group(self.process.pid)  # leftovers of the group
+                raise Death(restart_policy.describe_exit(code), "serving", code)
+            failures = 0 if self._healthy() else failures + 1
+            if failures >= self.policy.health_failures:
+                processes.stop_group(self.process.pid)
+                code = self.process.wait(timeout=30)
+                raise Death(f"/health failed {failures} times in a row (stopped: "
+                            f"{restart_policy.describe_exit(code)})", "serving", code)
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.plan.readiness.url}/health",
+                                        timeout=HEALTH_TIMEOUT_S) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    def _log_text(self, since: int | None = None) -> str:
+        with open(self.log_path, "rb") as log:
+            log.seek(self.log_offset if since is None else since)
+            return log.read().decode(errors="replace")
+
+    def _cause(self, death: Death) -> tuple[str, list[str]]:
+        """The telling line of this start's log: a death while serving looks only at what
+        was logged since readiness, so a boot warning is never blamed for a kill."""
+        text = self._log_text(self.ready_offset if death.during == "serving" else None)
+        cause, _ = death_cause(text)
+        tail = death_cause(self._log_text())[1]  # the excerpt: the end of this start's log
+        if not has_error_line(text):
+            outside = " (a kill from outside, or the OOM killer)" if (death.exit_code or 0) < 0 \
+                else ""
+            cause = f"no error in the engine log{outside}"
+        return cause, tail
+
+    def after_death(self, death: Death) -> bool:
+        """Record the crash; restart (True) or give up and mark the run failed (False)."""
+        now = monotonic()
+        again = restart_policy.may_restart(self.restart_times, now, self.policy)
+        cause, tail = self._cause(death)
+        crash = Crash(at=now_iso(), incarnation=self.incarnation, during=death.during,  # type: ignore[arg-type]
+                      how=death.how, exit_code=death.exit_code, cause=cause,
+                      excerpt=tail[-20:], restarted=again)
+        self.say(f"engine died ({death.during}): {death.how}; cause: {cause}")
+
+        def record(run: RunInfo) -> None:
+            run.crashes.append(crash)
+            if again:
+                run.restarts += 1
+                run.status = "restarting"
+            else:
+                run.status = "failed"
+                run.failure = (f"gave up after {len(self.restart_times)} restarts within "
+                               f"{self.policy.within_s:g} s: {death.how}; cause: {cause}")
+
+        self.update(record)
+        if not again:
+            self.say("restart limit reached: the run is failed")
+            return False
+        wait = restart_policy.backoff_s(self.restart_times, now, self.policy)
+        self.say(f"restarting in {wait:g} s")
+        time.sleep(wait)
+        self.restart_times.append(monotonic())
+        self.incarnation += 1
+        return True
+
+    def stop_engine(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            processes.stop_group(self.process.pid)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Stopping
+
+
+def run(run_id: str) -> int:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    dog = Watchdog(run_id)
+    try:
+        return dog.main()
+    except (Stopping, KeyboardInterrupt):
+        dog.say("stopping: stop asked for it")
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # finish stopping the engine
+        dog.stop_engine()
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1]))

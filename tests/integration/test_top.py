@@ -1,0 +1,135 @@
+"""`sm121 top` against the real tiny engine while requests run: its JSON agrees with the
+engine's own /metrics, and the interactive view answers keys in a real terminal (tmux)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from support import SM121, TinyEngine, run_cli
+
+from sm121.engines.prometheus import parse_metrics
+
+pytestmark = pytest.mark.integration
+STREAMS = 3
+
+
+def _metrics(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+        return parse_metrics(response.read().decode())
+
+
+async def _stream(session: aiohttp.ClientSession, url: str, model: str, salt: int) -> None:
+    body = {"model": model, "prompt": f"traffic {salt} " * 20, "max_tokens": 4000,
+            "ignore_eos": True, "stream": True}
+    async with session.post(f"{url}/v1/completions", json=body) as response:
+        async for _ in response.content:
+            pass
+
+
+@pytest.fixture
+def traffic(tiny_engine: TinyEngine) -> Iterator[None]:
+    """STREAMS long generations, running until the test ends (then aborted by disconnect)."""
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    async def main() -> None:
+        async with aiohttp.ClientSession() as session:
+            tasks = [asyncio.create_task(_stream(session, tiny_engine.base_url,
+                                                 tiny_engine.model, i)) for i in range(STREAMS)]
+            await stop.wait()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while _metrics(tiny_engine.base_url).get("vllm:num_requests_running", 0) < STREAMS:
+        assert time.monotonic() < deadline, "the traffic never reached the engine"
+        time.sleep(0.5)
+    try:
+        yield
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=30)
+
+
+def test_top_once_json_agrees_with_metrics(tiny_engine: TinyEngine, traffic: None) -> None:
+    url = tiny_engine.base_url
+    before, t0 = _metrics(url), time.monotonic()
+    result = run_cli("top", "--once", "--json", "--url", url, "--interval", "3", timeout=120)
+    after, t1 = _metrics(url), time.monotonic()
+    sample = json.loads(result.stdout)
+    engine = sample["targets"][0]["engine"]
+    assert engine["running"] == after["vllm:num_requests_running"] == STREAMS
+    assert engine["waiting"] == after["vllm:num_requests_waiting"] == 0
+    # KV usage grows as the streams decode: top's reading lies between the two scrapes.
+    low, high = (100 * before["vllm:kv_cache_usage_perc"], 100 * after["vllm:kv_cache_usage_perc"])
+    assert 0 < low <= engine["kv_usage_pct"] <= high
+    # top's interval lies inside the bracket, so it saw at most the bracket's tokens.
+    bracket = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
+    seen = engine["generation_tok_s"] * engine["interval_s"]
+    assert 0 < seen <= bracket + 1
+    bracket_rate = bracket / (t1 - t0)
+    assert bracket_rate / 4 < engine["generation_tok_s"] < bracket_rate * 4
+    assert engine["itl_s"]["count"] > 0 and engine["itl_s"]["p50"] > 0
+    assert sample["hosts"][0]["node"] == "local" and sample["hosts"][0]["mem_available_gib"] > 0
+
+
+def _tmux(socket_name: str, *args: str) -> str:
+    result = subprocess.run(["tmux", "-L", socket_name, *args], capture_output=True,
+                            text=True, timeout=30)
+    return result.stdout
+
+
+def _screen_shows(socket_name: str, text: str, timeout_s: float = 60) -> str:
+    deadline = time.monotonic() + timeout_s
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux(socket_name, "capture-pane", "-p", "-t", "top")
+        if text in screen:
+            return screen
+        time.sleep(0.5)
+    raise AssertionError(f"{text!r} never appeared; the screen:\n{screen}")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed "
+                    "(scripts/ensure-sshd.sh installs it)")
+def test_top_live_view_keys_in_a_real_terminal(tiny_engine: TinyEngine, tmp_path: Path
+                                               ) -> None:
+    record = tmp_path / "top.jsonl"
+    socket_name = f"sm121-top-{os.getpid()}"
+    command = " ".join(shlex.quote(a) for a in [
+        *SM121, "top", "--url", tiny_engine.base_url, "--interval", "1", "--record",
+        str(record)])
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items()
+                   if k in ("PYTHONPATH", "SM121_HOME", "PATH"))
+    script = f"env {env} {command}; echo TOP-EXITED $?; sleep 60"
+    _tmux(socket_name, "new-session", "-d", "-s", "top", "-x", "220", "-y", "50", script)
+    try:
+        _screen_shows(socket_name, "engine (last interval)")
+        _screen_shows(socket_name, "view: runs")
+        _tmux(socket_name, "send-keys", "-t", "top", "n")
+        screen = _screen_shows(socket_name, "view: nodes")
+        assert "MemFree" in screen and "local" in screen
+        _tmux(socket_name, "send-keys", "-t", "top", "q")
+        _screen_shows(socket_name, "TOP-EXITED 0", timeout_s=30)
+    finally:
+        _tmux(socket_name, "kill-server")  # this test's own tmux server, by its socket
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert lines[0]["kind"] == "top-start" and any(r["kind"] == "top" for r in lines)
+    report = run_cli("bench", "report", str(record), "--out", str(tmp_path / "report"))
+    assert "report:" in report.stdout
+    assert (tmp_path / "report" / "top-timeline.png").stat().st_size > 1000
