@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET
+from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, err_console, parse_sets, print_json
 from sm121.cli.plan import print_plan
 from sm121.errors import Sm121Error
@@ -18,6 +18,7 @@ from sm121.launch import control
 from sm121.launch.local import serve_local
 from sm121.launch.run_state import RunInfo, list_runs
 from sm121.plan.build import build_plan
+from sm121.plan.trust import require_trust
 
 model_app = typer.Typer(help="Models sm121 makes itself.", no_args_is_help=True)
 
@@ -52,8 +53,7 @@ def serve(
     foreground: bool = typer.Option(False, "--foreground", help="Stay attached; Ctrl-C stops "
                                     "the engine."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
-    trust: bool = typer.Option(False, "--trust", help="Allow the recipe's custom hook commands "
-                               "(hooks.custom) to run; built-in hooks need no trust."),
+    trust: bool = TRUST,
     gateway: bool = typer.Option(False, "--gateway", help="Also start `sm121 gateway` in front "
                                  "of the engine, with the recipe's request policy."),
     gateway_port: int = typer.Option(8100, "--gateway-port", help="Port of the gateway."),
@@ -66,6 +66,7 @@ def serve(
         plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
             update={"timeout_s": timeout})})
     if dry_run:
+        require_trust(plan.recipe, plan.needs_trust, trust)
         print_plan(plan)
         return
     for finding in plan.findings:

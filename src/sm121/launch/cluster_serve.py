@@ -58,7 +58,7 @@ class ClusterLaunch:
         self.slots = in_parallel(plan.nodes, lambda n: prepare_slot(n, run.run_id))
         run.nodes = [s.process for s in self.slots]
         save_launch(run.directory, plan,  # argv as each node runs it; secrets by name only
-                    {s.plan.name: resolved_argv(s.plan, s.home, env={}) for s in self.slots})
+                    {s.plan.name: resolved_argv(s.plan, s.home) for s in self.slots})
         run.save()
         self.started = monotonic()
         self._hooks_before()

@@ -16,7 +16,8 @@ def node_alive(node: NodeProcess) -> bool:
         from sm121.launch import remote  # the SSH side, kept apart from local processes
 
         return remote.node_alive(node)
-    return node.pgid is not None and processes.group_alive(node.pgid)
+    return (node.pgid is not None and processes.is_same_process(node.pgid, node.identity)
+            and processes.group_alive(node.pgid))
 
 
 def run_alive(run: RunInfo) -> bool:
@@ -31,7 +32,10 @@ def effective_status(run: RunInfo) -> str:
 
 
 def stop_run(run: RunInfo) -> list[str]:
-    """Stop every node of a run; returns the names of nodes that would not stop."""
+    """Stop every node of a run; returns the names of nodes that would not stop. A run already
+    stopped is not signalled again: its ids may belong to other processes by now."""
+    if run.status == "stopped":
+        return []
     stubborn = []
     for node in reversed(run.nodes):  # workers first, the head last
         if through_transport(node):
@@ -39,7 +43,7 @@ def stop_run(run: RunInfo) -> list[str]:
 
             if not remote.stop_node(node):
                 stubborn.append(node.name)
-        elif node.pgid is not None and not processes.stop_group(node.pgid):
+        elif node.pgid is not None and not processes.stop_group(node.pgid, node.identity):
             stubborn.append(node.name)
     run.status = "stopped"
     run.save()

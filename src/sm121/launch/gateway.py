@@ -35,8 +35,10 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
     process = processes.spawn(argv, os.environ, log)
     pid_file = run.directory / "gateway.pid"
     pid_file.write_text(f"{process.pid}\n")
+    started = processes.identity(process.pid)
     run.nodes.append(NodeProcess(name=NAME, pid=process.pid, pgid=process.pid, log=str(log),
-                                 pid_file=str(pid_file)))
+                                 pid_file=str(pid_file), boot_id=started.boot_id,
+                                 start_time=started.start_time))
     run.save()
     url = f"http://127.0.0.1:{port}"
     progress(f"gateway: starting on {url} ...")
@@ -44,7 +46,7 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
     # Through the gateway, /v1/models answers from the engine behind it.
     while not api_answers(url, timeout_s=5):
         if process.poll() is not None or time.monotonic() > deadline:
-            processes.stop_group(process.pid)
+            processes.stop_group(process.pid, started)
             tail = log.read_text(errors="replace").splitlines()[-10:]
             raise Sm121Error("the gateway did not start:\n    " + "\n    ".join(tail),
                              f"the engine keeps running; stop it with `sm121 stop {run.run_id}`")

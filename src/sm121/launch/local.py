@@ -29,6 +29,7 @@ from sm121.launch.startup_history import build_record, node_startup
 from sm121.launch.transport import LocalTransport
 from sm121.models.tiny import generate_tiny_model
 from sm121.plan.model import NodePlan, ServePlan
+from sm121.plan.trust import require_trust
 
 Progress = Callable[[str], None]
 LOG_NAME = "engine.log"
@@ -48,6 +49,8 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
     process = processes.spawn(_local_argv(node), engine_environment(node),
                               run.directory / LOG_NAME)
     run.nodes[0].pid = run.nodes[0].pgid = process.pid
+    mark = processes.identity(process.pid)
+    run.nodes[0].boot_id, run.nodes[0].start_time = mark.boot_id, mark.start_time
     (run.directory / "engine.pid").write_text(f"{process.pid}\n")
     run.timings.process_started_s = round(monotonic() - started, 2)
     run.save()
@@ -55,7 +58,7 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
         result = wait_ready(plan.readiness, started,
                             alive=lambda: process.poll() is None, on_phase=progress)
     except (NotReady, KeyboardInterrupt) as exc:
-        _fail(run, process, exc)
+        _fail(run, process, run.nodes[0].identity, exc)
     run.timings.port_open_s = round(result.port_open_s, 2)
     run.timings.first_generation_s = round(result.first_generation_s, 2)
     run.boot = parse_boot_log_file(run.directory / LOG_NAME)
@@ -67,8 +70,10 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
 
 
 def preflight(plan: ServePlan, progress: Progress, trust: bool) -> None:
-    """Refuse before anything starts: untrusted custom hooks, a busy port. Make the tiny model
-    when the plan serves it and it is not there yet."""
+    """Refuse before anything starts: what a recipe from elsewhere asks to run without
+    --trust, unknown hooks, a busy port. Make the tiny model when the plan serves it and it is
+    not there yet."""
+    require_trust(plan.recipe, plan.needs_trust, trust)
     check_trust(plan.hooks, trust, plan.recipe)
     prepare_model(plan, progress)
     host, port = host_port(plan.base_url)
@@ -148,9 +153,10 @@ def _new_run(plan: ServePlan, node: NodePlan) -> RunInfo:
     return run
 
 
-def _fail(run: RunInfo, process: subprocess.Popen[bytes], exc: BaseException) -> None:
+def _fail(run: RunInfo, process: subprocess.Popen[bytes], started: processes.Identity,
+          exc: BaseException) -> None:
     """Stop what is left, record why, and raise with the engine's own words."""
-    processes.stop_group(process.pid)
+    processes.stop_group(process.pid, started)
     process.wait(timeout=10)
     log_text = (run.directory / LOG_NAME).read_text(errors="replace")
     cause, tail = death_cause(log_text)

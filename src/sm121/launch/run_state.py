@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
+from sm121.launch.processes import Identity
 from sm121.plan.model import ServePlan
 
 RunStatus = Literal["starting", "ready", "failed", "stopped"]
@@ -38,6 +39,15 @@ class NodeProcess(BaseModel):
     ssh_port: int | None = None
     ssh_config: str | None = None
     role: str = "head"
+    # What tells this engine from a later process or container that reuses its pid or name:
+    # stop and status act only while they still match.
+    boot_id: str | None = None
+    start_time: str | None = None  # the group leader's, from /proc/PID/stat
+    container_id: str | None = None
+
+    @property
+    def identity(self) -> Identity:
+        return Identity(boot_id=self.boot_id, start_time=self.start_time)
 
 
 def through_transport(node: NodeProcess) -> bool:

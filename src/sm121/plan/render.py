@@ -20,6 +20,7 @@ from sm121.plan.runtime_argv import (
     ray_head_argv,
     ray_worker_argv,
 )
+from sm121.plan.trust import trust_needs
 from sm121.plan.validate import validate_overrides, validate_recipe
 from sm121.recipes.loader import LoadedRecipe
 from sm121.recipes.schema import ArgValue, EngineKind, ModelSource, Recipe
@@ -73,6 +74,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         ),
         request_policy=recipe.request_policy,
         findings=findings,
+        needs_trust=trust_needs(recipe, profile, request.recipe.builtin),
     )
 
 
