@@ -18,6 +18,7 @@ from sm121.launch import control
 from sm121.launch.local import serve_local
 from sm121.launch.run_state import RunInfo, list_runs
 from sm121.plan.build import build_plan
+from sm121.plan.model import ServePlan
 from sm121.plan.trust import require_trust
 
 model_app = typer.Typer(help="Models sm121 makes itself.", no_args_is_help=True)
@@ -77,20 +78,22 @@ def serve(
         run = serve_cluster(plan, progress=_progress, trust=trust)
         print_summary(run)
         if gateway:
-            _start_gateway(run, name, plan.profile, gateway_port)
+            _start_gateway(run, name, plan, gateway_port)
         return
     run, process = serve_local(plan, progress=_progress, trust=trust)
     print_summary(run)
     if gateway:
-        _start_gateway(run, name, plan.profile, gateway_port)
+        _start_gateway(run, name, plan, gateway_port)
     if foreground:
         _stay_attached(run, process)
 
 
-def _start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int) -> None:
+def _start_gateway(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> None:
     from sm121.launch.gateway import start_gateway
 
-    url = start_gateway(run, recipe, profile, port, progress=_progress)
+    seqs = plan.engine_args.get("max-num-seqs")  # as served: --set included
+    url = start_gateway(run, recipe, plan.profile, port, progress=_progress,
+                        max_inflight=seqs if isinstance(seqs, int) else None)
     console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
                   f"  {url}/v1  (agents should use this URL)", highlight=False)
 

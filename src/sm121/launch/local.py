@@ -48,24 +48,24 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
     progress(f"run {run.run_id}: starting {node.argv[0]} ...")
     process = processes.spawn(_local_argv(node), engine_environment(node),
                               run.directory / LOG_NAME)
-    run.nodes[0].pid = run.nodes[0].pgid = process.pid
     mark = processes.identity(process.pid)
-    run.nodes[0].boot_id, run.nodes[0].start_time = mark.boot_id, mark.start_time
-    (run.directory / "engine.pid").write_text(f"{process.pid}\n")
-    run.timings.process_started_s = round(monotonic() - started, 2)
-    run.save()
     try:
+        run.nodes[0].pid = run.nodes[0].pgid = process.pid
+        run.nodes[0].boot_id, run.nodes[0].start_time = mark.boot_id, mark.start_time
+        (run.directory / "engine.pid").write_text(f"{process.pid}\n")
+        run.timings.process_started_s = round(monotonic() - started, 2)
+        run.save()
         result = wait_ready(plan.readiness, started,
                             alive=lambda: process.poll() is None, on_phase=progress)
-    except (NotReady, KeyboardInterrupt) as exc:
-        _fail(run, process, run.nodes[0].identity, exc)
-    run.timings.port_open_s = round(result.port_open_s, 2)
-    run.timings.first_generation_s = round(result.first_generation_s, 2)
-    run.boot = parse_boot_log_file(run.directory / LOG_NAME)
-    hook_results += _local_hooks(plan, run, "after_ready", progress)
-    _record_startup(run, hook_results)
-    run.status = "ready"
-    run.save()
+        run.timings.port_open_s = round(result.port_open_s, 2)
+        run.timings.first_generation_s = round(result.first_generation_s, 2)
+        run.boot = parse_boot_log_file(run.directory / LOG_NAME)
+        hook_results += _local_hooks(plan, run, "after_ready", progress)
+        _record_startup(run, hook_results)
+        run.status = "ready"
+        run.save()
+    except BaseException as exc:  # Ctrl-C and bugs too: the engine must not be left running
+        _fail(run, process, mark, exc)
     return run, process
 
 
@@ -164,8 +164,8 @@ def _fail(run: RunInfo, process: subprocess.Popen[bytes], started: processes.Ide
     run.status = "stopped" if interrupted else "failed"
     run.failure = "interrupted" if interrupted else f"{exc}; cause: {cause}"
     run.save()
-    if interrupted:
-        raise exc
+    if not isinstance(exc, NotReady):
+        raise exc  # stopped; the error as it came
     raise Sm121Error(
         f"the engine did not become ready: {exc}\n  cause: {cause}\n  last log lines:\n    "
         + "\n    ".join(tail[-15:]),

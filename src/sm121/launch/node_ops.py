@@ -3,6 +3,7 @@ tell why it failed. The sequencing across nodes lives in cluster_serve."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -98,6 +99,23 @@ def record_started(process: NodeProcess, runtime: str, stdout: str) -> None:
                          "see the node's engine log")
     process.pid = process.pgid = int(last[0])
     process.boot_id, process.start_time = (last[1], last[2]) if len(last) == 3 else (None, None)
+
+
+def recover_started(slot: NodeSlot) -> None:
+    """For a rollback: what the start script left in the node's run folder (pid, container
+    id) when the launcher never learned it. Best effort: an unreachable node stays unknown."""
+    process, files = slot.process, slot.files
+    if process.pgid is not None or process.container_id is not None:
+        return
+    script = (runtimes.started_docker_script(files) if slot.plan.runtime == "docker"
+              else runtimes.started_native_script(files))
+    try:
+        result = slot.transport.run_shell(script, timeout=30)
+    except Sm121Error:
+        return
+    if result.ok and result.stdout.strip():
+        with contextlib.suppress(Sm121Error, ValueError):
+            record_started(process, slot.plan.runtime, result.stdout)
 
 
 def why_dead(slot: NodeSlot) -> str:

@@ -7,9 +7,12 @@ the memory check) read them back through `load_plan` and `head_env`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -22,6 +25,7 @@ from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
 from sm121.launch.processes import Identity
+from sm121.names import NAME_PATTERN
 from sm121.plan.model import ServePlan
 
 RunStatus = Literal["starting", "ready", "failed", "stopped"]
@@ -82,7 +86,12 @@ class RunInfo(BaseModel):
         return run_dir(self.run_id)
 
     def save(self) -> None:
-        write_json_atomic(self.directory / "run.json", self.model_dump(mode="json"))
+        # The threads of one cluster start group save the same run at once.
+        with _save_lock:
+            write_json_atomic(self.directory / "run.json", self.model_dump(mode="json"))
+
+
+_save_lock = threading.Lock()
 
 
 PLAN_FILE, ARGV_FILE, ENV_FILE = "plan.json", "argv.json", "env.json"
@@ -126,7 +135,14 @@ def new_run_id(recipe: str, profile: str | None) -> str:
 
 
 def run_dir(run_id: str) -> Path:
-    return paths.runs_dir() / run_id
+    """The run's folder, checked to be a direct child of $SM121_HOME/runs once resolved (a run
+    id or a link in there must not lead elsewhere)."""
+    root = paths.runs_dir().resolve()
+    folder = (root / run_id).resolve()
+    if not NAME_PATTERN.fullmatch(run_id) or folder.parent != root:
+        raise Sm121Error(f"run id {run_id!r} does not name a folder in {root}",
+                         "see `sm121 status` for run ids")
+    return folder
 
 
 def create_run_dir(run_id: str) -> Path:
@@ -159,9 +175,19 @@ def list_runs() -> list[RunInfo]:
 
 
 def write_json_atomic(path: Path, data: object) -> None:
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    tmp.replace(path)
+    """Write to a temporary file of its own (unique per call, so concurrent writers never
+    rename each other's), then rename it over path: a reader sees the old or the new file."""
+    text = json.dumps(data, indent=2, default=str)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)  # what write_text gives under the usual umask
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def now_iso() -> str:

@@ -9,12 +9,15 @@ Secrets never appear in a script: they arrive on the script's stdin as NAME=valu
 from __future__ import annotations
 
 import os
+import posixpath
 import shlex
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from string import Template
 
+from sm121.errors import Sm121Error
+from sm121.names import NAME_PATTERN
 from sm121.plan.model import NodePlan
 from sm121.plan.runtime_argv import expand_home, expand_mounts
 
@@ -57,8 +60,14 @@ class NodeFiles:
 
 
 def node_files(state_dir: str, home: str, run_id: str, node_name: str) -> NodeFiles:
-    root = expand_home(state_dir, home).rstrip("/")
-    return NodeFiles(run_dir=f"{root}/runs/{run_id}/{node_name}")
+    """The run's folder on a node: state_dir/runs/RUN/NODE, checked to stay there."""
+    runs = posixpath.join(posixpath.normpath(expand_home(state_dir, home)), "runs")
+    folder = posixpath.normpath(f"{runs}/{run_id}/{node_name}")
+    names_ok = all(NAME_PATTERN.fullmatch(n) for n in (run_id, node_name))
+    if not names_ok or posixpath.dirname(posixpath.dirname(folder)) != runs:
+        raise Sm121Error(f"{node_name}: the run folder {folder} is not under {runs}",
+                         "run ids and node names are plain words (letters, digits, _ . -)")
+    return NodeFiles(run_dir=folder)
 
 
 def resolved_argv(node: NodePlan, home: str) -> list[str]:
@@ -156,6 +165,17 @@ def docker_start_script(argv: Sequence[str], container: str, files: NodeFiles,
         f"{_SESSION} {follower_pid} docker logs -f {name} > {q(files.log)} 2>&1 < /dev/null &",
         f"cat {q(files.run_dir + '/container.id')}",
     ])
+
+
+def started_native_script(files: NodeFiles) -> str:
+    """What the native start script prints, read back from the node's run folder."""
+    pid = q(files.pid_file)
+    return (f'if [ -s {pid} ]; then pid=$(cat {pid}); echo "$pid $(cat {BOOT_ID}) '
+            f'$({START_TIME.format(pid="$pid")})"; fi')
+
+
+def started_docker_script(files: NodeFiles) -> str:
+    return f"cat {q(files.run_dir + '/container.id')} 2> /dev/null || true"
 
 
 def same_process_test(pgid: int, boot_id: str | None, start_time: str | None) -> str:
