@@ -180,6 +180,9 @@ def stop(
         raise Sm121Error("give a run id or --all", "see `sm121 status` for run ids")
     runs = control.active_runs() if all_runs else [control.resolve_run(run_id or "")]
     for run in runs:
+        if run.status == "stopped":  # its ids may belong to other processes by now
+            console.print(f"{run.run_id} was already stopped")
+            continue
         stubborn = control.stop_run(run)
         if stubborn:
             raise Sm121Error(f"{run.run_id}: could not stop {', '.join(stubborn)}",
