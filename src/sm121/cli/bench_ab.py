@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from sm121.bench.results import default_path
+from sm121.cli.options import TRUST
 from sm121.cli.output import console, err_console, parse_sets, print_json
 from sm121.errors import Sm121Error
 
@@ -51,6 +52,7 @@ def ab(
     resume: bool = typer.Option(False, "--resume", help="Continue the A/B in --out: skip the "
                                 "(rep, profile) pairs it already measured."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    trust: bool = TRUST,
 ) -> None:
     """Serve each profile through sm121's launcher, run the scenario, stop, alternate the
     order, and print one comparison table of medians, spread and ratios."""
@@ -65,7 +67,7 @@ def ab(
                          "example: --profiles agent,batch --reps 3")
     request = AbRequest(recipe, names, scenario, reps, _params(prefill_tokens, short_at, params),
                         out or default_path(f"ab-{scenario}"), port or _free_port(),
-                        overrides=parse_sets(sets), resume=resume)
+                        overrides=parse_sets(sets), resume=resume, trust=trust)
     results = run_ab(request, say=lambda m: err_console.print(m, highlight=False))
     if as_json:
         print_json(results.data["summary"])
