@@ -59,7 +59,7 @@ def test_a_worker_that_fails_rolls_back_the_head(sshd: Sshd, tmp_path: Path) -> 
     recipe, cluster, state = _files(sshd, tmp_path, "[drop-caches, warm-read]",
                                     worker_python="/nonexistent/python")
     result = run_cli("serve", str(recipe), "--cluster", str(cluster), "--port", str(free_port()),
-                     check=False, timeout=300)
+                     "--trust", check=False, timeout=300)
     output = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 2, output
     assert "node node-b (worker, rank 1) exited" in output
@@ -82,7 +82,8 @@ def test_custom_hooks_need_trust(sshd: Sshd, tmp_path: Path) -> None:
                      check=False, timeout=120)
     output = " ".join(result.stderr.split())
     assert result.returncode == 2
-    assert "custom hook commands" in output and "--trust" in output
+    assert "custom hook command" in output and "--trust" in output
+    assert "runtime.command: runs `python -c" in output  # the stand-in's own command, too
     assert 'touch "$SM121_RUN_DIR/marked"' in output
     assert not (state / "runs").exists()  # refused before any node was touched
 

@@ -30,12 +30,13 @@ def gateway_url(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPathFactor
     process = processes.spawn([*SM121, "gateway", "--upstream", tiny_engine.base_url,
                                "--recipe", "tiny-cpu", "--listen", f"127.0.0.1:{port}",
                                "--long-prompt-tokens", "4000"], _env(), log)
+    started = processes.identity(process.pid)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(url, process, log.read_text)
         yield url
     finally:
-        processes.stop_group(process.pid)
+        processes.stop_group(process.pid, started)
         process.wait(timeout=10)
 
 

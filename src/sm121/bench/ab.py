@@ -31,6 +31,7 @@ class AbRequest:
     host: str = "127.0.0.1"
     overrides: dict[str, ArgValue] = field(default_factory=dict)  # --set, parsed
     resume: bool = False
+    trust: bool = False  # --trust: what a recipe that is not built in asks to run
 
 
 def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
@@ -75,7 +76,8 @@ def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> 
 
     plan = build_plan(request.recipe, profile, None, request.overrides, request.port,
                       request.host)
-    run, process = serve_local(plan, progress=lambda m: say(f"  {profile}: {m}"))
+    run, process = serve_local(plan, progress=lambda m: say(f"  {profile}: {m}"),
+                               trust=request.trust)
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
     spec = SCENARIOS[request.scenario]
     try:

@@ -18,6 +18,8 @@ from typing import Any
 import aiohttp
 
 from sm121.bench.tokens import check_usage, chunk_tokens
+from sm121.engines.api_key import api_key as engine_api_key
+from sm121.engines.api_key import bearer, unauthorized
 from sm121.errors import Sm121Error
 from sm121.sse import SSEParser
 
@@ -95,7 +97,9 @@ class BenchClient:
         self.cache_salt = cache_salt
         self.run_salt = secrets.token_hex(4)
         self._counter = itertools.count()
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Also for probe and model resolution, which pass no key: the endpoint's key from the
+        # environment, so a keyed engine is a clear 401 error, not an unexplained one.
+        self._headers = bearer(api_key or engine_api_key(engine_first=False))
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> BenchClient:
@@ -271,6 +275,8 @@ def _merge_tool_calls(calls: list[dict[str, Any]], deltas: list[dict[str, Any]])
 async def _raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
     if response.status == 200:
         return
+    if response.status in (401, 403):
+        raise unauthorized(str(response.url), response.status)
     detail = (await response.text())[:400]
     raise Sm121Error(f"{label}: HTTP {response.status} from {response.url}: {detail}",
                      "check --url and --model (`curl URL/v1/models` lists the served models)")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from sm121.bench.runner import Progress as ProgressFn
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import SCENARIOS
 from sm121.cli.output import console, err_console, print_json
+from sm121.engines.api_key import api_key
 from sm121.errors import Sm121Error
 
 bench_app = typer.Typer(help="Token-accurate measurements of prefill, decode and admission; "
@@ -69,7 +69,7 @@ def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
                      api: str | None = None) -> None:
     spec = SCENARIOS[name]
     path = out or default_path(name)
-    target = Target(url, model, stream=not no_stream, api_key=os.environ.get("SM121_API_KEY"),
+    target = Target(url, model, stream=not no_stream, api_key=api_key(engine_first=False),
                     api=api or spec.api)
     with progress_bar() as update:
         results = asyncio.run(run_scenario(name, spec.run, target, params, path, update,

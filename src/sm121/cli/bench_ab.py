@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from sm121.bench.results import default_path
+from sm121.cli.options import TRUST
 from sm121.cli.output import console, err_console, parse_sets, print_json
 from sm121.errors import Sm121Error
 
@@ -57,6 +58,7 @@ def ab(
                                  "preset or YAML file (see `bench agents --help`)."),
     slo: str = typer.Option("ttft_p95=2s", "--slo", help="agents scenario: the SLO; the "
                             "best profile is the one with the highest goodput against it."),
+    trust: bool = TRUST,
 ) -> None:
     """Serve each profile through sm121's launcher, run the scenario, stop, alternate the
     order, and print one comparison table of medians, spread and ratios."""
@@ -76,7 +78,7 @@ def ab(
         scenario_params = {**agent_params(agents, turns, None, workload, slo), **scenario_params}
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
                         out or default_path(f"ab-{scenario}"), port or _free_port(),
-                        overrides=parse_sets(sets), resume=resume)
+                        overrides=parse_sets(sets), resume=resume, trust=trust)
     results = run_ab(request, say=lambda m: err_console.print(m, highlight=False))
     if as_json:
         print_json(results.data["summary"])

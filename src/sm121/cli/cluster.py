@@ -34,10 +34,10 @@ def check(
     """SSH reachability, the runtime (docker or python), the interfaces and HCAs of the file,
     the image id on all nodes, free ports and clock skew. Exits 2 when a check fails."""
     cluster, source = load_cluster(file)
-    request = CheckRequest(cluster=cluster, source=source, ports=(port, 29501))
+    request = CheckRequest(cluster=cluster, source=source, ports=(port,))
     if recipe:
         runtime = load_recipe(recipe).recipe.runtime
-        ports = (port, 29501, RAY_PORT) if runtime.kind == "docker" else (port, 29501)
+        ports = (port, RAY_PORT) if runtime.kind == "docker" else (port,)
         request = dataclasses.replace(request, runtime=runtime.kind, image=runtime.image,
                                       ports=ports)
     results = check_cluster(request)

@@ -7,10 +7,11 @@ import shlex
 import typer
 from rich.table import Table
 
-from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET
+from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, parse_sets, print_json
 from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
+from sm121.plan.trust import require_trust
 
 
 def register(app: typer.Typer) -> None:
@@ -22,6 +23,7 @@ def register(app: typer.Typer) -> None:
         sets: list[str] | None = SET,
         port: int = PORT,
         host: str = HOST,
+        trust: bool = TRUST,
         as_json: bool = typer.Option(False, "--json", help="Print the ServePlan as JSON."),
         memory: bool = typer.Option(False, "--memory", help="Add the memory plan: KV budget, "
                                     "pool, concurrency (as `sm121 memory plan`)."),
@@ -29,9 +31,10 @@ def register(app: typer.Typer) -> None:
         """Render recipe + profile + cluster + overrides into the ServePlan: for each node the
         exact argv and env, the start order, the readiness probe and the request policy."""
         if memory:
-            _plan_with_memory(name, profile, cluster, sets, port, host, as_json)
+            _plan_with_memory(name, profile, cluster, sets, port, host, as_json, trust)
             return
         serve_plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
+        require_trust(serve_plan.recipe, serve_plan.needs_trust, trust)
         if as_json:
             print_json(serve_plan)
         else:
@@ -39,12 +42,15 @@ def register(app: typer.Typer) -> None:
 
 
 def _plan_with_memory(name: str, profile: str | None, cluster: str | None,
-                      sets: list[str] | None, port: int, host: str, as_json: bool) -> None:
+                      sets: list[str] | None, port: int, host: str, as_json: bool,
+                      trust: bool) -> None:
     from sm121.cli.memory import print_memory_plan
     from sm121.findings import errors
     from sm121.memory.with_plan import plan_with_memory
 
     both = plan_with_memory(name, profile, cluster, parse_sets(sets), port, host)
+    if both.serve_plan is not None:
+        require_trust(both.serve_plan.recipe, both.serve_plan.needs_trust, trust)
     if as_json:
         print_json({"plan": both.serve_plan.model_dump(mode="json") if both.serve_plan else None,
                     "note": both.note, "memory": both.memory.model_dump(mode="json")})
@@ -91,5 +97,7 @@ def print_plan(plan: ServePlan) -> None:
     for param, rule in plan.request_policy.params.items():
         console.print(f"request policy: {param}: {rule.action.value} ({rule.reason}); "
                       f"neutral value passes: {rule.neutral}")
+    for item in plan.needs_trust:
+        console.print(f"allowed by --trust: {item}", highlight=False, markup=False)
     for finding in plan.findings:
         console.print(f"[yellow]{finding.render()}[/]", highlight=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET
+from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, err_console, parse_sets, print_json
 from sm121.cli.plan import print_plan
 from sm121.errors import Sm121Error
@@ -18,6 +18,8 @@ from sm121.launch import control
 from sm121.launch.local import serve_local
 from sm121.launch.run_state import RunInfo, list_runs
 from sm121.plan.build import build_plan
+from sm121.plan.model import ServePlan
+from sm121.plan.trust import require_trust
 
 model_app = typer.Typer(help="Models sm121 makes itself.", no_args_is_help=True)
 
@@ -52,8 +54,7 @@ def serve(
     foreground: bool = typer.Option(False, "--foreground", help="Stay attached; Ctrl-C stops "
                                     "the engine."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
-    trust: bool = typer.Option(False, "--trust", help="Allow the recipe's custom hook commands "
-                               "(hooks.custom) to run; built-in hooks need no trust."),
+    trust: bool = TRUST,
     gateway: bool = typer.Option(False, "--gateway", help="Also start `sm121 gateway` in front "
                                  "of the engine, with the recipe's request policy."),
     gateway_port: int = typer.Option(8100, "--gateway-port", help="Port of the gateway."),
@@ -74,6 +75,7 @@ def serve(
         plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
             update={"timeout_s": timeout})})
     if dry_run:
+        require_trust(plan.recipe, plan.needs_trust, trust)
         print_plan(plan)
         return
     for finding in plan.findings:
@@ -82,7 +84,7 @@ def serve(
         from sm121.cli.supervise import serve_supervised_cli
 
         serve_supervised_cli(plan, cluster, trust, foreground,
-                             (name, plan.profile, gateway_port) if gateway else None)
+                             (name, plan, gateway_port) if gateway else None)
         return
     if cluster:
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
@@ -90,20 +92,22 @@ def serve(
         run = serve_cluster(plan, progress=_progress, trust=trust)
         print_summary(run)
         if gateway:
-            _start_gateway(run, name, plan.profile, gateway_port)
+            _start_gateway(run, name, plan, gateway_port)
         return
     run, process = serve_local(plan, progress=_progress, trust=trust)
     print_summary(run)
     if gateway:
-        _start_gateway(run, name, plan.profile, gateway_port)
+        _start_gateway(run, name, plan, gateway_port)
     if foreground:
         _stay_attached(run, process)
 
 
-def _start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int) -> None:
+def _start_gateway(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> None:
     from sm121.launch.gateway import start_gateway
 
-    url = start_gateway(run, recipe, profile, port, progress=_progress)
+    seqs = plan.engine_args.get("max-num-seqs")  # as served: --set included
+    url = start_gateway(run, recipe, plan.profile, port, progress=_progress,
+                        max_inflight=seqs if isinstance(seqs, int) else None)
     console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
                   f"  {url}/v1  (agents should use this URL)", highlight=False)
 
@@ -201,6 +205,9 @@ def stop(
         raise Sm121Error("give a run id or --all", "see `sm121 status` for run ids")
     runs = control.active_runs() if all_runs else [control.resolve_run(run_id or "")]
     for run in runs:
+        if run.status == "stopped":  # its ids may belong to other processes by now
+            console.print(f"{run.run_id} was already stopped")
+            continue
         stubborn = control.stop_run(run)
         if stubborn:
             raise Sm121Error(f"{run.run_id}: could not stop {', '.join(stubborn)}",

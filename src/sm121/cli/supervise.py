@@ -13,7 +13,7 @@ from sm121.recipes.schema import RestartPolicy
 
 
 def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, foreground: bool,
-                         gateway: tuple[str, str | None, int] | None) -> None:
+                         gateway: tuple[str, ServePlan, int] | None) -> None:
     from sm121.cli.serve import _progress, _start_gateway, print_summary
     from sm121.launch.supervised import serve_supervised
 

@@ -3,25 +3,37 @@ because cabling is often asymmetric and a worker breaks when it is given the hea
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity
+from sm121.names import check_ssh_word
 from sm121.recipes.loader import parse_yaml, validate_model
-from sm121.recipes.schema import Strict
+from sm121.recipes.schema import Name, Strict
+
+SshWord = Annotated[str, AfterValidator(check_ssh_word)]
+
+
+def _check_ip(value: str) -> str:
+    ipaddress.ip_address(value)  # raises ValueError naming the value
+    return value
+
+
+IpAddress = Annotated[str, AfterValidator(_check_ip)]
 
 
 class Node(Strict):
-    name: str
-    ssh: str | None = Field(None, description="ssh target (user@host or a ~/.ssh/config alias); "
+    name: Name
+    ssh: SshWord | None = Field(None, description="ssh target (user@host or a ~/.ssh/config alias); "
                                                "none means this machine")
-    mgmt_if: str | None = Field(None, description="management interface, e.g. enP7s7")
-    fabric_if: str | None = Field(None, description="fabric interface for NCCL, e.g. enp1s0f0np0")
-    fabric_ip: str | None = None
-    hcas: tuple[str, ...] = Field((), description="RDMA device names, e.g. rocep1s0f0")
+    mgmt_if: Name | None = Field(None, description="management interface, e.g. enP7s7")
+    fabric_if: Name | None = Field(None, description="fabric interface for NCCL, e.g. enp1s0f0np0")
+    fabric_ip: IpAddress | None = None
+    hcas: tuple[Name, ...] = Field((), description="RDMA device names, e.g. rocep1s0f0")
     memory_gib: float | None = None
     home: str | None = Field(None, description="the ssh user's home on the node, for `~` in "
                                                 "mounts and paths; asked over ssh when unset")
@@ -30,11 +42,11 @@ class Node(Strict):
 
 
 class Cluster(Strict):
-    name: str
-    head: str
+    name: Name
+    head: Name
     topology: Literal["single", "direct", "switch"] = "direct"
     nodes: tuple[Node, ...]
-    ssh_user: str | None = None
+    ssh_user: SshWord | None = None
     ssh_port: int | None = None
     ssh_config: str | None = Field(None, description="an ssh_config file for every node "
                                                       "(`ssh -F`); default: ~/.ssh/config")

@@ -38,7 +38,11 @@ class CheckRequest:
     runtime: str | None = None  # docker | native | None (report what is there)
     image: str | None = None
     python: str = "python3"
-    ports: tuple[int, ...] = (8000, 29501)
+    ports: tuple[int, ...] = (8000,)  # beside the cluster's own master_port, always checked
+
+    @property
+    def all_ports(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys((*self.ports, self.cluster.master_port)))
 
 
 def check_cluster(request: CheckRequest) -> list[Check]:
@@ -76,7 +80,7 @@ def _check_node(request: CheckRequest, node: Node) -> tuple[list[Check], str | N
     findings += _runtime(dataclasses.replace(request, python=node.python or request.python),
                          transport, where)
     findings += _interfaces(transport, node, where)
-    findings += _ports(transport, request.ports, where)
+    findings += _ports(transport, request.all_ports, where)
     image = _image_id(transport, request.image) if request.image else None
     if request.image and image is None:
         findings.append(_finding("error", where, "image", f"{request.image} is not on "

@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 
+from sm121.engines.api_key import unauthorized
 from sm121.engines.prometheus import metric_labels
 from sm121.errors import Sm121Error
 
@@ -76,5 +77,7 @@ def block_size(metrics_text: str) -> int | None:
 async def _raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
     if response.status == 200:
         return
+    if response.status in (401, 403):
+        raise unauthorized(str(response.url), response.status)
     detail = (await response.text())[:400]
     raise Sm121Error(f"{label}: HTTP {response.status} from {response.url}: {detail}", _HINT)

@@ -19,10 +19,14 @@ CAPTURE_SIZE = "max-cudagraph-capture-size"
 SPECULATIVE_CONFIG = "speculative-config"
 # Flags sm121 sets itself from the recipe and the plan; a recipe or profile must not.
 OWNED_BY_SM121 = frozenset(
-    {"model", "served-model-name", "port", "nnodes", "node-rank", "master-addr", "master-port",
+    {"model", "served-model-name", "host", "port", "nnodes", "node-rank", "master-addr", "master-port",
      "headless", "tensor-parallel-size", "pipeline-parallel-size", "decode-context-parallel-size",
      "revision", SPECULATIVE_CONFIG}
 )
+
+# Flags that carry a secret on the engine's command line (visible in /proc, the plan, the run
+# directory and results), and the environment variable the engine reads instead.
+SECRET_ARGS = {"api-key": "VLLM_API_KEY", "hf-token": "HF_TOKEN"}
 
 
 def render_args(args: Mapping[str, ArgValue]) -> list[str]:
@@ -77,8 +81,19 @@ def check_args(
             message=choice.warning,
             fix="read the list from the engine itself: sm121 engine flags RECIPE [--cluster FILE]",
         ))
-    for name in args:
-        if name in OWNED_BY_SM121:
+    for name, value in args.items():
+        if name in SECRET_ARGS and value not in (None, True, False):
+            findings.append(Finding(
+                severity=Severity.ERROR, source=source, field=f"{field}.{name}",
+                message="puts a secret on the engine's command line, the plan and the run "
+                        "directory",
+                fix=f"remove it and export {SECRET_ARGS[name]} where you run sm121: it reaches "
+                    "the engine through its environment, never a command line",
+            ))
+        elif name in ("host", "port"):
+            findings.append(_error(source, f"{field}.{name}", f"is sm121's own flag: pass "
+                                   f"--{name} to sm121 (status and readiness read it)"))
+        elif name in OWNED_BY_SM121:
             findings.append(_error(source, f"{field}.{name}", "is set by sm121 from the recipe "
                                    "(model, parallelism, speculative) and the plan; remove it here"))
         elif name in (CAPTURE_SIZE,) and recipe.speculative is not None:

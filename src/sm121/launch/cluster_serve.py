@@ -21,6 +21,7 @@ from sm121.launch.node_ops import (
     NodeSlot,
     in_parallel,
     prepare_slot,
+    recover_started,
     save_local_log,
     start_slot,
     why_dead,
@@ -59,7 +60,7 @@ class ClusterLaunch:
         self.slots = in_parallel(plan.nodes, lambda n: prepare_slot(n, run.run_id))
         run.nodes = [s.process for s in self.slots]
         save_launch(run.directory, plan,  # argv as each node runs it; secrets by name only
-                    {s.plan.name: resolved_argv(s.plan, s.home, env={}) for s in self.slots})
+                    {s.plan.name: resolved_argv(s.plan, s.home) for s in self.slots})
         run.save()
         self.started, run.timings.started_at = monotonic(), wall_clock_now()
         self._hooks_before()
@@ -148,7 +149,7 @@ def serve_cluster(plan: ServePlan, progress: Progress = lambda _: None,
     try:
         launch.launch()
         launch.finish()
-    except (NotReady, Sm121Error, KeyboardInterrupt) as exc:
+    except BaseException as exc:  # Ctrl-C and bugs too: no node may be left running
         _roll_back(launch, exc)
     return launch.run
 
@@ -156,24 +157,34 @@ def serve_cluster(plan: ServePlan, progress: Progress = lambda _: None,
 def _roll_back(launch: ClusterLaunch, exc: BaseException) -> None:
     """Stop every node that started, record why, and raise naming the node and its cause."""
     run = launch.run
-    if isinstance(exc, NotReady):
-        dead = Liveness(launch.slots, every_s=0)
-        dead()
-        message = str(exc) if str(exc).startswith("node ") else (
-            f"{exc}; " + (_deaths(dead.dead) if dead.dead else "every node was still running"))
-    else:
-        message = getattr(exc, "message", None) or "interrupted"
+    message = _why(launch, exc)
     launch.progress(f"rolling back {run.run_id} on every node ...")
+    # A node may have started without its pid reaching this machine (the failure came in
+    # between): its own files in the run's folder on the node say what was started.
+    in_parallel(launch.slots, recover_started)
     stubborn = control.stop_run(run)
     interrupted = isinstance(exc, KeyboardInterrupt)
     run.status = "stopped" if interrupted else "failed"
     run.failure = message
     run.save()
-    if interrupted:
-        raise exc
+    if not isinstance(exc, Exception):
+        raise exc  # Ctrl-C, SystemExit: after the rollback, as they came
     left = f"; could not stop {', '.join(stubborn)}" if stubborn else "; every node was stopped"
     raise Sm121Error(f"the cluster serve failed: {message}{left}",
-                     f"node logs: sm121 logs {run.run_id} --node NAME")
+                     f"node logs: sm121 logs {run.run_id} --node NAME") from exc
+
+
+def _why(launch: ClusterLaunch, exc: BaseException) -> str:
+    if isinstance(exc, NotReady):
+        dead = Liveness(launch.slots, every_s=0)
+        dead()
+        return str(exc) if str(exc).startswith("node ") else (
+            f"{exc}; " + (_deaths(dead.dead) if dead.dead else "every node was still running"))
+    if isinstance(exc, Sm121Error):
+        return exc.message
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _deaths(dead: list[NodeSlot]) -> str:

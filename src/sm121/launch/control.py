@@ -16,7 +16,8 @@ def node_alive(node: NodeProcess) -> bool:
         from sm121.launch import remote  # the SSH side, kept apart from local processes
 
         return remote.node_alive(node)
-    return node.pgid is not None and processes.group_alive(node.pgid)
+    return (node.pgid is not None and processes.is_same_process(node.pgid, node.identity)
+            and processes.group_alive(node.pgid))
 
 
 def run_alive(run: RunInfo) -> bool:
@@ -39,10 +40,14 @@ def effective_status(run: RunInfo) -> str:
 
 def stop_run(run: RunInfo) -> list[str]:
     """Stop every node of a run; returns the names of nodes that would not stop. The
-    watchdog of a supervised run goes first, so nothing restarts what is being stopped."""
+    watchdog of a supervised run goes first, so nothing restarts what is being stopped. A run
+    already stopped is not signalled again: its ids may belong to other processes by now."""
+    if run.status == "stopped":
+        return []
     stubborn = []
     if run.watchdog_pid is not None:
-        if not processes.stop_group(run.watchdog_pid):
+        watchdog = processes.Identity(run.watchdog_boot_id, run.watchdog_start_time)
+        if not processes.stop_group(run.watchdog_pid, watchdog):
             stubborn.append("watchdog")
         run = load_run(run.run_id)  # the engine's process group as the watchdog left it
     for node in reversed(run.nodes):  # workers first, the head last
@@ -51,7 +56,7 @@ def stop_run(run: RunInfo) -> list[str]:
 
             if not remote.stop_node(node):
                 stubborn.append(node.name)
-        elif node.pgid is not None and not processes.stop_group(node.pgid):
+        elif node.pgid is not None and not processes.stop_group(node.pgid, node.identity):
             stubborn.append(node.name)
     run.status = "stopped"
     run.save()

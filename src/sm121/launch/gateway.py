@@ -7,13 +7,16 @@ The gateway runs as its own process group, recorded in the run as one more proce
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+from sm121.engines.api_key import api_key
 from sm121.errors import Sm121Error
 from sm121.launch import processes
-from sm121.launch.readiness import api_answers, port_in_use
+from sm121.launch.readiness import NotReady, api_answers, port_in_use
 from sm121.launch.run_state import NodeProcess, RunInfo
 
 NAME = "gateway"
@@ -22,8 +25,11 @@ _READY_TIMEOUT_S = 60.0
 
 
 def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
-                  progress: Callable[[str], None] = lambda _: None) -> str:
-    """Start it, wait until a request passes through it to the engine, return its URL."""
+                  progress: Callable[[str], None] = lambda _: None,
+                  max_inflight: int | None = None) -> str:
+    """Start it, wait until a request passes through it to the engine, return its URL.
+    max_inflight: the engine's max-num-seqs as served (with --set), which the gateway would
+    otherwise read from the recipe alone."""
     if port_in_use("127.0.0.1", port):
         raise Sm121Error(f"gateway port {port} is already in use",
                          f"pass --gateway-port N; the engine keeps running ({run.run_id})")
@@ -31,24 +37,45 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
             "--recipe", recipe, "--listen", f"127.0.0.1:{port}"]
     if profile:
         argv += ["--profile", profile]
+    if max_inflight:
+        argv += ["--max-inflight", str(max_inflight)]
     log = run.directory / LOG_NAME
     process = processes.spawn(argv, os.environ, log)
     pid_file = run.directory / "gateway.pid"
     pid_file.write_text(f"{process.pid}\n")
+    started = processes.identity(process.pid)
     run.nodes.append(NodeProcess(name=NAME, pid=process.pid, pgid=process.pid, log=str(log),
-                                 pid_file=str(pid_file)))
+                                 pid_file=str(pid_file), boot_id=started.boot_id,
+                                 start_time=started.start_time))
     url = f"http://127.0.0.1:{port}"
     run.gateway_url = url
     run.save()
     progress(f"gateway: starting on {url} ...")
     deadline = time.monotonic() + _READY_TIMEOUT_S
     # Through the gateway, /v1/models answers from the engine behind it.
-    while not api_answers(url, timeout_s=5):
+    key = api_key(engine_first=True)
+    try:
+        _wait_answers(url, key, process, log, run.run_id, deadline)
+    except BaseException:
+        processes.stop_group(process.pid, started)
+        raise
+    return url
+
+
+def _wait_answers(url: str, key: str | None, process: subprocess.Popen[bytes], log: Path,
+                  run_id: str, deadline: float) -> None:
+    while not _answers(url, key):
         if process.poll() is not None or time.monotonic() > deadline:
-            processes.stop_group(process.pid)
             tail = log.read_text(errors="replace").splitlines()[-10:]
             raise Sm121Error("the gateway did not start:\n    " + "\n    ".join(tail),
-                             f"the engine keeps running; stop it with `sm121 stop {run.run_id}`")
+                             f"the engine keeps running; stop it with `sm121 stop {run_id}`")
         time.sleep(0.3)
-    return url
+
+
+def _answers(url: str, key: str | None) -> bool:
+    try:
+        return api_answers(url, timeout_s=5, api_key=key)
+    except NotReady as exc:  # a 401: the key is missing or wrong, waiting cannot help
+        raise Sm121Error(f"the gateway refused sm121's check: {exc}",
+                         "set the key, then `sm121 stop RUN` and serve again") from exc
 

@@ -23,6 +23,7 @@ from sm121.launch.runtimes import q
 from sm121.launch.transport import Transport
 from sm121.plan.model import NodePlan
 from sm121.plan.runtime_argv import expand_home
+from sm121.plan.trust import hook_needs, require_trust
 from sm121.recipes.hook_names import BUILTIN_HOOKS
 from sm121.recipes.schema import Hooks
 
@@ -98,11 +99,7 @@ def check_trust(hooks: Hooks, trust: bool, recipe: str) -> None:
         raise Sm121Error(f"recipe {recipe}: hook {', '.join(unknown)} is neither built in "
                          f"({', '.join(sorted(BUILTIN_HOOKS))}) nor defined under hooks.custom",
                          "fix the name, or add its command under hooks.custom")
-    custom = [n for n in names if n not in BUILTIN_HOOKS]
-    if custom and not trust:
-        commands = "; ".join(f"{n}: `{hooks.custom[n]}`" for n in dict.fromkeys(custom))
-        raise Sm121Error(f"recipe {recipe} runs custom hook commands on every node: {commands}",
-                         "read them, then rerun with --trust to allow them")
+    require_trust(recipe, hook_needs(hooks), trust)
 
 
 def run_hooks(phase: Phase, hooks: Hooks, target: HookTarget) -> list[HookResult]:

@@ -30,6 +30,7 @@ from sm121.launch.startup_history import build_record, node_startup
 from sm121.launch.transport import LocalTransport
 from sm121.models.tiny import generate_tiny_model
 from sm121.plan.model import NodePlan, ServePlan
+from sm121.plan.trust import require_trust
 
 Progress = Callable[[str], None]
 LOG_NAME = "engine.log"
@@ -48,28 +49,32 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
     progress(f"run {run.run_id}: starting {node.argv[0]} ...")
     process = processes.spawn(_local_argv(node), engine_environment(node),
                               run.directory / LOG_NAME)
-    run.nodes[0].pid = run.nodes[0].pgid = process.pid
-    (run.directory / "engine.pid").write_text(f"{process.pid}\n")
-    run.timings.process_started_s = round(monotonic() - started, 2)
-    run.save()
+    mark = processes.identity(process.pid)
     try:
+        run.nodes[0].pid = run.nodes[0].pgid = process.pid
+        run.nodes[0].boot_id, run.nodes[0].start_time = mark.boot_id, mark.start_time
+        (run.directory / "engine.pid").write_text(f"{process.pid}\n")
+        run.timings.process_started_s = round(monotonic() - started, 2)
+        run.save()
         result = wait_ready(plan.readiness, started,
                             alive=lambda: process.poll() is None, on_phase=progress)
-    except (NotReady, KeyboardInterrupt) as exc:
-        _fail(run, process, exc)
-    run.timings.port_open_s = round(result.port_open_s, 2)
-    run.timings.first_generation_s = round(result.first_generation_s, 2)
-    run.boot = parse_boot_log_file(run.directory / LOG_NAME)
-    hook_results += _local_hooks(plan, run, "after_ready", progress)
-    _record_startup(run, hook_results)
-    run.status = "ready"
-    run.save()
+        run.timings.port_open_s = round(result.port_open_s, 2)
+        run.timings.first_generation_s = round(result.first_generation_s, 2)
+        run.boot = parse_boot_log_file(run.directory / LOG_NAME)
+        hook_results += _local_hooks(plan, run, "after_ready", progress)
+        _record_startup(run, hook_results)
+        run.status = "ready"
+        run.save()
+    except BaseException as exc:  # Ctrl-C and bugs too: the engine must not be left running
+        _fail(run, process, mark, exc)
     return run, process
 
 
 def preflight(plan: ServePlan, progress: Progress, trust: bool) -> None:
-    """Refuse before anything starts: untrusted custom hooks, a busy port. Make the tiny model
-    when the plan serves it and it is not there yet."""
+    """Refuse before anything starts: what a recipe from elsewhere asks to run without
+    --trust, unknown hooks, a busy port. Make the tiny model when the plan serves it and it is
+    not there yet."""
+    require_trust(plan.recipe, plan.needs_trust, trust)
     check_trust(plan.hooks, trust, plan.recipe)
     prepare_model(plan, progress)
     host, port = host_port(plan.base_url)
@@ -151,9 +156,10 @@ def _new_run(plan: ServePlan, node: NodePlan) -> RunInfo:
     return run
 
 
-def _fail(run: RunInfo, process: subprocess.Popen[bytes], exc: BaseException) -> None:
+def _fail(run: RunInfo, process: subprocess.Popen[bytes], started: processes.Identity,
+          exc: BaseException) -> None:
     """Stop what is left, record why, and raise with the engine's own words."""
-    processes.stop_group(process.pid)
+    processes.stop_group(process.pid, started)
     process.wait(timeout=10)
     log_text = (run.directory / LOG_NAME).read_text(errors="replace")
     cause, tail = death_cause(log_text)
@@ -161,8 +167,8 @@ def _fail(run: RunInfo, process: subprocess.Popen[bytes], exc: BaseException) ->
     run.status = "stopped" if interrupted else "failed"
     run.failure = "interrupted" if interrupted else f"{exc}; cause: {cause}"
     run.save()
-    if interrupted:
-        raise exc
+    if not isinstance(exc, NotReady):
+        raise exc  # stopped; the error as it came
     raise Sm121Error(
         f"the engine did not become ready: {exc}\n  cause: {cause}\n  last log lines:\n    "
         + "\n    ".join(tail[-15:]),

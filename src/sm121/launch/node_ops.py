@@ -3,6 +3,7 @@ tell why it failed. The sequencing across nodes lives in cluster_serve."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -72,21 +73,49 @@ def prepare_slot(node: NodePlan, run_id: str) -> NodeSlot:
 def start_slot(slot: NodeSlot) -> None:
     """Start the node's engine; fills in its pid (native) or container. Raises on failure."""
     node = slot.plan
-    secrets = runtimes.secret_input(node)
+    stdin = runtimes.secret_input(node)
+    refs = runtimes.sent_refs(node)
     argv = runtimes.resolved_argv(node, slot.home)
     if node.runtime == "docker":
         script = runtimes.docker_start_script(argv, node.container or "", slot.files,
-                                              bool(secrets))
+                                              bool(stdin), refs)
     else:
-        script = runtimes.native_start_script(argv, runtimes.resolved_env(node), slot.files,
-                                              bool(secrets))
-    result = slot.transport.run(["sh", "-c", script], input=secrets, timeout=300)
+        script = runtimes.native_start_script(argv, node.env, slot.files, bool(stdin), refs)
+    result = slot.transport.run(["sh", "-c", script], input=stdin, timeout=300)
     if not result.ok:
         raise Sm121Error(f"{slot.label} did not start: {result.stderr.strip()[-500:]}",
                          "fix the cause above; nothing is left running")
-    if node.runtime == "native":
-        pid = int(result.stdout.strip().splitlines()[-1])
-        slot.process.pid = slot.process.pgid = pid
+    record_started(slot.process, node.runtime, result.stdout)
+
+
+def record_started(process: NodeProcess, runtime: str, stdout: str) -> None:
+    """What the start script printed: the container id, or pid, boot id and start time."""
+    last = (stdout.strip().splitlines() or [""])[-1].split()
+    if runtime == "docker":
+        process.container_id = last[0] if last else None
+        return
+    if not last or not last[0].isdigit():
+        raise Sm121Error(f"{process.name}: the start script printed no pid ({stdout[-200:]!r})",
+                         "see the node's engine log")
+    process.pid = process.pgid = int(last[0])
+    process.boot_id, process.start_time = (last[1], last[2]) if len(last) == 3 else (None, None)
+
+
+def recover_started(slot: NodeSlot) -> None:
+    """For a rollback: what the start script left in the node's run folder (pid, container
+    id) when the launcher never learned it. Best effort: an unreachable node stays unknown."""
+    process, files = slot.process, slot.files
+    if process.pgid is not None or process.container_id is not None:
+        return
+    script = (runtimes.started_docker_script(files) if slot.plan.runtime == "docker"
+              else runtimes.started_native_script(files))
+    try:
+        result = slot.transport.run_shell(script, timeout=30)
+    except Sm121Error:
+        return
+    if result.ok and result.stdout.strip():
+        with contextlib.suppress(Sm121Error, ValueError):
+            record_started(process, slot.plan.runtime, result.stdout)
 
 
 def why_dead(slot: NodeSlot) -> str:
@@ -128,7 +157,9 @@ class Liveness:
 def _local_alive(slot: NodeSlot) -> bool:
     from sm121.launch import processes
 
-    return slot.process.pgid is not None and processes.group_alive(slot.process.pgid)
+    process = slot.process
+    return (process.pgid is not None and processes.is_same_process(process.pgid, process.identity)
+            and processes.group_alive(process.pgid))
 
 
 def _probe_home(transport: Transport, node: NodePlan) -> str:

@@ -1,6 +1,9 @@
 """Local processes: start in their own process group, check and stop by group id.
 
 Never by name pattern: `pkill -f` matches itself (and across SSH matches the ssh command).
+And never by a bare id: a pid is reused once its process is gone (and all of them after a
+reboot), so a group is signalled only while its leader has the boot id and start time
+recorded when sm121 started it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -21,6 +25,42 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path
             list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True,
         )
+
+
+BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What tells the process sm121 started from a later one with the same pid."""
+
+    boot_id: str | None
+    start_time: str | None  # field 22 of /proc/PID/stat: clock ticks since boot
+
+
+def boot_id() -> str:
+    return BOOT_ID_FILE.read_text().strip()
+
+
+def start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except OSError:
+        return None
+    # Fields after the command name, which is in parentheses and may hold spaces.
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def identity(pid: int) -> Identity:
+    return Identity(boot_id=boot_id(), start_time=start_time(pid))
+
+
+def is_same_process(pgid: int, recorded: Identity) -> bool:
+    """The group's leader is still the process that was recorded (never true for a record
+    without identity, such as one written by an older sm121)."""
+    if not recorded.boot_id or not recorded.start_time:
+        return False
+    return recorded.boot_id == boot_id() and start_time(pgid) == recorded.start_time
 
 
 def group_members(pgid: int) -> list[int]:
@@ -45,9 +85,11 @@ def group_alive(pgid: int) -> bool:
     return bool(group_members(pgid))
 
 
-def stop_group(pgid: int, grace_s: float = 20.0) -> bool:
-    """SIGTERM the group, then SIGKILL after grace_s. True when nothing of it is left."""
-    if not _signal_group(pgid, signal.SIGTERM):
+def stop_group(pgid: int, recorded: Identity, grace_s: float = 20.0) -> bool:
+    """SIGTERM the group, then SIGKILL after grace_s. True when nothing of it is left. Not
+    signalled at all unless its leader is the recorded process; while any member lives, the
+    kernel keeps the group id from reuse, so the later signals reach only that group."""
+    if not is_same_process(pgid, recorded) or not _signal_group(pgid, signal.SIGTERM):
         return True
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlparse
 
+from sm121.engines.api_key import api_key, bearer, unauthorized
 from sm121.plan.model import ReadinessProbe
 
 T = TypeVar("T")
@@ -38,20 +39,22 @@ def port_in_use(host: str, port: int) -> bool:
 def wait_ready(probe: ReadinessProbe, started: float, alive: Callable[[], bool],
                on_phase: Callable[[str], None] = lambda _: None) -> ReadinessResult:
     """Poll until a generation succeeds. `alive` is asked between polls so a dead engine is
-    noticed at once instead of at the timeout."""
+    noticed at once instead of at the timeout; so is a 401 (a key is missing or wrong)."""
     deadline = started + probe.timeout_s
-    _wait(lambda: api_answers(probe.url) or None, deadline, alive, "the API to answer")
+    key = api_key(engine_first=True)
+    _wait(lambda: api_answers(probe.url, api_key=key) or None, deadline, alive,
+          "the API to answer")
     port_open_s = time.monotonic() - started
     on_phase("api up")
-    tokens = _wait(lambda: _generate(probe), deadline, alive, "a first generation")
+    tokens = _wait(lambda: _generate(probe, key), deadline, alive, "a first generation")
     if probe.tools:
-        check_tool_request(probe)
+        check_tool_request(probe, key)
     return ReadinessResult(port_open_s, time.monotonic() - started, tokens)
 
 
 def generate_once(probe: ReadinessProbe) -> int:
     """One checked generation; raises NotReady with the reason when it fails."""
-    result = _generate(probe)
+    result = _generate(probe, api_key(engine_first=True))
     if result is None:
         raise NotReady(f"no generation from {probe.url}")
     return result
@@ -70,26 +73,34 @@ def _wait(check: Callable[[], T | None], deadline: float, alive: Callable[[], bo
         time.sleep(0.5)
 
 
-def api_answers(url: str, timeout_s: float = 2) -> bool:
-    """GET /v1/models answers 200: the API server is up (not yet proof it can generate)."""
+def api_answers(url: str, timeout_s: float = 2, api_key: str | None = None) -> bool:
+    """GET /v1/models answers 200: the API server is up (not yet proof it can generate).
+    A 401 or 403 raises NotReady at once: waiting longer cannot fix a key."""
+    request = urllib.request.Request(f"{url}/v1/models", headers=bearer(api_key))
     try:
-        with urllib.request.urlopen(f"{url}/v1/models", timeout=timeout_s) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return bool(response.status == 200)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise NotReady(str(unauthorized(url, exc.code))) from exc
+        return False
     except (urllib.error.URLError, OSError, ValueError):
         return False
 
 
-def _generate(probe: ReadinessProbe) -> int | None:
+def _generate(probe: ReadinessProbe, key: str | None = None) -> int | None:
     body = json.dumps({
         "model": probe.model, "prompt": probe.prompt, "max_tokens": probe.max_tokens,
         "temperature": 0, "ignore_eos": True, "stream": False,
     }).encode()
     request = urllib.request.Request(f"{probe.url}/v1/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **bearer(key)})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             data = json.load(response)
     except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise NotReady(str(unauthorized(probe.url, exc.code))) from exc
         if exc.code in (400, 404, 422):
             detail = exc.read().decode(errors="replace")[:300]
             raise NotReady(f"the readiness request was refused ({exc.code}): {detail}") from exc
@@ -109,7 +120,7 @@ READINESS_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {}, "additionalProperties": False}}}
 
 
-def check_tool_request(probe: ReadinessProbe) -> None:
+def check_tool_request(probe: ReadinessProbe, key: str | None = None) -> None:
     """A chat request carrying `tools` (tool_choice auto, as agents send it) is accepted.
     vLLM answers 400 when the engine has no tool calling; that fails the serve with the fix."""
     body = json.dumps({
@@ -117,7 +128,7 @@ def check_tool_request(probe: ReadinessProbe) -> None:
         "tools": [READINESS_TOOL], "tool_choice": "auto", "max_tokens": 1, "temperature": 0,
     }).encode()
     request = urllib.request.Request(f"{probe.url}/v1/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **bearer(key)})
     try:
         with urllib.request.urlopen(request, timeout=60):
             return

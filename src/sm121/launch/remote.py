@@ -18,9 +18,9 @@ def node_transport(node: NodeProcess) -> Transport:
 
 def node_alive(node: NodeProcess) -> bool:
     if node.container is not None:
-        script = runtimes.container_alive_script(node.container)
+        script = runtimes.container_alive_script(node.container, node.container_id)
     elif node.pgid is not None:
-        script = runtimes.group_alive_script(node.pgid)
+        script = runtimes.group_alive_script(node.pgid, node.boot_id, node.start_time)
     else:
         return False
     try:
@@ -33,11 +33,11 @@ def node_alive(node: NodeProcess) -> bool:
 def stop_node(node: NodeProcess, grace_s: float = 20.0) -> bool:
     """Stop the node's engine; True when nothing of it is left."""
     if node.container is not None:
-        script = runtimes.container_stop_script(node.container, int(grace_s) + 10)
-        follower = Path(node.pid_file).with_name("logs.pid")
-        script = f"{_stop_follower(str(follower))}\n{script}"
+        follower = str(Path(node.pid_file).with_name("logs.pid"))
+        script = runtimes.container_stop_script(node.container, node.container_id, follower,
+                                                int(grace_s) + 10)
     elif node.pgid is not None:
-        script = runtimes.group_stop_script(node.pgid, grace_s)
+        script = runtimes.group_stop_script(node.pgid, node.boot_id, node.start_time, grace_s)
     else:
         return True
     try:
@@ -67,7 +67,3 @@ def log_tail(node: NodeProcess, lines: int = 200) -> str:
         return ""
     return result.stdout if result.ok else ""
 
-
-def _stop_follower(pid_file: str) -> str:
-    quoted = runtimes.q(pid_file)
-    return (f"if [ -s {quoted} ]; then kill -TERM -\"$(cat {quoted})\" 2> /dev/null || true; fi")

@@ -7,9 +7,12 @@ the memory check) read them back through `load_plan` and `head_env`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -21,6 +24,8 @@ from pydantic import BaseModel
 from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
+from sm121.launch.processes import Identity
+from sm121.names import NAME_PATTERN
 from sm121.plan.model import ServePlan
 from sm121.recipes.loader import LoadedRecipe, load_recipe, validate_model
 from sm121.recipes.schema import Recipe
@@ -40,6 +45,15 @@ class NodeProcess(BaseModel):
     ssh_port: int | None = None
     ssh_config: str | None = None
     role: str = "head"
+    # What tells this engine from a later process or container that reuses its pid or name:
+    # stop and status act only while they still match.
+    boot_id: str | None = None
+    start_time: str | None = None  # the group leader's, from /proc/PID/stat
+    container_id: str | None = None
+
+    @property
+    def identity(self) -> Identity:
+        return Identity(boot_id=self.boot_id, start_time=self.start_time)
 
 
 def through_transport(node: NodeProcess) -> bool:
@@ -86,6 +100,9 @@ class RunInfo(BaseModel):
     # Supervision (serve --supervise, or `restart:` in the recipe): the watchdog's pid (its
     # own process group), how many restarts it made, and every crash it saw.
     watchdog_pid: int | None = None
+    # The watchdog's own identity, so `stop` signals it only while it is still that process.
+    watchdog_boot_id: str | None = None
+    watchdog_start_time: str | None = None
     gateway_url: str | None = None  # `serve --gateway`: the gateway in front of the engine
     restarts: int = 0
     crashes: list[Crash] = []
@@ -95,7 +112,12 @@ class RunInfo(BaseModel):
         return run_dir(self.run_id)
 
     def save(self) -> None:
-        write_json_atomic(self.directory / "run.json", self.model_dump(mode="json"))
+        # The threads of one cluster start group save the same run at once.
+        with _save_lock:
+            write_json_atomic(self.directory / "run.json", self.model_dump(mode="json"))
+
+
+_save_lock = threading.Lock()
 
 
 PLAN_FILE, ARGV_FILE, ENV_FILE = "plan.json", "argv.json", "env.json"
@@ -150,7 +172,14 @@ def new_run_id(recipe: str, profile: str | None) -> str:
 
 
 def run_dir(run_id: str) -> Path:
-    return paths.runs_dir() / run_id
+    """The run's folder, checked to be a direct child of $SM121_HOME/runs once resolved (a run
+    id or a link in there must not lead elsewhere)."""
+    root = paths.runs_dir().resolve()
+    folder = (root / run_id).resolve()
+    if not NAME_PATTERN.fullmatch(run_id) or folder.parent != root:
+        raise Sm121Error(f"run id {run_id!r} does not name a folder in {root}",
+                         "see `sm121 status` for run ids")
+    return folder
 
 
 def create_run_dir(run_id: str) -> Path:
@@ -183,9 +212,19 @@ def list_runs() -> list[RunInfo]:
 
 
 def write_json_atomic(path: Path, data: object) -> None:
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    tmp.replace(path)
+    """Write to a temporary file of its own (unique per call, so concurrent writers never
+    rename each other's), then rename it over path: a reader sees the old or the new file."""
+    text = json.dumps(data, indent=2, default=str)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)  # what write_text gives under the usual umask
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def now_iso() -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import os
 import shlex
+import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from sm121 import paths
 from sm121.errors import Sm121Error
+from sm121.names import ssh_word_problem
 
 
 @dataclass(frozen=True)
@@ -76,12 +78,19 @@ class SshTransport(Transport):
             argv += ["-p", str(self.port)]
         for option in self.options:
             argv += ["-o", option]
-        return argv + [self.target]
+        # `--` ends ssh's options: a target can never be read as one (-oProxyCommand=...).
+        return argv + ["--", self.target]
+
+    def __post_init__(self) -> None:
+        problem = ssh_word_problem(self.target)
+        if problem:
+            raise Sm121Error(f"{self.name or 'a node'}: the ssh target {self.target!r} {problem}",
+                             "give a host name, user@host or an ssh_config alias")
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float = 60
             ) -> CommandResult:
         _opened.add(self)
-        result = _completed([*self.ssh_argv(), "--", shlex.join(argv)], input, timeout,
+        result = _completed([*self.ssh_argv(), shlex.join(argv)], input, timeout,
                             self.name or self.target)
         if result.returncode == 255:  # ssh's own failure, not the command's
             raise Sm121Error(f"{self.name or self.target}: ssh to {self.target} failed: "
@@ -91,7 +100,7 @@ class SshTransport(Transport):
 
     def close(self) -> None:
         """Stop the ControlMaster of this target, if one runs."""
-        subprocess.run([*self.ssh_argv()[:-1], "-O", "exit", self.target],
+        subprocess.run([*self.ssh_argv()[:-2], "-O", "exit", "--", self.target],
                        capture_output=True, stdin=subprocess.DEVNULL, timeout=10)
 
 
@@ -105,6 +114,8 @@ def close_all() -> None:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             transport.close()
         _opened.discard(transport)
+    if _short_dir is not None:
+        shutil.rmtree(_short_dir, ignore_errors=True)
 
 
 def transport_for(ssh: str | None, port: int | None = None, config: str | None = None,
@@ -116,14 +127,33 @@ def transport_for(ssh: str | None, port: int | None = None, config: str | None =
 
 
 def control_dir() -> Path:
-    """Where ControlMaster sockets live. A socket path must stay under 108 bytes with the 40
-    characters of %C, the pid and the random suffix ssh adds while binding, so a long
-    $SM121_HOME falls back to a short folder in /tmp named after it."""
+    """Where ControlMaster sockets live: a folder only this user can enter, since whoever can
+    reach a master's socket runs commands as this user on the node. A socket path must stay
+    under 108 bytes with the 40 characters of %C, the pid and the random suffix ssh adds while
+    binding, so with a long $SM121_HOME it is a fresh mkdtemp folder (unpredictable, 0700)."""
+    global _short_dir
     folder = paths.home() / "ssh"
-    if len(str(folder)) > 35:
-        digest = hashlib.sha1(str(folder).encode()).hexdigest()[:10]
-        folder = Path(tempfile.gettempdir()) / f"sm121-ssh-{os.getuid()}-{digest}"
+    if len(str(folder)) <= 35:
+        return private_dir(folder)
+    if _short_dir is None or not _short_dir.is_dir():
+        _short_dir = Path(tempfile.mkdtemp(prefix="sm121-ssh-"))  # removed by close_all
+    return private_dir(_short_dir)
+
+
+_short_dir: Path | None = None
+
+
+def private_dir(folder: Path) -> Path:
+    """Create folder 0700, or accept it only when it is a real folder of this user that no one
+    else can enter (a folder planted by someone else would see every socket)."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = folder.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) \
+            or info.st_uid != os.getuid():
+        raise Sm121Error(f"{folder} is not a folder owned by this user",
+                         "remove it (sm121 keeps its ssh sockets there), or set SM121_HOME")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(folder, 0o700)
     return folder
 
 

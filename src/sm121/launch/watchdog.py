@@ -50,6 +50,7 @@ class Watchdog:
         self.node = self.plan.nodes[0]
         self.log_path = run.directory / LOG_NAME
         self.process: subprocess.Popen[bytes] | None = None
+        self.identity = processes.Identity(None, None)
         self.log_offset = self.ready_offset = 0
         self.incarnation = 0
         self.restart_times: list[float] = []
@@ -65,7 +66,13 @@ class Watchdog:
         return run
 
     def main(self) -> int:
-        self.update(lambda r: setattr(r, "watchdog_pid", os.getpid()))
+        mark = processes.identity(os.getpid())
+
+        def record(run: RunInfo) -> None:
+            run.watchdog_pid = os.getpid()
+            run.watchdog_boot_id, run.watchdog_start_time = mark.boot_id, mark.start_time
+
+        self.update(record)
         while True:
             try:
                 self.start()
@@ -87,10 +94,14 @@ class Watchdog:
         self.process = processes.spawn(_local_argv(self.node), engine_environment(self.node),
                                        self.log_path)
         pid = self.process.pid
+        # What `stop` checks before it signals this engine's group (and what the watchdog does).
+        self.identity = processes.identity(pid)
         Path(self.log_path.with_name("engine.pid")).write_text(f"{pid}\n")
+        mark = self.identity
 
         def started(run: RunInfo) -> None:
             run.nodes[0].pid = run.nodes[0].pgid = pid
+            run.nodes[0].boot_id, run.nodes[0].start_time = mark.boot_id, mark.start_time
             run.status = "restarting" if self.incarnation else "starting"
             run.timings.process_started_s = round(monotonic() - self.started, 2)
             run.timings.port_open_s = run.timings.first_generation_s = None
@@ -106,7 +117,7 @@ class Watchdog:
                                 alive=lambda: process.poll() is None, on_phase=self.say)
         except NotReady as exc:
             exited = process.poll() is not None
-            processes.stop_group(process.pid)
+            processes.stop_group(process.pid, self.identity)
             code = process.wait()
             how = restart_policy.describe_exit(code)
             raise Death(f"not ready: {exc}; " + (how if exited else f"stopped by the watchdog "
@@ -138,11 +149,11 @@ class Watchdog:
             time.sleep(self.policy.health_interval_s)
             code = self.process.poll()
             if code is not None or not processes.group_alive(self.process.pid):
-                processes.stop_group(self.process.pid)  # leftovers of the group
+                processes.stop_group(self.process.pid, self.identity)  # leftovers of the group
                 raise Death(restart_policy.describe_exit(code), "serving", code)
             failures = 0 if self._healthy() else failures + 1
             if failures >= self.policy.health_failures:
-                processes.stop_group(self.process.pid)
+                processes.stop_group(self.process.pid, self.identity)
                 code = self.process.wait(timeout=30)
                 raise Death(f"/health failed {failures} times in a row (stopped: "
                             f"{restart_policy.describe_exit(code)})", "serving", code)
@@ -205,7 +216,7 @@ class Watchdog:
 
     def stop_engine(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            processes.stop_group(self.process.pid)
+            processes.stop_group(self.process.pid, self.identity)
 
 
 def _on_sigterm(signum: int, frame: object) -> None:

@@ -10,7 +10,10 @@ from pydantic import BaseModel, ConfigDict
 from sm121.findings import Finding
 from sm121.recipes.schema import ArgValue, Hooks, RequestPolicy, RestartPolicy
 
-SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+# By the name's last word: HF_TOKEN, VLLM_API_KEY, AWS_SECRET_ACCESS_KEY are secrets;
+# TOKENIZERS_PARALLELISM or NCCL_IB_GID_INDEX are settings the engine needs in its env.
+SECRET_NAME = re.compile(r"(^|_)(TOKEN|KEY|APIKEY|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)$",
+                         re.IGNORECASE)
 
 
 def is_secret(name: str) -> bool:
@@ -80,6 +83,9 @@ class ServePlan(Frozen):
     recipe_source: str = ""
     recipe_spec: dict[str, Any] | None = None
     restart: RestartPolicy | None = None  # supervised: a watchdog restarts a dead engine
+    # What this recipe, not being built in, asks to run or expose (plan/trust.py); plan and
+    # serve refuse without --trust when it is not empty.
+    needs_trust: list[str] = []
 
     @property
     def head(self) -> NodePlan:

@@ -21,6 +21,7 @@ from sm121.plan.runtime_argv import (
     ray_head_argv,
     ray_worker_argv,
 )
+from sm121.plan.trust import trust_needs
 from sm121.plan.validate import validate_overrides, validate_recipe
 from sm121.recipes.loader import LoadedRecipe
 from sm121.recipes.schema import ArgValue, EngineKind, ModelSource, Recipe
@@ -78,6 +79,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         findings=findings,
         recipe_source=source,
         recipe_spec=_kept_recipe(recipe),
+        needs_trust=trust_needs(recipe, profile, request.recipe.builtin),
     )
 
 

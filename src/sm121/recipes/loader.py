@@ -12,15 +12,20 @@ from pydantic import BaseModel, ValidationError
 
 from sm121 import paths
 from sm121.errors import Sm121Error
+from sm121.names import NAME_PATTERN, NAME_RULE
 from sm121.recipes.schema import Recipe
 
 M = TypeVar("M", bound=BaseModel)
+BUILTIN_PREFIX = "builtin:"
 
 
 @dataclass(frozen=True)
 class LoadedRecipe:
     recipe: Recipe
     source: str  # file name shown in errors
+    # Shipped with sm121 (trusted). Set by the loader alone, never read from a name: a file
+    # may be called `builtin:x.yaml`.
+    builtin: bool = False
 
 
 def user_recipes_dir() -> Path:
@@ -44,12 +49,16 @@ def load_recipe(name_or_path: str) -> LoadedRecipe:
         if not path.is_file():
             raise Sm121Error(f"recipe file {path} does not exist", "check the path")
         return _parse(path.read_text(), str(path))
+    if not NAME_PATTERN.fullmatch(name_or_path):
+        raise Sm121Error(f"{name_or_path!r} is neither a recipe name nor a .yaml file",
+                         f"a recipe name has {NAME_RULE}; a path ends in .yaml")
     user_file = user_recipes_dir() / f"{name_or_path}.yaml"
     if user_file.is_file():
         return _parse(user_file.read_text(), str(user_file))
     builtin = resources.files("sm121.recipes").joinpath(f"builtin/{name_or_path}.yaml")
     if builtin.is_file():
-        return _parse(builtin.read_text(), f"builtin:{name_or_path}.yaml")
+        loaded = _parse(builtin.read_text(), f"{BUILTIN_PREFIX}{name_or_path}.yaml")
+        return LoadedRecipe(loaded.recipe, loaded.source, builtin=True)
     raise Sm121Error(
         f"no recipe named {name_or_path!r}",
         f"known recipes: {', '.join(available_names())} (or give a path to a .yaml file)",

@@ -8,13 +8,16 @@ from an engine's docs or a field report reads the same in the recipe.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from sm121.findings import Severity
+from sm121.names import check_name
 
 ArgValue = str | int | float | bool | None
+# Recipe, profile and container names reach scripts and paths: plain words only.
+Name = Annotated[str, AfterValidator(check_name)]
 
 
 class Strict(BaseModel):
@@ -67,7 +70,7 @@ class RuntimeSpec(Strict):
     mounts: tuple[Mount, ...] = ()
     # The engine entry point; for docker it runs inside the image.
     command: tuple[str, ...] = ()
-    container_name: str | None = None
+    container_name: Name | None = None
 
 
 class Parallelism(Strict):
@@ -164,7 +167,7 @@ class RestartPolicy(Strict):
 
 
 class Recipe(Strict):
-    name: str
+    name: Name
     description: str = ""
     model: ModelSpec
     engine: EngineSpec = EngineSpec()
@@ -178,8 +181,8 @@ class Recipe(Strict):
     limits: Limits = Limits()
     readiness: Readiness = Readiness()
     restart: RestartPolicy | None = None
-    profiles: dict[str, Profile] = {}
-    default_profile: str | None = None
+    profiles: dict[Name, Profile] = {}
+    default_profile: Name | None = None
 
     @field_validator("args")
     @classmethod

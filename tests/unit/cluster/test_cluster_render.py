@@ -51,7 +51,7 @@ def test_docker_mounts_use_the_nodes_home(tmp_path: Path) -> None:
     assert "/home/ops/.cache/huggingface:/root/.cache/huggingface:rw" in head.argv
     # Home unknown at plan time: it stays `~` in the plan and is expanded at launch.
     assert "~/.cache/vllm:/root/.cache/vllm:rw" in worker.argv
-    launched = runtimes.resolved_argv(worker, "/home/admin", env={"HF_TOKEN": "x"})
+    launched = runtimes.resolved_argv(worker, "/home/admin")
     assert "/home/admin/.cache/vllm:/root/.cache/vllm:rw" in launched
     assert not [a for a in launched if a.startswith("~")]
 
@@ -59,7 +59,7 @@ def test_docker_mounts_use_the_nodes_home(tmp_path: Path) -> None:
 def test_the_exact_docker_start_command_per_node(tmp_path: Path) -> None:
     _, worker = plan_for("deepseek-v4-flash-eugr-agent", cluster(tmp_path), "agent").nodes
     files = runtimes.NodeFiles(run_dir="/home/admin/sm121-state/runs/r1/spark2")
-    argv = runtimes.resolved_argv(worker, "/home/admin", env={})
+    argv = runtimes.resolved_argv(worker, "/home/admin")
     script = runtimes.docker_start_script(argv, worker.container or "", files, secrets=True)
     lines = script.splitlines()
     run_line = next(line for line in lines if line.startswith("docker run "))
@@ -79,11 +79,17 @@ def test_the_exact_docker_start_command_per_node(tmp_path: Path) -> None:
     assert 'export "$line"' in script  # secrets arrive on stdin
 
 
-def test_docker_stop_and_status_commands() -> None:
-    stop = runtimes.container_stop_script("sm121-x-spark2", grace_s=30)
-    assert stop.splitlines()[:2] == ["docker stop -t 30 sm121-x-spark2 > /dev/null 2>&1 || true",
-                                     "docker rm -f sm121-x-spark2 > /dev/null 2>&1 || true"]
-    assert "{{.State.Running}}" in runtimes.container_alive_script("sm121-x-spark2")
+def test_docker_stop_and_status_commands_act_only_on_the_container_sm121_started() -> None:
+    stop = runtimes.container_stop_script("sm121-x-spark2", "abc123", "/r/logs.pid", grace_s=30)
+    lines = stop.splitlines()
+    assert lines[0] == ("[ \"$(docker container inspect -f '{{.Id}}' sm121-x-spark2 2> /dev/null)\" "
+                        "= abc123 ] || { echo gone; exit 0; }")
+    assert lines[1:3] == ["docker stop -t 30 abc123 > /dev/null 2>&1 || true",
+                          "docker rm -f abc123 > /dev/null 2>&1 || true"]
+    alive = runtimes.container_alive_script("sm121-x-spark2", "abc123")
+    assert "{{.State.Running}}" in alive and "= abc123 ]" in alive
+    # A run recorded without the container's id is never acted on.
+    assert runtimes.container_stop_script("n", None, "/p").startswith("false || ")
 
 
 def test_a_vllm_serve_worker_keeps_vllms_own_headless_flag(tmp_path: Path) -> None:

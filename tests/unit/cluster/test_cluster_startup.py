@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sm121.engines.vllm_phases import parse_phases
-from sm121.launch import runtimes
+from sm121.launch import processes, runtimes
 from sm121.launch.run_state import NodeProcess, RunInfo, Timings, create_run_dir
 from sm121.launch.startup_history import build_record, load_history, node_startup, record
 from sm121.launch.transport import LocalTransport, SshTransport
@@ -99,11 +99,21 @@ def test_native_start_and_stop_scripts_own_a_process_group(tmp_path: Path) -> No
     assert "s3cret" not in script
     started = LocalTransport().run(["sh", "-c", script], input="HF_TOKEN=s3cret\n")
     assert started.ok, started.stderr
-    pgid = int(started.stdout.strip())
+    pgid, boot_id, start_time = started.stdout.split()
+    pgid = int(pgid)
     assert int(Path(files.pid_file).read_text()) == pgid
-    alive = LocalTransport().run_shell(runtimes.group_alive_script(pgid))
+    assert boot_id == processes.boot_id() and start_time == processes.start_time(pgid)
+    alive = LocalTransport().run_shell(runtimes.group_alive_script(pgid, boot_id, start_time))
     assert alive.stdout.strip() == "alive"
-    stopped = LocalTransport().run_shell(runtimes.group_stop_script(pgid, grace_s=5))
+    # Another start time (a reused pid) or another boot: neither alive nor signalled.
+    for other in ((boot_id, "1"), ("another-boot", start_time), (None, None)):
+        assert LocalTransport().run_shell(
+            runtimes.group_alive_script(pgid, *other)).stdout.strip() == "gone"
+        assert LocalTransport().run_shell(
+            runtimes.group_stop_script(pgid, *other, grace_s=5)).stdout.strip() == "gone"
+        assert processes.group_alive(pgid)
+    stopped = LocalTransport().run_shell(runtimes.group_stop_script(pgid, boot_id, start_time,
+                                                                    grace_s=5))
     assert stopped.stdout.strip().endswith("gone")
     assert Path(files.log).read_text().strip() == "hca=roce a'b token=s3cret"
 
