@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from support import SM121, TinyEngine, free_port
-from support.fuzz import Case, Tally, cases, rss_bytes, send
+from support.fuzz import Case, Tally, cases, rss_bytes, send_all
 
 from sm121.launch import processes
 
@@ -88,8 +88,8 @@ def test_fuzz_bodies_against_the_real_engine(gateway: GatewayProcess,
         @given(st.lists(cases(max_tokens=2, max_huge=200_000), min_size=BATCH,
                         max_size=BATCH))
         def fuzz(batch: list[Case]) -> None:
-            outcomes = loop.run_until_complete(asyncio.gather(
-                *(send(http, gateway.url, c, tiny_engine.model, timeout_s=120) for c in batch)))
+            outcomes = loop.run_until_complete(
+                send_all(http, gateway.url, batch, tiny_engine.model, timeout_s=120))
             for case, outcome in zip(batch, outcomes, strict=True):
                 tally.add(case.kind, outcome)
 

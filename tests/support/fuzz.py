@@ -9,6 +9,7 @@ bodies) and tests/integration/test_gateway_fuzz_engine.py (the real engine, fewe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections import Counter
@@ -147,6 +148,12 @@ async def send(http: aiohttp.ClientSession, base_url: str, case: Case, model: st
         return "timeout"
     except aiohttp.ClientError as exc:
         return f"client:{type(exc).__name__}"
+
+
+async def send_all(http: aiohttp.ClientSession, base_url: str, batch: list[Case], model: str,
+                   timeout_s: float = 30.0) -> list[str]:
+    """A batch of cases at once: concurrency is part of the fuzz."""
+    return await asyncio.gather(*(send(http, base_url, c, model, timeout_s) for c in batch))
 
 
 @dataclass
