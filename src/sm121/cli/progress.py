@@ -14,7 +14,14 @@ import time
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from sm121.cli.output import err_console
 
@@ -34,7 +41,7 @@ class LongWait:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._bar: Progress | None = None
-        self._task = 0
+        self._task = TaskID(0)
         self._beat: threading.Thread | None = None
 
     @property
