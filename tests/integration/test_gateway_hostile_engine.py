@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,69 +16,38 @@ import aiohttp
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from support import SM121, TinyEngine, free_port
+from support import TinyEngine
 from support.fuzz import Case, Tally, cases, rss_bytes, send_all
+from support.gateway_process import GatewayProcess, gateway_process
 
-from sm121.launch import processes
+from sm121.engines.prometheus import parse_metrics
 
 pytestmark = pytest.mark.integration
 BATCH, EXAMPLES = 10, 30  # 300 bodies: the engine's share
 CANARY = "Zq7canaryXw"
 
 
-@dataclass(frozen=True)
-class GatewayProcess:
-    url: str
-    pid: int
-    log: Path
-    captures: Path
-
-
 @pytest.fixture(scope="module")
 def gateway(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPathFactory
-            ) -> Iterator[GatewayProcess]:
+            ) -> Iterator[tuple[GatewayProcess, Path]]:
     folder = tmp_path_factory.mktemp("hostile")
-    port, log, captures = free_port(), folder / "gateway.log", folder / "captures"
-    process = processes.spawn([*SM121, "gateway", "--upstream", tiny_engine.base_url,
-                               "--listen", f"127.0.0.1:{port}", "--max-body-mb", "0.25",
-                               "--long-prompt-tokens", "4000", "--capture", str(captures),
-                               "--redact"], dict(os.environ), log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for(url, process.poll, log)
-        yield GatewayProcess(url, process.pid, log, captures)
-    finally:
-        processes.stop_group(process.pid)
-        process.wait(timeout=10)
-
-
-def _wait_for(url: str, poll: Any, log: Path) -> None:
-    import urllib.request
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if poll() is not None:
-            raise AssertionError(f"the gateway exited:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"the gateway did not answer:\n{log.read_text()}")
+    captures = folder / "captures"
+    with gateway_process(tiny_engine.base_url, folder, "--max-body-mb", "0.25",
+                         "--long-prompt-tokens", "4000", "--capture", str(captures),
+                         "--redact") as process:
+        yield process, captures
 
 
 async def _metric(url: str, name: str) -> float:
     async with aiohttp.ClientSession() as http, http.get(f"{url}/metrics") as response:
-        text = await response.text()
-    values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-              if line.startswith(name)]
-    return sum(values)
+        return parse_metrics(await response.text()).get(name, 0.0)
 
 
-def test_fuzz_bodies_against_the_real_engine(gateway: GatewayProcess,
+def test_fuzz_bodies_against_the_real_engine(gateway: tuple[GatewayProcess, Path],
                                              tiny_engine: TinyEngine) -> None:
+    process = gateway[0]
     loop = asyncio.new_event_loop()
-    tally, baseline = Tally(), rss_bytes(gateway.pid)
+    tally, baseline = Tally(), rss_bytes(process.pid)
     http = loop.run_until_complete(_session())
     try:
         @settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -89,23 +56,23 @@ def test_fuzz_bodies_against_the_real_engine(gateway: GatewayProcess,
                         max_size=BATCH))
         def fuzz(batch: list[Case]) -> None:
             outcomes = loop.run_until_complete(
-                send_all(http, gateway.url, batch, tiny_engine.model, timeout_s=120))
+                send_all(http, process.url, batch, tiny_engine.model, timeout_s=120))
             for case, outcome in zip(batch, outcomes, strict=True):
                 tally.add(case.kind, outcome)
 
         fuzz()
-        growth = rss_bytes(gateway.pid) - baseline
+        growth = rss_bytes(process.pid) - baseline
         started = time.perf_counter()
-        status = loop.run_until_complete(_normal(http, gateway.url, tiny_engine.model))
+        status = loop.run_until_complete(_normal(http, process.url, tiny_engine.model))
         normal_s = time.perf_counter() - started
-        held = loop.run_until_complete(_metric(gateway.url, "sm121_gateway_inflight"))
+        held = loop.run_until_complete(_metric(process.url, "sm121_gateway_inflight"))
     finally:
         loop.run_until_complete(http.close())
         loop.close()
     print(json.dumps({"bodies": tally.total, "rss_growth_mb": round(growth / 2**20, 1),
                       "normal_request_s": round(normal_s, 3), "outcomes": tally.by_kind()},
                      indent=1))
-    log = gateway.log.read_text()
+    log = process.log_text()
     assert tally.total >= BATCH * EXAMPLES
     assert not tally.failures(), tally.failures()
     assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
@@ -156,12 +123,13 @@ async def _send_canaries(url: str, model: str) -> dict[str, int]:
     return statuses
 
 
-def test_a_canary_through_every_route_reaches_no_capture_file(gateway: GatewayProcess,
-                                                               tiny_engine: TinyEngine) -> None:
-    statuses = asyncio.run(_send_canaries(gateway.url, tiny_engine.model))
+def test_a_canary_through_every_route_reaches_no_capture_file(
+        gateway: tuple[GatewayProcess, Path], tiny_engine: TinyEngine) -> None:
+    process, captures = gateway
+    statuses = asyncio.run(_send_canaries(process.url, tiny_engine.model))
     print(json.dumps(statuses, indent=1))
     assert all(s == 200 for k, s in statuses.items() if not k.startswith("/v1/responses"))
-    files = list(gateway.captures.iterdir())
+    files = list(captures.iterdir())
     assert len(files) >= 3 * len(statuses)
     leaked = [f.name for f in files if CANARY.encode() in f.read_bytes()]
     assert leaked == []
