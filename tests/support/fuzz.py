@@ -185,5 +185,12 @@ def rss_bytes(pid: int | str = "self") -> int:
     raise RuntimeError("no VmRSS")
 
 
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User plus system CPU time of a process so far (what a test costs on an idle machine)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def open_fds(pid: int | str = "self") -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))

@@ -23,7 +23,7 @@ import aiohttp
 from fake_upstream import FakeUpstream
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from support.fuzz import Case, Tally, cases, rss_bytes, send_all
+from support.fuzz import Case, Tally, cases, cpu_seconds, rss_bytes, send_all
 from support.gateway_process import GatewayProcess, gateway_process
 
 from sm121.engines.prometheus import parse_metrics
@@ -58,6 +58,7 @@ def test_gateway_survives_10000_hostile_bodies(tmp_path: Path) -> None:
 
             fuzz()
             fuzz_s = time.perf_counter() - started
+            cpu_s = {"test_process": cpu_seconds(), "gateway": cpu_seconds(gw.pid)}
             growth = rss_bytes(gw.pid) - baseline[0]
             normal_s = loop.run_until_complete(_normal_request(http, gw))
             metrics, locality = loop.run_until_complete(_own_state(http, gw))
@@ -67,6 +68,7 @@ def test_gateway_survives_10000_hostile_bodies(tmp_path: Path) -> None:
         loop.run_until_complete(fake.stop())
         loop.close()
     print(json.dumps({"bodies": tally.total, "seconds": round(fuzz_s, 1),
+                      "cpu_seconds": {k: round(v, 1) for k, v in cpu_s.items()},
                       "gateway_rss_growth_mb": round(growth / 2**20, 1),
                       "normal_request_s": round(normal_s, 3),
                       "sessions": len(locality["sessions"]), "outcomes": tally.by_kind()},
