@@ -79,7 +79,8 @@ def test_fuzz_bodies_against_the_real_engine(gateway: tuple[GatewayProcess, Path
     assert held == 0
     assert growth < 20 * 2**20
     assert status == 200 and normal_s < 1.0
-    assert set(tally.by_kind().get("valid", {})) <= {"200"}
+    # Valid in shape; the engine may still refuse one on its own terms (a 400 it made).
+    assert set(tally.by_kind().get("valid", {})) <= {"200", "400"}
 
 
 async def _session() -> aiohttp.ClientSession:
@@ -129,6 +130,10 @@ def test_a_canary_through_every_route_reaches_no_capture_file(
     statuses = asyncio.run(_send_canaries(process.url, tiny_engine.model))
     print(json.dumps(statuses, indent=1))
     assert all(s == 200 for k, s in statuses.items() if not k.startswith("/v1/responses"))
+    deadline = time.monotonic() + 10  # a record's meta file is written after the last byte
+    while len(list(captures.glob("*.meta.json"))) < len(statuses) < 100:
+        assert time.monotonic() < deadline, sorted(p.name for p in captures.iterdir())
+        time.sleep(0.1)
     files = list(captures.iterdir())
     assert len(files) >= 3 * len(statuses)
     leaked = [f.name for f in files if CANARY.encode() in f.read_bytes()]

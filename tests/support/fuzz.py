@@ -53,7 +53,7 @@ def _valid_body(max_tokens: int) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({
         "model": st.just("MODEL"),
         "messages": st.lists(_message, min_size=1, max_size=2),
-        "prompt": st.text(max_size=24),
+        "prompt": st.text(min_size=1, max_size=24),  # vLLM refuses an empty prompt
         "stream": st.booleans(),
         "max_tokens": st.integers(1, max_tokens),
     })
