@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from sm121.bench.results import default_path
 from sm121.bench.runner import Progress as ProgressFn
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import SCENARIOS
-from sm121.cli.output import console, err_console, print_json
+from sm121.cli.output import console, print_json
+from sm121.cli.progress import LongWait
 from sm121.engines.api_key import api_key
 from sm121.errors import Sm121Error
 
@@ -53,15 +53,9 @@ def register(app: typer.Typer) -> None:
 
 
 @contextmanager
-def progress_bar() -> Iterator[ProgressFn]:
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task("starting", total=1)
-
-        def update(description: str, done: float, total: float) -> None:
-            bar.update(task, description=description, completed=done, total=max(total, 1))
-
-        yield update
+def progress_bar(title: str = "bench") -> Iterator[ProgressFn]:
+    with LongWait(title) as wait:
+        yield wait.update
 
 
 def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
@@ -71,7 +65,7 @@ def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
     path = out or default_path(name)
     target = Target(url, model, stream=not no_stream, api_key=api_key(engine_first=False),
                     api=api or spec.api)
-    with progress_bar() as update:
+    with progress_bar(f"bench {name}") as update:
         results = asyncio.run(run_scenario(name, spec.run, target, params, path, update,
                                            needs_stream=spec.needs_stream))
     if as_json:

@@ -10,7 +10,8 @@ import typer
 
 from sm121.bench.results import default_path
 from sm121.cli.options import TRUST
-from sm121.cli.output import console, err_console, parse_sets, print_json
+from sm121.cli.output import console, parse_sets, print_json
+from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
 
 
@@ -79,7 +80,8 @@ def ab(
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
                         out or default_path(f"ab-{scenario}"), port or _free_port(),
                         overrides=parse_sets(sets), resume=resume, trust=trust)
-    results = run_ab(request, say=lambda m: err_console.print(m, highlight=False))
+    with LongWait(f"A/B {scenario}: {', '.join(names)} x {reps}") as wait:
+        results = run_ab(request, say=wait.say)
     if as_json:
         print_json(results.data["summary"])
         return

@@ -7,10 +7,36 @@ import sys
 from typing import Any
 
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
-console = Console()
-err_console = Console(stderr=True)
+# Output that is not a terminal goes to a file, a pager or another program: there a table
+# squeezed to the terminal's width (`recipes list | cat` printed `deepseek-v4-f…`) loses the
+# very names a script greps for. Such output is laid out as wide as its content needs.
+UNBOUNDED_WIDTH = 100_000
+
+
+class WholeConsole(Console):
+    """A rich console that squeezes tables and wraps lines only on a terminal (or at a width
+    it is given; COLUMNS describes a terminal, so it does not count)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fixed_width = kwargs.get("width") is not None
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = Console.size.fget(self)  # type: ignore[attr-defined]
+        if self.is_terminal or self._fixed_width:
+            return size
+        return ConsoleDimensions(UNBOUNDED_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+console = WholeConsole()
+err_console = WholeConsole(stderr=True)
 
 
 def print_json(data: Any) -> None:

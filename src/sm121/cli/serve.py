@@ -13,6 +13,7 @@ from rich.table import Table
 from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, err_console, parse_sets, print_json
 from sm121.cli.plan import print_plan
+from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.local import serve_local
@@ -89,12 +90,14 @@ def serve(
     if cluster:
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
 
-        run = serve_cluster(plan, progress=_progress, trust=trust)
+        with LongWait(f"serving {name} on {len(plan.nodes)} node(s)") as wait:
+            run = serve_cluster(plan, progress=wait.say, trust=trust)
         print_summary(run)
         if gateway:
             _start_gateway(run, name, plan, gateway_port)
         return
-    run, process = serve_local(plan, progress=_progress, trust=trust)
+    with LongWait(f"serving {name}: boot until the first generation") as wait:
+        run, process = serve_local(plan, progress=wait.say, trust=trust)
     print_summary(run)
     if gateway:
         _start_gateway(run, name, plan, gateway_port)
@@ -106,14 +109,11 @@ def _start_gateway(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> Non
     from sm121.launch.gateway import start_gateway
 
     seqs = plan.engine_args.get("max-num-seqs")  # as served: --set included
-    url = start_gateway(run, recipe, plan.profile, port, progress=_progress,
-                        max_inflight=seqs if isinstance(seqs, int) else None)
+    with LongWait("gateway") as wait:
+        url = start_gateway(run, recipe, plan.profile, port, progress=wait.say,
+                            max_inflight=seqs if isinstance(seqs, int) else None)
     console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
                   f"  {url}/v1  (agents should use this URL)", highlight=False)
-
-
-def _progress(message: str) -> None:
-    err_console.print(message, highlight=False)
 
 
 def _stay_attached(run: RunInfo, process) -> None:  # type: ignore[no-untyped-def]

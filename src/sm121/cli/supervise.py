@@ -14,7 +14,8 @@ from sm121.recipes.schema import RestartPolicy
 
 def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, foreground: bool,
                          gateway: tuple[str, ServePlan, int] | None) -> None:
-    from sm121.cli.serve import _progress, _start_gateway, print_summary
+    from sm121.cli.progress import LongWait
+    from sm121.cli.serve import _start_gateway, print_summary
     from sm121.launch.supervised import serve_supervised
 
     if cluster:
@@ -22,7 +23,8 @@ def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, fore
                          "only for now", "serve the cluster without it; `sm121 status` and "
                          "`sm121 top` show when it dies")
     policy = plan.restart or RestartPolicy()
-    run = serve_supervised(plan, progress=_progress, trust=trust)
+    with LongWait(f"serving {plan.recipe} supervised: boot until the first generation") as wait:
+        run = serve_supervised(plan, progress=wait.say, trust=trust)
     print_summary(run)
     console.print(f"supervised: a watchdog restarts the engine (at most {policy.max} "
                   f"restarts within {policy.within_s:g} s); `sm121 stop` stops both",

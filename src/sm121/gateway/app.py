@@ -15,6 +15,7 @@ from aiohttp import web
 from sm121.gateway import handlers
 from sm121.gateway.config import GatewayConfig
 from sm121.gateway.handlers import GATEWAY, Refused
+from sm121.gateway.http_log import http_log
 from sm121.gateway.replies import error_reply
 from sm121.gateway.state import Gateway
 
@@ -106,7 +107,8 @@ def key_matches(header: str, keys: tuple[str, ...]) -> bool:
 async def start_site(config: GatewayConfig) -> web.AppRunner:
     """Start listening; handler cancellation makes a client disconnect cancel its handler,
     which closes the upstream connection even while the engine is still in prefill."""
-    runner = web.AppRunner(build_app(config), handler_cancellation=True, access_log=None)
+    runner = web.AppRunner(build_app(config), handler_cancellation=True, access_log=None,
+                           logger=http_log)
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, backlog=1024)
     await site.start()

@@ -1,43 +1,34 @@
 """Opt-in capture of raw request and response bytes, for replaying and debugging agents.
 
 Never on by default. Files are 0600 in a 0700 directory. Secrets (Authorization and similar
-headers) are never written. With redaction, text content (messages, prompts, generated text,
-tool-call arguments) is replaced by its length; structure, parameters and usage remain.
+headers) are never written. With redaction (gateway/redact.py) every text value is replaced
+by its length; structure, parameters and usage remain.
+
+A capture is a debugging aid, never a reason to fail a request: any error while writing one
+(a full disk, a deleted directory, a body redaction cannot take) is logged once, the record
+is abandoned, and the request goes on as if capture were off.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ParamSpec, TypeVar
 
+from sm121.gateway.redact import redacted_event, redacted_json
 from sm121.sse import SSEParser
 
+log = logging.getLogger("sm121.gateway")
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie",
                              "x-api-key", "api-key"})
-_TEXT_KEYS = frozenset({"content", "text", "prompt", "input", "instructions", "arguments",
-                        "reasoning_content", "reasoning", "refusal", "delta_text"})
 _MAX_REDACT_BUFFER = 64 * 1024 * 1024
-
-
-def redact(value: Any) -> Any:
-    """Replace every text leaf under a text-bearing key by a marker with its length."""
-    if isinstance(value, dict):
-        return {k: _redact_text(v) if k in _TEXT_KEYS else redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
-
-
-def _redact_text(value: Any) -> Any:
-    if isinstance(value, str):
-        return f"[redacted {len(value)} chars]"
-    if isinstance(value, list) and all(isinstance(v, int) for v in value):
-        return f"[redacted {len(value)} token ids]"
-    return redact(value)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -50,28 +41,62 @@ def _open_private(path: Path) -> IO[bytes]:
 
 
 class Capture:
-    def __init__(self, directory: Path, redact_content: bool) -> None:
+    def __init__(self, directory: Path, redact_content: bool,
+                 on_failure: Callable[[], None] = lambda: None) -> None:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(directory, 0o700)  # an existing directory may have been wider
         self.directory = directory
         self.redact = redact_content
+        self.on_failure = on_failure
 
     def start(self, request_id: str, method: str, path: str, headers: Mapping[str, str],
-              body: bytes) -> CaptureRecord:
-        return CaptureRecord(self, request_id, {
-            "id": request_id, "time": time.time(), "method": method, "path": path,
-            "request_headers": safe_headers(headers), "redacted": self.redact,
-        }, body)
+              body: bytes) -> CaptureRecord | None:
+        """A record for one exchange, or None when it cannot be written (logged)."""
+        try:
+            return CaptureRecord(self, request_id, {
+                "id": request_id, "time": time.time(), "method": method, "path": path,
+                "request_headers": safe_headers(headers), "redacted": self.redact,
+            }, body)
+        except Exception as exc:
+            _failed(self, request_id, exc)
+            return None
+
+
+def _failed(capture: Capture, request_id: str, exc: BaseException) -> None:
+    log.warning("capture of request %s abandoned: %r (the request itself is unaffected)",
+                request_id, exc)
+    capture.on_failure()
+
+
+def _guarded(method: Callable[P, None]) -> Callable[P, None]:
+    """Run a record's step; on any error, log, close the record and ignore it from then on."""
+
+    @functools.wraps(method)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        record = args[0]
+        assert isinstance(record, CaptureRecord)
+        if record.broken:
+            return
+        try:
+            method(*args, **kwargs)
+        except Exception as exc:
+            record.broken = True
+            record.close_quietly()
+            _failed(record.capture, record.request_id, exc)
+
+    return run
 
 
 class CaptureRecord:
     def __init__(self, capture: Capture, request_id: str, meta: dict[str, Any],
                  body: bytes) -> None:
+        self.capture, self.request_id = capture, request_id
+        self.broken = False
         self._redact = capture.redact
         self._base = capture.directory / request_id
         self._meta = meta
         with _open_private(self._with(".request")) as handle:
-            handle.write(_redacted_json(body) if self._redact else body)
+            handle.write(redacted_json(body) if self._redact else body)
         self._response = _open_private(self._with(".response"))
         self._sse: SSEParser | None = None
         self._held = bytearray()  # redaction of a non-stream body needs the whole body
@@ -84,41 +109,37 @@ class CaptureRecord:
         and ids only, never content, so they are kept under redaction too."""
         self._meta.update(fields)
 
+    @_guarded
     def response_head(self, status: int, headers: Mapping[str, str]) -> None:
         self._meta.update(status=status, response_headers=safe_headers(headers))
         if self._redact and "text/event-stream" in headers.get("Content-Type", ""):
             self._sse = SSEParser()
 
+    @_guarded
     def chunk(self, data: bytes) -> None:
         if not self._redact:
             self._response.write(data)
         elif self._sse is not None:
             for event in self._sse.feed(data):
-                self._response.write(_redacted_event(event.data))
+                self._response.write(redacted_event(event))
         elif len(self._held) < _MAX_REDACT_BUFFER:
             self._held += data
 
+    @_guarded
     def finish(self, outcome: str) -> None:
         if self._sse is not None:
             for event in self._sse.flush():
-                self._response.write(_redacted_event(event.data))
+                self._response.write(redacted_event(event))
         elif self._held:
-            self._response.write(_redacted_json(bytes(self._held)))
+            self._response.write(redacted_json(bytes(self._held)))
         self._response.close()
         self._meta["outcome"] = outcome
         self._meta["finished"] = time.time()
         with _open_private(self._with(".meta.json")) as handle:
             handle.write(json.dumps(self._meta, indent=2).encode())
 
-
-def _redacted_json(raw: bytes) -> bytes:
-    try:
-        return json.dumps(redact(json.loads(raw))).encode()
-    except ValueError:
-        return f"[redacted {len(raw)} bytes, not JSON]".encode()
-
-
-def _redacted_event(data: str) -> bytes:
-    if data.startswith("{"):
-        data = _redacted_json(data.encode()).decode()
-    return f"data: {data}\n\n".encode()
+    def close_quietly(self) -> None:
+        try:
+            self._response.close()
+        except Exception as exc:  # closing a broken file must not raise a second time
+            log.debug("closing capture %s: %r", self.request_id, exc)

@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from sm121.gateway.forward import Exchange, forward
+from sm121.gateway.limits import MAX_JSON_DEPTH, deeper_than
 from sm121.gateway.metrics import CONTENT_TYPE
 from sm121.gateway.policy import PolicyViolation, apply_policy
 from sm121.gateway.prompt_size import (
@@ -54,22 +55,22 @@ async def generation(request: web.Request) -> web.StreamResponse:
     queued = time.perf_counter()
     ticket = await gw.admission.admit(session, long=size.tokens >= gw.config.long_prompt_tokens)
     waited = time.perf_counter() - queued
-    ex = _exchange(request, gw, started, json.dumps(body).encode() if stripped else raw)
-    ex.on_first_byte = ticket.prefill_done
-    ex.extra_headers[QUEUE_WAIT_HEADER] = f"{waited:.6f}"
-    if ex.capture is not None:  # what `bench replay` needs: the session and the arrival
-        ex.capture.note(session=session, queue_wait_s=round(waited, 6),
-                        arrived=time.time() - (time.perf_counter() - started))
-    if stripped:
-        ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
-    if gw.config.locality.enabled and request.path in LOCALITY_ROUTES:
-        gw.watch.submit(session, body, len(raw), tokens)
-    try:
+    ex: Exchange | None = None
+    try:  # one try from admission to the end of the response: nothing may keep the slot
+        ex = _exchange(request, gw, started, json.dumps(body).encode() if stripped else raw)
+        ex.on_first_byte = ticket.prefill_done
+        ex.extra_headers[QUEUE_WAIT_HEADER] = f"{waited:.6f}"
+        if ex.capture is not None:  # what `bench replay` needs: the session and the arrival
+            ex.capture.note(session=session, queue_wait_s=round(waited, 6),
+                            arrived=time.time() - (time.perf_counter() - started))
+        if stripped:
+            ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
+        if gw.config.locality.enabled and request.path in LOCALITY_ROUTES:
+            gw.watch.submit(session, body, len(raw), tokens)
         return await forward(gw, request, ex)
     finally:
         ticket.release()
-        if ex.capture is not None:
-            ex.capture.finish(ex.outcome)
+        _finish_capture(ex)
 
 
 async def passthrough(request: web.Request) -> web.StreamResponse:
@@ -80,8 +81,12 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     try:
         return await forward(gw, request, ex)
     finally:
-        if ex.capture is not None:
-            ex.capture.finish(ex.outcome)
+        _finish_capture(ex)
+
+
+def _finish_capture(ex: Exchange | None) -> None:
+    if ex is not None and ex.capture is not None:
+        ex.capture.finish(ex.outcome)  # never raises: a capture failure is only logged
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -126,10 +131,20 @@ def parse_object(raw: bytes) -> dict[str, Any]:
     except ValueError as exc:
         raise Refused(error_reply(400, f"the request body is not valid JSON: {exc}",
                                   "invalid_request_error"), "malformed_json") from exc
+    except RecursionError as exc:
+        raise _too_deep() from exc
     if not isinstance(body, dict):
         raise Refused(error_reply(400, "the request body must be a JSON object",
                                   "invalid_request_error"), "malformed_json")
+    if deeper_than(body, MAX_JSON_DEPTH):
+        raise _too_deep()
     return body
+
+
+def _too_deep() -> Refused:
+    return Refused(error_reply(400, f"the request body nests JSON more than {MAX_JSON_DEPTH} "
+                               "levels deep; no OpenAI request needs that many",
+                               "invalid_request_error"), "too_deep")
 
 
 def _apply_policy(gw: Gateway, body: dict[str, Any]) -> list[str]:

@@ -41,6 +41,8 @@ class GatewayMetrics:
         self.client_disconnects = Counter(f"{P}client_disconnects", "Clients that went away "
                                           "before the end (the upstream request was aborted).",
                                           registry=r)
+        self.capture_failures = Counter(f"{P}capture_failures", "Captures abandoned after a "
+                                        "write error (the requests were served).", registry=r)
         self.ttft = Histogram(f"{P}ttft_seconds", "Time to first byte as the client sees it, "
                               "from the request's arrival at the gateway.", ["route"],
                               buckets=_TTFT_BUCKETS, registry=r)

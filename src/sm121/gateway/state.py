@@ -31,7 +31,8 @@ class Gateway:
         self.metrics = GatewayMetrics()
         self.admission = Admission(config.max_inflight, config.max_inflight_per_session,
                                    config.long_lane, self.metrics)
-        self.capture = (Capture(config.capture.directory, config.capture.redact)
+        self.capture = (Capture(config.capture.directory, config.capture.redact,
+                                on_failure=self.metrics.capture_failures.inc)
                         if config.capture.directory else None)
         self.max_model_len = config.max_model_len
         self._session: aiohttp.ClientSession | None = None

@@ -16,12 +16,14 @@ from sm121.errors import Sm121Error
 
 log = logging.getLogger("sm121.gateway")
 
-# Hop-by-hop headers (RFC 9110 7.6.1) and the ones the proxy recomputes itself.
+# Hop-by-hop headers (RFC 9110 7.6.1) and the ones the proxy recomputes itself; the headers
+# a `Connection` header names are hop-by-hop too (see _connection_named).
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-                  "trailer", "transfer-encoding", "upgrade", "host", "content-length"})
-# The gateway reads streams (usage, errors), so it asks the upstream for identity encoding.
+                  "trailer", "transfer-encoding", "upgrade", "host", "content-length",
+                  "proxy-connection"})
 _REQUEST_DROP = _HOP | {"accept-encoding", "authorization"}
-_RESPONSE_DROP = _HOP | {"content-encoding", "server", "date"}
+# Content-Encoding passes with the bytes it describes: the gateway never decompresses.
+_RESPONSE_DROP = _HOP | {"server", "date"}
 
 
 def new_session(connect_timeout_s: float) -> aiohttp.ClientSession:
@@ -35,7 +37,11 @@ def request_headers(incoming: Mapping[str, str], upstream_key: str | None,
                     keep_authorization: bool) -> CIMultiDict[str]:
     """Client headers for the upstream. The client's Authorization passes only when the gateway
     has no keys of its own (then it may be meant for the upstream); a gateway key never does."""
-    headers = CIMultiDict((k, v) for k, v in incoming.items() if k.lower() not in _REQUEST_DROP)
+    drop = _REQUEST_DROP | _connection_named(incoming)
+    headers = CIMultiDict((k, v) for k, v in incoming.items() if k.lower() not in drop)
+    # The gateway reads what it relays (usage, errors, captures): without this aiohttp asks
+    # for gzip on its own, and compressed bytes would reach the client.
+    headers["Accept-Encoding"] = "identity"
     if upstream_key:
         headers["Authorization"] = f"Bearer {upstream_key}"
     elif keep_authorization and "authorization" in incoming:
@@ -44,7 +50,15 @@ def request_headers(incoming: Mapping[str, str], upstream_key: str | None,
 
 
 def response_headers(incoming: Mapping[str, str]) -> CIMultiDict[str]:
-    return CIMultiDict((k, v) for k, v in incoming.items() if k.lower() not in _RESPONSE_DROP)
+    drop = _RESPONSE_DROP | _connection_named(incoming)
+    return CIMultiDict((k, v) for k, v in incoming.items() if k.lower() not in drop)
+
+
+def _connection_named(headers: Mapping[str, str]) -> frozenset[str]:
+    """Headers a `Connection` header names are meant for this hop only (RFC 9110 7.6.1)."""
+    values = (v for k, v in headers.items() if k.lower() == "connection")
+    return frozenset(name.strip().lower() for value in values for name in value.split(",")
+                     if name.strip())
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,12 @@ message or field of the request that changed."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import numpy as np
 
 APPENDED = "appended"  # nothing earlier changed: the append-only layout prefix caching wants
 
@@ -30,9 +33,15 @@ class Divergence:
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the common prefix of two token lists (or strings)."""
+    """Length of the common prefix of two token lists (or strings).
+
+    Two token arrays of one type code are compared as machine integers in numpy: 2M tokens
+    take a few milliseconds, where a Python loop (or slices of an array against a list, which
+    never compare equal) took over 100 ms on the event loop."""
     limit = min(len(a), len(b))
-    # Compare in slices first: agent prompts share long prefixes, and slice equality runs in C.
+    if isinstance(a, array) and isinstance(b, array) and a.typecode == b.typecode:
+        return _array_prefix(a, b, limit)
+    # Slices of one type compare in C: agent prompts share long prefixes.
     low, step = 0, 4096
     while low + step <= limit and a[low:low + step] == b[low:low + step]:
         low += step
@@ -41,11 +50,27 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     return low
 
 
+def _array_prefix(a: array[Any], b: array[Any], limit: int) -> int:
+    if limit == 0:
+        return 0
+    kind = np.dtype(f"u{a.itemsize}")  # equality is bitwise: signedness does not matter
+    x = np.frombuffer(a, dtype=kind, count=limit)
+    y = np.frombuffer(b, dtype=kind, count=limit)
+    differs = x != y
+    first = int(differs.argmax())
+    return first if differs[first] else limit
+
+
+def as_tokens(tokens: Sequence[int]) -> array[int]:
+    """Token ids as the compact array the fast comparison takes (8 bytes per token)."""
+    return tokens if isinstance(tokens, array) and tokens.typecode == "q" else array("q", tokens)
+
+
 def compare(previous: Sequence[int], current: Sequence[int], block_size: int,
             changed: str) -> Divergence:
     if block_size < 1:
         raise ValueError("block_size must be at least 1")
-    first = common_prefix(previous, current)
+    first = common_prefix(as_tokens(previous), as_tokens(current))
     reusable = (first // block_size) * block_size
     return Divergence(
         prompt_tokens=len(current),

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm121.locality.divergence import Divergence, changed_field, compare
+from sm121.locality.divergence import Divergence, as_tokens, changed_field, compare
 
 log = logging.getLogger("sm121.gateway.locality")
 
@@ -100,6 +100,12 @@ class LocalityWatch:
                 log.debug("locality analysis failed for %s: %r", session, exc)
                 self._on_skip("tokenize")
                 state.tokens, result = None, None  # the next turn re-tokenizes this view
+            if self._sessions.get(session) is not state:
+                # Evicted while it was tokenized: its metric labels are gone and must stay
+                # gone, or client-chosen session ids would grow /metrics without bound.
+                return None
+            if result is not None:
+                self._record(state, result)
             self._remember(state, view, body_bytes)
             return result
 
@@ -107,14 +113,13 @@ class LocalityWatch:
                        tokens: list[int] | None) -> Divergence | None:
         previous_view = state.view
         if previous_view is None:
-            state.tokens = array("l", tokens) if tokens is not None else None
+            state.tokens = as_tokens(tokens) if tokens is not None else None
             return None
-        previous = state.tokens if state.tokens is not None else array(
-            "l", await self.tokenize(previous_view))
-        current = tokens if tokens is not None else await self.tokenize(view)
+        previous = state.tokens if state.tokens is not None else as_tokens(
+            await self.tokenize(previous_view))
+        current = as_tokens(tokens if tokens is not None else await self.tokenize(view))
         result = compare(previous, current, self.block_size, changed_field(previous_view, view))
-        state.tokens = array("l", current)
-        self._record(state, result)
+        state.tokens = current
         return result
 
     def _record(self, state: SessionLocality, result: Divergence) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from array import array
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,3 +64,35 @@ def test_tools_change_is_named() -> None:
 def test_completions_prompt() -> None:
     assert changed_field({"prompt": "abc"}, {"prompt": "abcdef"}) == APPENDED
     assert changed_field({"prompt": "abc"}, {"prompt": "xbc"}) == "prompt at char 0"
+
+
+class _CountingArray(array):
+    """An int64 token array that counts element and slice reads done in Python."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        _CountingArray.reads += 1
+        return super().__getitem__(index)
+
+
+def test_token_arrays_take_the_fast_path() -> None:
+    """Regression: slices of an array never equalled a list, so every comparison fell to a
+    Python loop over each token (153 ms for 2M tokens on the event loop). Timing lives in
+    benchmarks/divergence_speed.py; here the proof is that no token is read in Python."""
+    a = _CountingArray("q", range(200_000))
+    b = _CountingArray("q", range(200_000))
+    b[150_001] = -1
+    _CountingArray.reads = 0
+    assert common_prefix(a, b) == 150_001
+    assert _CountingArray.reads == 0
+    assert compare(a, list(b), block_size=16, changed="x").first_divergence == 150_001
+
+
+@settings(deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50),
+       st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))
+def test_fast_path_matches_the_definition(a: list[int], b: list[int]) -> None:
+    n = common_prefix(array("q", a), array("q", b))
+    assert a[:n] == b[:n]
+    assert n == min(len(a), len(b)) or a[n] != b[n]

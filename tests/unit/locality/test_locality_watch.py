@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -92,3 +93,28 @@ async def test_submit_skips_when_too_many_are_pending() -> None:
     await watch.drain()
     assert skipped == ["busy"] * 3
     assert json.dumps(watch.report())  # the report is plain JSON
+
+
+async def test_a_session_evicted_while_tokenizing_gets_no_label_back() -> None:
+    """Regression: a comparison that finished after its session was evicted re-created the
+    session's metric label, so client-chosen session ids grew /metrics without bound."""
+    labels: dict[str, float] = {}
+    release = asyncio.Event()
+
+    async def slow(body: dict[str, Any]) -> list[int]:
+        await release.wait()
+        return list("".join(m["content"] for m in body["messages"]).encode())
+
+    watch = LocalityWatch(slow, block_size=16, limits=WatchLimits(max_sessions=2),
+                          on_result=lambda s, r, *_: labels.__setitem__(s, r.reusable_fraction),
+                          on_evict=lambda s: labels.pop(s, None))
+    await watch.observe("old", _turn("x", 1), 100)
+    watch.submit("old", _turn("x", 2), 100)  # waits in /tokenize
+    await asyncio.sleep(0)
+    for i in range(3):
+        await watch.observe(f"new{i}", _turn("x", 1), 100)  # evicts "old"
+    release.set()
+    await watch.drain()
+    live = {s["session"] for s in watch.report()["sessions"]}
+    assert "old" not in live and set(labels) <= live
+    assert watch._bytes == sum(s.footprint for s in watch._sessions.values())
