@@ -39,6 +39,7 @@ def gateway(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPathFactory
     process = processes.spawn([*SM121, "gateway", "--upstream", tiny_engine.base_url,
                                "--recipe", "tiny-cpu", "--listen", f"127.0.0.1:{port}"],
                               dict(os.environ), log)
+    started = processes.identity(process.pid)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -48,7 +49,7 @@ def gateway(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPathFactory
             time.sleep(0.3)
         yield url
     finally:
-        processes.stop_group(process.pid)
+        processes.stop_group(process.pid, started)
         process.wait(timeout=10)
 
 

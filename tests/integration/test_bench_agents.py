@@ -46,12 +46,13 @@ def capturing_gateway(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPath
     process = processes.spawn([*SM121, "gateway", "--upstream", tiny_engine.base_url,
                                "--listen", f"127.0.0.1:{port}", "--capture", str(folder),
                                "--redact"], dict(os.environ), log)
+    started = processes.identity(process.pid)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(url, process, log)
         yield url, folder
     finally:
-        processes.stop_group(process.pid)
+        processes.stop_group(process.pid, started)
         process.wait(timeout=10)
 
 

@@ -31,12 +31,13 @@ def gateway_process(upstream: str, folder: Path, *args: str) -> Iterator[Gateway
     port, log = free_port(), folder / "gateway.log"
     process = processes.spawn([*SM121, "gateway", "--upstream", upstream,
                                "--listen", f"127.0.0.1:{port}", *args], dict(os.environ), log)
+    started = processes.identity(process.pid)
     gateway = GatewayProcess(f"http://127.0.0.1:{port}", process.pid, log)
     try:
         _wait_for(gateway, process)
         yield gateway
     finally:
-        processes.stop_group(process.pid)
+        processes.stop_group(process.pid, started)
         process.wait(timeout=10)
 
 
