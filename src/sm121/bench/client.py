@@ -19,7 +19,8 @@ import aiohttp
 
 from sm121.bench.tokens import check_usage, chunk_tokens
 from sm121.engines.api_key import api_key as engine_api_key
-from sm121.engines.api_key import bearer, unauthorized
+from sm121.engines.api_key import bearer
+from sm121.engines.client import raise_for_status
 from sm121.errors import Sm121Error
 from sm121.sse import SSEParser
 
@@ -187,7 +188,7 @@ class BenchClient:
         parser = SSEParser()
         async with self.session.post(f"{self.base_url}{path}", json=body,
                                      headers=headers) as response:
-            await _raise_for_status(response, record.label)
+            await raise_for_status(response, record.label)
             record.headers = dict(response.headers)
             async for data in response.content.iter_any():
                 now = time.monotonic()
@@ -207,7 +208,7 @@ class BenchClient:
         body["stream"] = False
         async with self.session.post(f"{self.base_url}{path}", json=body,
                                      headers=headers) as response:
-            await _raise_for_status(response, record.label)
+            await raise_for_status(response, record.label)
             record.headers = dict(response.headers)
             payload = await response.json()
         record.finished = time.monotonic()
@@ -224,12 +225,12 @@ class BenchClient:
 
     async def get_json(self, path: str) -> Any:
         async with self.session.get(f"{self.base_url}{path}") as response:
-            await _raise_for_status(response, path)
+            await raise_for_status(response, path)
             return await response.json()
 
     async def post_json(self, path: str, body: dict[str, Any]) -> Any:
         async with self.session.post(f"{self.base_url}{path}", json=body) as response:
-            await _raise_for_status(response, path)
+            await raise_for_status(response, path)
             return await response.json()
 
     async def get_text(self, path: str) -> str | None:
@@ -270,13 +271,3 @@ def _merge_tool_calls(calls: list[dict[str, Any]], deltas: list[dict[str, Any]])
         call["id"] = piece.get("id") or call["id"]
         call["function"]["name"] += function.get("name") or ""
         call["function"]["arguments"] += function.get("arguments") or ""
-
-
-async def _raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
-    if response.status == 200:
-        return
-    if response.status in (401, 403):
-        raise unauthorized(str(response.url), response.status)
-    detail = (await response.text())[:400]
-    raise Sm121Error(f"{label}: HTTP {response.status} from {response.url}: {detail}",
-                     "check --url and --model (`curl URL/v1/models` lists the served models)")

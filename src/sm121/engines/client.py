@@ -30,14 +30,14 @@ class EngineClient:
     async def models(self) -> dict[str, Any]:
         """/v1/models; an answer other than 200 is an Sm121Error naming status and body."""
         async with self.session.get(f"{self.base_url}/v1/models", headers=self.headers) as resp:
-            await _raise_for_status(resp, "/v1/models")
+            await raise_for_status(resp, "/v1/models")
             data: dict[str, Any] = await resp.json()
             return data
 
     async def tokenize(self, body: Mapping[str, Any]) -> dict[str, Any]:
         async with self.session.post(f"{self.base_url}/tokenize", json=dict(body),
                                      headers=self.headers) as resp:
-            await _raise_for_status(resp, "/tokenize")
+            await raise_for_status(resp, "/tokenize")
             data: dict[str, Any] = await resp.json()
             return data
 
@@ -74,7 +74,9 @@ def block_size(metrics_text: str) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-async def _raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
+async def raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
+    """An answer other than 200 as an Sm121Error naming the status and the body; a 401/403
+    says at once that the key is missing or wrong (waiting or retrying cannot fix it)."""
     if response.status == 200:
         return
     if response.status in (401, 403):

@@ -12,15 +12,8 @@ _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 def parse_metrics(text: str) -> dict[str, float]:
     """Prometheus text -> {metric name: value summed over its label sets}."""
     totals: dict[str, float] = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match is None:
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
+    for name, _, value in parse_samples(text):
+        totals[name] = totals.get(name, 0.0) + value
     return totals
 
 
