@@ -1,4 +1,5 @@
-"""`sm121 model random`: a random-weight model of a real shape, made here, no downloads."""
+"""`sm121 model tiny|random`: models sm121 makes itself, with no downloads: the embedded
+default's tiny model, or a random-weight model of a real shape."""
 
 from __future__ import annotations
 
@@ -11,11 +12,21 @@ from sm121.cli.options import JSON
 from sm121.cli.output import console, print_json
 from sm121.models.random_model import SHAPES, generate_random_model
 
-app = typer.Typer(help="Generate models for testbeds.", no_args_is_help=True)
+app = typer.Typer(help="Models sm121 makes itself (no downloads).", no_args_is_help=True)
 
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="model")
+
+
+@app.command("tiny")
+def model_tiny(directory: Path = typer.Argument(..., help="Where to write the model.")) -> None:
+    """Generate the tiny random-weight Llama (tokenizer with chat template, weights) from a
+    fixed seed, with no downloads. Needs the engine extra (torch, transformers)."""
+    from sm121.models.tiny import generate_tiny_model
+
+    path = generate_tiny_model(directory)
+    console.print(f"tiny model in {path}")
 
 
 @app.command("random")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from pathlib import Path
 
 import typer
 from rich.table import Table
@@ -22,21 +21,8 @@ from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
 from sm121.plan.trust import require_trust
 
-model_app = typer.Typer(help="Models sm121 makes itself.", no_args_is_help=True)
-
-
-@model_app.command("tiny")
-def model_tiny(directory: Path = typer.Argument(..., help="Where to write the model.")) -> None:
-    """Generate the tiny random-weight Llama (tokenizer with chat template, weights) from a
-    fixed seed, with no downloads. Needs the engine extra (torch, transformers)."""
-    from sm121.models.tiny import generate_tiny_model
-
-    path = generate_tiny_model(directory)
-    console.print(f"tiny model in {path}")
-
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(model_app, name="model")
     app.command("serve")(serve)
     app.command("status")(status)
     app.command("logs")(logs)

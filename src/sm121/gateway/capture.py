@@ -12,6 +12,7 @@ is abandoned, and the request goes on as if capture were off.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -106,7 +107,12 @@ class CaptureRecord:
 
     def note(self, **fields: Any) -> None:
         """Facts for replay (session id, arrival and first-byte times, token counts): numbers
-        and ids only, never content, so they are kept under redaction too."""
+        and ids only, never content, so they are kept under redaction too. A session id may
+        come from the client (a header, the `user` field), so under redaction it is kept as a
+        stable digest: replay still groups the turns, and no client text reaches the disk."""
+        if self._redact and isinstance(fields.get("session"), str):
+            digest = hashlib.sha256(fields["session"].encode()).hexdigest()[:16]
+            fields = fields | {"session": f"s-{digest}"}
         self._meta.update(fields)
 
     @_guarded
