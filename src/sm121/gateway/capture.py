@@ -110,9 +110,11 @@ class CaptureRecord:
         and ids only, never content, so they are kept under redaction too. A session id may
         come from the client (a header, the `user` field), so under redaction it is kept as a
         stable digest: replay still groups the turns, and no client text reaches the disk."""
-        if self._redact and isinstance(fields.get("session"), str):
-            digest = hashlib.sha256(fields["session"].encode()).hexdigest()[:16]
-            fields = fields | {"session": f"s-{digest}"}
+        session = fields.get("session")
+        if self._redact and isinstance(session, str) and not session.startswith("sha:"):
+            kind, _, value = session.partition(":")  # h: a header, u: the `user` field
+            digest = hashlib.sha256(value.encode()).hexdigest()[:16]
+            fields = fields | {"session": f"{kind}:{digest}"}
         self._meta.update(fields)
 
     @_guarded
