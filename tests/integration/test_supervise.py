@@ -136,7 +136,8 @@ def test_crash_loop_stops_after_max_restarts_and_keeps_every_cause(sm121_home: P
                                                                   tmp_path: Path) -> None:
     recipe = tmp_path / "crashy.yaml"
     recipe.write_text(CRASHY)
-    result = run_cli("serve", str(recipe), "--port", str(free_port()), check=False,
+    # --trust: the stand-in engine is the recipe's own runtime.command.
+    result = run_cli("serve", str(recipe), "--port", str(free_port()), "--trust", check=False,
                      timeout=300)
     assert result.returncode == 2 and "never stayed up" in result.stderr
     run_id = _latest_run(sm121_home, "crashy-")

@@ -31,7 +31,8 @@ def _metrics(url: str) -> dict[str, float]:
 
 
 async def _stream(session: aiohttp.ClientSession, url: str, model: str, salt: int) -> None:
-    body = {"model": model, "prompt": f"traffic {salt} " * 20, "max_tokens": 4000,
+    # Long enough to outlive the sampling on a fast idle host (4000 tokens ended before it).
+    body = {"model": model, "prompt": f"traffic {salt} " * 20, "max_tokens": 60000,
             "ignore_eos": True, "stream": True}
     async with session.post(f"{url}/v1/completions", json=body) as response:
         async for _ in response.content:
