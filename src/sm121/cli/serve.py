@@ -18,6 +18,7 @@ from sm121.launch import control
 from sm121.launch.local import serve_local
 from sm121.launch.run_state import RunInfo, list_runs
 from sm121.plan.build import build_plan
+from sm121.plan.model import ServePlan
 
 model_app = typer.Typer(help="Models sm121 makes itself.", no_args_is_help=True)
 
@@ -57,10 +58,18 @@ def serve(
     gateway: bool = typer.Option(False, "--gateway", help="Also start `sm121 gateway` in front "
                                  "of the engine, with the recipe's request policy."),
     gateway_port: int = typer.Option(8100, "--gateway-port", help="Port of the gateway."),
+    gateway_join: str | None = typer.Option(None, "--gateway-join", help="Once ready, attach "
+                                            "this engine to the gateway of run RUN (started "
+                                            "with --gateway): it routes by model, and keeps "
+                                            "sessions on their replica."),
 ) -> None:
     """Start the engine and return once it has generated: readiness is a real completion with
     its token count checked, not an open port. The engine keeps running (see `sm121 status`)
     unless --foreground is given."""
+    if gateway and gateway_join:
+        raise Sm121Error("give --gateway or --gateway-join, not both",
+                         "--gateway starts a new gateway; --gateway-join RUN uses RUN's")
+    join = _gateway_registry(gateway_join) if gateway_join else None
     plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
     if timeout is not None:
         plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
@@ -74,24 +83,59 @@ def serve(
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
 
         run = serve_cluster(plan, progress=_progress, trust=trust)
-        print_summary(run)
-        if gateway:
-            _start_gateway(run, name, plan.profile, gateway_port)
+        _after_ready(run, plan, name, gateway, gateway_port, join)
         return
     run, process = serve_local(plan, progress=_progress, trust=trust)
-    print_summary(run)
-    if gateway:
-        _start_gateway(run, name, plan.profile, gateway_port)
+    _after_ready(run, plan, name, gateway, gateway_port, join)
     if foreground:
         _stay_attached(run, process)
 
 
-def _start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int) -> None:
+def _after_ready(run: RunInfo, plan: ServePlan, recipe: str, gateway: bool, port: int,
+                 join: Path | None) -> None:
+    print_summary(run)
+    if gateway:
+        _start_gateway(run, plan, recipe, port)
+    elif join is not None:
+        _join_gateway(run, plan, join)
+
+
+def _start_gateway(run: RunInfo, plan: ServePlan, recipe: str, port: int) -> None:
+    from sm121.gateway import registry
+    from sm121.gateway.run_upstreams import spec_from_plan
     from sm121.launch.gateway import start_gateway
 
-    url = start_gateway(run, recipe, profile, port, progress=_progress)
+    url = f"http://127.0.0.1:{port}"
+    upstreams = run.directory / registry.FILE_NAME
+    registry.create(upstreams, url, [spec_from_plan(plan, run.run_id, run.base_url)])
+    url = start_gateway(run, recipe, plan.profile, port, progress=_progress,
+                        registry=upstreams)
     console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
-                  f"  {url}/v1  (agents should use this URL)", highlight=False)
+                  f"  {url}/v1  (agents should use this URL)\n"
+                  f"more engines behind it: sm121 serve ... --gateway-join {run.run_id}",
+                  highlight=False)
+
+
+def _gateway_registry(run_id: str) -> Path:
+    """The upstreams file of RUN's gateway, checked before anything starts."""
+    from sm121.gateway import registry
+
+    run = control.resolve_run(run_id)
+    path = run.directory / registry.FILE_NAME
+    if not path.is_file() or control.effective_status(run) != "ready":
+        raise Sm121Error(f"run {run.run_id} has no running gateway to join",
+                         "start one with `sm121 serve NAME --gateway`, then join it")
+    return path
+
+
+def _join_gateway(run: RunInfo, plan: ServePlan, path: Path) -> None:
+    from sm121.gateway import registry
+    from sm121.gateway.run_upstreams import spec_from_plan
+
+    registry.add(path, spec_from_plan(plan, run.run_id, run.base_url))
+    url = registry.gateway_url(path) or "the gateway"
+    console.print(f"joined {url}: it routes {run.model} to this engine within a few seconds "
+                  f"(check {url}/sm121/upstreams)", highlight=False)
 
 
 def _progress(message: str) -> None:

@@ -43,6 +43,9 @@ class Admission:
         self.general = FairGate(max_inflight, per_session)
         self.long = FairGate(long_lane)
         self._metrics = metrics
+        # The last general-lane wait and when it ended: routing treats a replica whose queue
+        # made someone wait long, recently, as saturated.
+        self.last_wait_s, self.last_wait_at = 0.0, 0.0
 
     async def admit(self, key: str, long: bool) -> Ticket:
         # The long lane first: a long request waiting for its lane holds no general slot, so
@@ -67,13 +70,20 @@ class Admission:
                 self._metrics.queue_depth.labels(lane).dec()
         else:
             await gate.acquire(key)
-        self._metrics.queue_wait.labels(lane).observe(time.perf_counter() - started)
-        self._metrics.inflight.labels(lane).set(gate.held)
+        now = time.perf_counter()
+        self._metrics.queue_wait.labels(lane).observe(now - started)
+        if lane == GENERAL:
+            self.last_wait_s, self.last_wait_at = now - started, now
+        # inc/dec, not set: several upstreams' admissions share the lane's gauge.
+        self._metrics.inflight.labels(lane).inc()
+
+    def recent_wait(self, now: float, window_s: float = 2.0) -> float:
+        return self.last_wait_s if now - self.last_wait_at < window_s else 0.0
 
     def release_long(self, key: str) -> None:
         self.long.release(key)
-        self._metrics.inflight.labels(LONG).set(self.long.held)
+        self._metrics.inflight.labels(LONG).dec()
 
     def release_general(self, key: str) -> None:
         self.general.release(key)
-        self._metrics.inflight.labels(GENERAL).set(self.general.held)
+        self._metrics.inflight.labels(GENERAL).dec()

@@ -21,6 +21,7 @@ from aiohttp import web
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import CaptureRecord
 from sm121.gateway.observe import Observed, ResponseObserver
+from sm121.gateway.replicas import Replica
 from sm121.gateway.replies import SSE_CONTENT_TYPE, error_event, error_reply
 from sm121.gateway.state import Gateway
 
@@ -41,19 +42,26 @@ class Exchange:
     outcome: str = "ok"
 
 
-async def forward(gw: Gateway, request: web.Request, ex: Exchange) -> web.StreamResponse:
+async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange
+                  ) -> web.StreamResponse:
     headers = up.request_headers(request.headers, gw.config.upstream_api_key,
                                  keep_authorization=not gw.config.api_keys)
-    url = gw.config.upstream + ex.path
+    url = replica.url + ex.path
     try:
         upstream = await gw.session.request(request.method, url, data=ex.body, headers=headers)
     except (aiohttp.ClientError, TimeoutError) as exc:
-        return _unreachable(gw, ex, exc)
+        replica.failed("unreachable")
+        return _unreachable(gw, replica, ex, exc)
     except asyncio.CancelledError:
         _client_gone(gw, ex)  # while the engine was still in prefill
         raise
     try:
-        return await _relay(gw, request, upstream, ex)
+        response = await _relay(gw, request, upstream, ex)
+        if ex.outcome == "upstream_died":
+            replica.failed("died")
+        elif ex.outcome != "client_gone":
+            replica.record(upstream.status < 500)
+        return response
     except asyncio.CancelledError:
         _client_gone(gw, ex)
         raise
@@ -71,12 +79,13 @@ def _client_gone(gw: Gateway, ex: Exchange) -> None:
     gw.metrics.client_disconnects.inc()
 
 
-def _unreachable(gw: Gateway, ex: Exchange, exc: BaseException) -> web.Response:
+def _unreachable(gw: Gateway, replica: Replica, ex: Exchange, exc: BaseException
+                 ) -> web.Response:
     gw.metrics.upstream_errors.labels("unreachable").inc()
     ex.outcome = "upstream_unreachable"
     reason = str(exc) or type(exc).__name__
     return error_reply(
-        503, f"the upstream engine at {gw.config.upstream} is not reachable ({reason}); "
+        503, f"the upstream engine at {replica.url} is not reachable ({reason}); "
         "it may be starting, stopped or overloaded: check `sm121 status`",
         "upstream_unavailable", headers=ex.extra_headers)
 

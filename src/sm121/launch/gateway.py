@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from sm121.errors import Sm121Error
 from sm121.launch import processes
@@ -22,15 +23,21 @@ _READY_TIMEOUT_S = 60.0
 
 
 def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
-                  progress: Callable[[str], None] = lambda _: None) -> str:
-    """Start it, wait until a request passes through it to the engine, return its URL."""
+                  progress: Callable[[str], None] = lambda _: None,
+                  registry: Path | None = None) -> str:
+    """Start it, wait until a request passes through it to the engine, return its URL.
+    With `registry` (a file of upstreams, this run's among them) the gateway routes to what
+    the file lists and follows its changes (`serve --gateway-join`)."""
     if port_in_use("127.0.0.1", port):
         raise Sm121Error(f"gateway port {port} is already in use",
                          f"pass --gateway-port N; the engine keeps running ({run.run_id})")
-    argv = [sys.executable, "-m", "sm121.cli.main", "gateway", "--upstream", run.base_url,
-            "--recipe", recipe, "--listen", f"127.0.0.1:{port}"]
-    if profile:
-        argv += ["--profile", profile]
+    argv = [sys.executable, "-m", "sm121.cli.main", "gateway", "--listen", f"127.0.0.1:{port}"]
+    if registry is not None:
+        argv += ["--registry", str(registry)]
+    else:
+        argv += ["--upstream", run.base_url, "--recipe", recipe]
+        if profile:
+            argv += ["--profile", profile]
     log = run.directory / LOG_NAME
     process = processes.spawn(argv, os.environ, log)
     pid_file = run.directory / "gateway.pid"
