@@ -31,6 +31,7 @@ from sm121.locality.tokenize import TokenizeError, tokenize
 GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
 STRIPPED_HEADER = "X-Sm121-Stripped-Params"
 REQUEST_ID_HEADER = "X-Sm121-Request-Id"
+UPSTREAM_HEADER = "X-Sm121-Upstream"  # which replica answered: affinity is visible to a client
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses")
 LOCALITY_ROUTES = ("/v1/chat/completions", "/v1/completions")
 
@@ -60,6 +61,7 @@ async def generation(request: web.Request) -> web.StreamResponse:
             raise RuntimeError("no replica left to try")  # pick was given a non-empty pool
         _count_route(route)
         ex = _exchange(request, gw, started, payload)
+        ex.extra_headers[UPSTREAM_HEADER] = route.replica.name
         if stripped:
             ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
         response = await _generate_on(gw, route.replica, request, ex, body, len(raw), session,

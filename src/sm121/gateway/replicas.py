@@ -18,6 +18,7 @@ from typing import Any
 from sm121.gateway.admission import Admission
 from sm121.gateway.config import RoutingSettings, UpstreamSpec
 from sm121.gateway.metrics import GatewayMetrics
+from sm121.gateway.relay import UpstreamPool
 
 log = logging.getLogger("sm121.gateway")
 _MAX_OUT_S = 30.0  # the longest an ejected replica that keeps failing waits between tries
@@ -25,9 +26,10 @@ _MAX_OUT_S = 30.0  # the longest an ejected replica that keeps failing waits bet
 
 class Replica:
     def __init__(self, spec: UpstreamSpec, metrics: GatewayMetrics,
-                 settings: RoutingSettings) -> None:
+                 settings: RoutingSettings, connect_timeout_s: float = 5.0) -> None:
         self.spec, self.name, self.url = spec, spec.name, spec.url
         self.settings = settings
+        self.pool = UpstreamPool(spec.url, connect_timeout_s)  # the proxied requests' connections
         self.admission = Admission(spec.max_inflight, spec.max_inflight_per_session,
                                    spec.long_lane, metrics)
         self.models: tuple[str, ...] = ()  # served names, from /v1/models
@@ -42,6 +44,9 @@ class Replica:
         self._out_s = settings.readmit_after_s
         self._outcomes: deque[bool] = deque(maxlen=settings.error_window)
         self.inflight = 0
+        # The same counts as the metrics, for /sm121/upstreams.
+        self.counts = {"affinity": 0, "spill": 0, "round_robin": 0, "spilled_away": 0,
+                       "ejections": 0, "readmissions": 0}
         # Children bound once: the request path does no label lookups.
         self._affinity = metrics.routed.labels(self.name, "affinity")
         self._spilled_in = metrics.routed.labels(self.name, "spill")
@@ -77,10 +82,12 @@ class Replica:
     # ---- routing counters -------------------------------------------------------------
 
     def count_route(self, how: str) -> None:
+        self.counts[how] += 1
         {"affinity": self._affinity, "spill": self._spilled_in,
          "round_robin": self._round_robin}[how].inc()
 
     def count_spill(self, reason: str) -> None:
+        self.counts["spilled_away"] += 1
         self._spills[reason].inc()
 
     # ---- health -----------------------------------------------------------------------
@@ -106,6 +113,7 @@ class Replica:
         self.healthy = False
         self.ejected_at = time.monotonic()
         self._healthy_gauge.set(0)
+        self.counts["ejections"] += 1
         self._metrics.ejections.labels(self.name, reason).inc()
         log.warning("replica %s ejected (%s); its sessions go to the others", self.name, reason)
 
@@ -116,6 +124,7 @@ class Replica:
         self.healthy = True
         self._outcomes.clear()
         self._healthy_gauge.set(1)
+        self.counts["readmissions"] += 1
         self._metrics.readmissions.labels(self.name).inc()
         log.info("replica %s re-admitted: its /health answers again", self.name)
 
@@ -141,4 +150,4 @@ class Replica:
         return {"name": self.name, "url": self.url, "models": list(self.models),
                 "healthy": self.healthy, "discovered": self.discovered,
                 "inflight": gate.held, "queued": gate.waiting, "capacity": gate.capacity,
-                "max_model_len": self.max_model_len}
+                "max_model_len": self.max_model_len, "routing": dict(self.counts)}

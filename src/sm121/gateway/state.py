@@ -68,11 +68,12 @@ class Gateway:
         wanted = {s.name: s for s in (*self.config.upstreams, *specs)}
         for name in [n for n, r in self.replicas.items() if wanted.get(n) != r.spec]:
             log.info("upstream %s leaves the gateway", name)
-            del self.replicas[name]  # requests in flight on it finish on their own
+            self.replicas.pop(name).pool.close()  # idle connections; requests in flight finish
         for name, spec in wanted.items():
             if name not in self.replicas:
                 log.info("upstream %s (%s) joins the gateway", name, spec.url)
-                self.replicas[name] = Replica(spec, self.metrics, self.config.routing)
+                self.replicas[name] = Replica(spec, self.metrics, self.config.routing,
+                                              self.config.upstream_connect_timeout_s)
         self.refresh()
 
     def refresh(self) -> None:
@@ -94,6 +95,8 @@ class Gateway:
         for task in self._tasks:
             task.cancel()
         await self.watch.close()
+        for replica in self.replicas.values():
+            replica.pool.close()
         if self._session is not None:
             await self._session.close()
 
