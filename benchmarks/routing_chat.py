@@ -73,10 +73,11 @@ class Turn:
 class Chat:
     sessions: int = 4
     turns: int = 8
-    system_words: int = 700
-    user_words: int = 25
+    system_words: int = 1600  # about 6,000 tokens with the tiny model's tokenizer
+    user_words: int = 60  # about 220 tokens: a tool result or a short instruction per turn
     max_tokens: int = 24
     model: str = "tiny"
+    repeat: bool = False  # start a new conversation after the last turn, until stopped
     turns_log: list[Turn] = field(default_factory=list)
 
 
@@ -127,6 +128,15 @@ async def one_turn(http: aiohttp.ClientSession, url: str, chat: Chat, session: i
 
 async def run_session(http: aiohttp.ClientSession, url: str, chat: Chat, session: int,
                       salt: str, t0: float, stop: asyncio.Event) -> None:
+    """One conversation of chat.turns turns; with chat.repeat, new ones until `stop`."""
+    while True:
+        await conversation(http, url, chat, session, salt, t0, stop)
+        if not chat.repeat or stop.is_set():
+            return
+
+
+async def conversation(http: aiohttp.ClientSession, url: str, chat: Chat, session: int,
+                       salt: str, t0: float, stop: asyncio.Event) -> None:
     messages = [{"role": "system", "content": f"[{salt}] session {session}. "
                  + _text(salt, chat.system_words)}]
     for turn in range(chat.turns):
@@ -274,11 +284,12 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
             log.close()
             events["restart_exit"] = restart.returncode
             await _wait_readmitted(url, args.kill, events, t0)
+            await asyncio.sleep(args.after_readmission_s)  # sessions go home again
         stop_chats.set()
 
     try:
         chat = _chat(args)
-        chat.turns = args.failover_turns
+        chat.repeat = True
         wall = asyncio.run(chats(url, chat, killer))
         final = get_json(f"{url}/sm121/upstreams")
         metrics = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
@@ -332,10 +343,10 @@ def main() -> None:
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--sessions", type=int, default=4)
     parser.add_argument("--turns", type=int, default=8)
-    parser.add_argument("--system-words", type=int, default=700)
+    parser.add_argument("--system-words", type=int, default=1600)
     parser.add_argument("--kill", help="failover: the run whose engine is killed")
     parser.add_argument("--kill-after-s", type=float, default=20.0)
-    parser.add_argument("--failover-turns", type=int, default=40)
+    parser.add_argument("--after-readmission-s", type=float, default=15.0)
     parser.add_argument("--restart", help="failover: command that serves the killed run again")
     parser.add_argument("--out", type=Path, required=True, help="folder for the results JSON")
     args = parser.parse_args()
@@ -345,7 +356,7 @@ def main() -> None:
     load = os.getloadavg()
     out = args.out / f"{args.what}.json"
     out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()
-                                        if k not in ("out",)},
+                                        if k not in ("out", "restart")},
                                "load_average_at_end": load, **data}, indent=2))
     print(f"wrote {out}", file=sys.stderr)
 
