@@ -62,8 +62,7 @@ def _route_label(request: web.Request) -> str:
 @web.middleware
 async def _count_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
     response = await handler(request)
-    request.app[GATEWAY].metrics.requests.labels(_route_label(request),
-                                                 str(response.status)).inc()
+    request.app[GATEWAY].metrics.count_request(_route_label(request), response.status)
     return response
 
 

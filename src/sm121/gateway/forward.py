@@ -158,8 +158,8 @@ class _Pipe:
         if self.first and payload:
             self.first = False
             self.ex.on_first_byte()
-            self.gw.metrics.ttft.labels(self.ex.route).observe(
-                time.perf_counter() - self.ex.started)
+            self.gw.metrics.ttft_for(self.ex.route).observe(time.perf_counter()
+                                                            - self.ex.started)
         data = raw if self.as_is else (b"%x\r\n%b\r\n" % (len(payload), payload)
                                        if self.frame and payload else payload)
         if self.client.is_closing():
@@ -228,9 +228,9 @@ async def _end_after_death(gw: Gateway, request: web.Request, response: web.Stre
 
 def _count(gw: Gateway, observed: Observed, ex: Exchange) -> None:
     if observed.prompt_tokens is not None:
-        gw.metrics.tokens.labels("prompt").inc(observed.prompt_tokens)
+        gw.metrics.prompt_tokens.inc(observed.prompt_tokens)
     if observed.completion_tokens is not None:
-        gw.metrics.tokens.labels("completion").inc(observed.completion_tokens)
+        gw.metrics.completion_tokens.inc(observed.completion_tokens)
     if observed.events:
         gw.metrics.stream_chunks.inc(observed.events)
     if observed.error is not None and ex.outcome == "ok":

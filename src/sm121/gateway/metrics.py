@@ -54,6 +54,24 @@ class GatewayMetrics:
                                     registry=r)
         self._locality(r)
         self._routing(r)
+        # Children the request path uses, bound once (a label lookup takes a lock).
+        self.prompt_tokens, self.completion_tokens = (self.tokens.labels("prompt"),
+                                                      self.tokens.labels("completion"))
+        self._ttft_by_route: dict[str, Histogram] = {}
+        self._requests_by: dict[tuple[str, int], Counter] = {}
+
+    def count_request(self, route: str, status: int) -> None:
+        key = (route, status)
+        child = self._requests_by.get(key)
+        if child is None:  # known routes x HTTP statuses: bounded
+            child = self._requests_by[key] = self.requests.labels(route, str(status))
+        child.inc()
+
+    def ttft_for(self, route: str) -> Histogram:
+        child = self._ttft_by_route.get(route)
+        if child is None:  # routes are the gateway's own few paths: bounded
+            child = self._ttft_by_route[route] = self.ttft.labels(route)
+        return child
 
     def _locality(self, r: CollectorRegistry) -> None:
         self.reuse = Gauge(f"{P}locality_reusable_fraction", "Share of the last prompt the "
