@@ -174,7 +174,7 @@ def locality(
 ) -> None:
     """Per session: how much of each prompt the prefix cache can reuse, where it diverged
     from the previous one, and which message or field changed."""
-    report = _fetch_report(url.rstrip("/"))
+    report = _fetch_report(url.rstrip("/"), "/sm121/locality")
     if as_json:
         print_json(report)
         return
@@ -185,8 +185,8 @@ def locality(
     console.print(_locality_table(report))
 
 
-def _fetch_report(url: str) -> dict[str, Any]:
-    request = urllib.request.Request(f"{url}/sm121/locality")
+def _fetch_report(url: str, path: str) -> dict[str, Any]:
+    request = urllib.request.Request(f"{url}{path}")
     key = os.environ.get(CLIENT_KEY_ENV)
     if key:
         request.add_header("Authorization", f"Bearer {key}")
@@ -200,6 +200,32 @@ def _fetch_report(url: str) -> dict[str, Any]:
         raise Sm121Error(f"no gateway answering at {url}: {exc}",
                          f"start one with `sm121 gateway --upstream URL`, or pass --url "
                          f"(or ${URL_ENV})") from exc
+
+
+@gateway_app.command("upstreams")
+def upstreams(
+    url: str = typer.Option(f"http://127.0.0.1:{DEFAULT_PORT}", "--url", envvar=URL_ENV,
+                            help="The running gateway."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The engines behind a gateway: models, health, load, and how requests were routed
+    (affinity hits, spills, ejections, re-admissions)."""
+    report = _fetch_report(url.rstrip("/"), "/sm121/upstreams")
+    if as_json:
+        print_json(report)
+        return
+    table = Table("upstream", "models", "healthy", "in flight", "queued", "affinity", "spilled in",
+                  "spilled away", "round-robin", "ejections", "re-admissions",
+                  title=f"upstreams (routing: {report.get('routing')})")
+    table.columns[0].overflow = "fold"
+    for u in report.get("upstreams") or []:
+        counts = u.get("routing") or {}
+        table.add_row(u["name"], ", ".join(u["models"]) or "-", "yes" if u["healthy"] else "NO",
+                      f"{u['inflight']}/{u['capacity']}", str(u["queued"]),
+                      *(str(counts.get(k, 0)) for k in ("affinity", "spill", "spilled_away",
+                                                         "round_robin", "ejections",
+                                                         "readmissions")))
+    console.print(table)
 
 
 def _locality_table(report: dict[str, Any]) -> Table:
