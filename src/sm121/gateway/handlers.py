@@ -135,7 +135,8 @@ async def models(request: web.Request) -> web.StreamResponse:
     replicas = list(gw.replicas.values())
     if len(replicas) == 1 and not replicas[0].discovered:
         return await passthrough(request)  # one engine: it answers, or its absence does
-    await gw.learn_all()
+    if not any(r.discovered for r in replicas):
+        await gw.learn_all()  # just started: ask now rather than answer an empty list
     union: dict[str, dict[str, Any]] = {}
     for replica in replicas:
         if replica.healthy:
