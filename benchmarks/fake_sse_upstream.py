@@ -70,12 +70,16 @@ def build_app(chunks: int, interval_s: float) -> web.Application:
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(text='vllm:cache_config_info{block_size="16",engine="0"} 1.0\n')
 
+    async def health(_: web.Request) -> web.Response:
+        return web.Response(status=200)
+
     app = web.Application()
     app.router.add_post("/v1/chat/completions", generate)
     app.router.add_post("/v1/completions", generate)
     app.router.add_get("/v1/models", models)
     app.router.add_post("/tokenize", tokenize)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/health", health)
     return app
 
 

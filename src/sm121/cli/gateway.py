@@ -22,8 +22,12 @@ from sm121.gateway.config import (
     CaptureSettings,
     GatewayConfig,
     LocalitySettings,
+    RoutingSettings,
+    UpstreamSpec,
     parse_listen,
 )
+from sm121.gateway.run_upstreams import spec_for_run
+from sm121.launch.run_state import RunInfo
 from sm121.recipes.schema import RequestPolicy
 
 KEYS_ENV = "SM121_GATEWAY_API_KEYS"  # comma-separated keys the gateway accepts
@@ -43,10 +47,23 @@ def register(app: typer.Typer) -> None:
 @gateway_app.callback(invoke_without_command=True)
 def gateway(
     ctx: typer.Context,
-    upstream: str | None = typer.Option(None, "--upstream", help="The engine's base URL, "
-                                        "e.g. http://127.0.0.1:8000."),
+    upstream: list[str] | None = typer.Option(None, "--upstream", help="An engine's base URL, "
+                                              "e.g. http://127.0.0.1:8000 (repeatable; each "
+                                              "takes --recipe's policy and limits)."),
+    runs: list[str] | None = typer.Option(None, "--runs", help="Runs of `sm121 status` to "
+                                          "route to, each with its own recipe's policy and "
+                                          "limits: run ids (repeatable or comma-separated) "
+                                          "or `all` (every running run)."),
+    registry_file: Path | None = typer.Option(None, "--registry", help="Also route to the "
+                                              "upstreams in this file, re-read when it "
+                                              "changes (`sm121 serve --gateway` writes it; "
+                                              "`serve --gateway-join RUN` adds to it)."),
+    routing: str = typer.Option("affinity", "--routing", help="Replicas of one model: "
+                                "`affinity` keeps a session on one replica (rendezvous hash), "
+                                "`round-robin` takes turns (for comparison)."),
     recipe: str | None = typer.Option(None, "--recipe", help="Recipe whose request policy "
-                                      "to apply (and whose max-num-seqs caps concurrency)."),
+                                      "to apply to --upstream URLs (and whose max-num-seqs "
+                                      "caps their concurrency)."),
     profile: str | None = typer.Option(None, "--profile", "-p", help="Profile of the recipe."),
     listen: str = typer.Option(f"127.0.0.1:{DEFAULT_PORT}", "--listen", help="HOST:PORT."),
     api_key_file: Path | None = typer.Option(None, "--api-key-file", help="Accepted API keys, "
@@ -69,14 +86,19 @@ def gateway(
     """Run the gateway in front of an engine, until Ctrl-C or SIGTERM."""
     if ctx.invoked_subcommand is not None:
         return
-    if upstream is None:
-        raise Sm121Error("give the engine to proxy with --upstream URL",
+    if not upstream and not runs and registry_file is None:
+        raise Sm121Error("give the engines to proxy with --upstream URL or --runs RUN...|all",
                          "example: sm121 gateway --upstream http://127.0.0.1:8000 "
                          "--recipe tiny-cpu")
     policy, recipe_seqs = _recipe_facts(recipe, profile)
     host, port = parse_listen(listen)
+    specs = [UpstreamSpec(url=url, policy=policy, max_inflight=max_inflight or recipe_seqs or 64,
+                          max_inflight_per_session=per_session, long_prompt_tokens=long_prompt,
+                          long_lane=long_lane) for url in upstream or []]
+    specs += [spec_for_run(run, long_prompt, long_lane) for run in _runs(runs or [])]
     config = GatewayConfig(
-        upstream=upstream, host=host, port=port, policy=policy,
+        upstreams=tuple(specs), registry=registry_file,
+        routing=RoutingSettings(mode=routing), host=host, port=port, policy=policy,
         api_keys=_load_keys(api_key_file), upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV),
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         max_inflight=max_inflight or recipe_seqs or 64, max_inflight_per_session=per_session,
@@ -94,13 +116,18 @@ def _run(config: GatewayConfig) -> None:
                         "%(message)s")
 
     def ready() -> None:
-        rules = ", ".join(f"{rule.action.value} {name}"
-                          for name, rule in config.policy.params.items()) or "none"
-        err_console.print(f"gateway on {config.base_url} -> {config.upstream}; policy: {rules}; "
-                          f"max in flight {config.max_inflight}, long lane {config.long_lane} "
-                          f"(>= {config.long_prompt_tokens:,} tokens); API keys: "
-                          f"{len(config.api_keys) or 'none'}; capture: "
+        err_console.print(f"gateway on {config.base_url}; routing: {config.routing.mode}; API "
+                          f"keys: {len(config.api_keys) or 'none'}; capture: "
                           f"{config.capture.directory or 'off'}", highlight=False)
+        for spec in config.upstreams:
+            rules = ", ".join(f"{rule.action.value} {name}"
+                              for name, rule in spec.policy.params.items()) or "none"
+            err_console.print(f"  -> {spec.name}: {spec.url}; policy: {rules}; max in flight "
+                              f"{spec.max_inflight}, long lane {spec.long_lane} (>= "
+                              f"{spec.long_prompt_tokens:,} tokens)", highlight=False)
+        if config.registry is not None:
+            err_console.print(f"  -> and the upstreams in {config.registry} (watched)",
+                              highlight=False)
 
     serve_forever(config, on_ready=ready)
 
@@ -113,6 +140,18 @@ def _recipe_facts(recipe: str | None, profile: str | None) -> tuple[RequestPolic
     plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1")
     seqs = plan.engine_args.get("max-num-seqs")
     return plan.request_policy, seqs if isinstance(seqs, int) else None
+
+
+def _runs(names: list[str]) -> list[RunInfo]:
+    from sm121.launch import control
+
+    wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
+    if wanted == ["all"]:
+        found = [r for r in control.active_runs() if r.status == "ready"]
+        if not found:
+            raise Sm121Error("--runs all: no run is ready", "start one with `sm121 serve`")
+        return found
+    return [control.resolve_run(name) for name in wanted]
 
 
 def _load_keys(path: Path | None) -> tuple[str, ...]:
@@ -135,7 +174,7 @@ def locality(
 ) -> None:
     """Per session: how much of each prompt the prefix cache can reuse, where it diverged
     from the previous one, and which message or field changed."""
-    report = _fetch_report(url.rstrip("/"))
+    report = _fetch_report(url.rstrip("/"), "/sm121/locality")
     if as_json:
         print_json(report)
         return
@@ -146,8 +185,8 @@ def locality(
     console.print(_locality_table(report))
 
 
-def _fetch_report(url: str) -> dict[str, Any]:
-    request = urllib.request.Request(f"{url}/sm121/locality")
+def _fetch_report(url: str, path: str) -> dict[str, Any]:
+    request = urllib.request.Request(f"{url}{path}")
     key = os.environ.get(CLIENT_KEY_ENV)
     if key:
         request.add_header("Authorization", f"Bearer {key}")
@@ -161,6 +200,32 @@ def _fetch_report(url: str) -> dict[str, Any]:
         raise Sm121Error(f"no gateway answering at {url}: {exc}",
                          f"start one with `sm121 gateway --upstream URL`, or pass --url "
                          f"(or ${URL_ENV})") from exc
+
+
+@gateway_app.command("upstreams")
+def upstreams(
+    url: str = typer.Option(f"http://127.0.0.1:{DEFAULT_PORT}", "--url", envvar=URL_ENV,
+                            help="The running gateway."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The engines behind a gateway: models, health, load, and how requests were routed
+    (affinity hits, spills, ejections, re-admissions)."""
+    report = _fetch_report(url.rstrip("/"), "/sm121/upstreams")
+    if as_json:
+        print_json(report)
+        return
+    table = Table("upstream", "models", "healthy", "in flight", "queued", "affinity", "spilled in",
+                  "spilled away", "round-robin", "ejections", "re-admissions",
+                  title=f"upstreams (routing: {report.get('routing')})")
+    table.columns[0].overflow = "fold"
+    for u in report.get("upstreams") or []:
+        counts = u.get("routing") or {}
+        table.add_row(u["name"], ", ".join(u["models"]) or "-", "yes" if u["healthy"] else "NO",
+                      f"{u['inflight']}/{u['capacity']}", str(u["queued"]),
+                      *(str(counts.get(k, 0)) for k in ("affinity", "spill", "spilled_away",
+                                                         "round_robin", "ejections",
+                                                         "readmissions")))
+    console.print(table)
 
 
 def _locality_table(report: dict[str, Any]) -> Table:

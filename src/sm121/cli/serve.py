@@ -1,9 +1,7 @@
-"""`sm121 serve`, `status`, `logs`, `stop` and `model tiny`."""
+"""`sm121 serve`, `status`, `logs` and `stop`."""
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
 
 import typer
@@ -13,12 +11,12 @@ from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, err_console, parse_sets, print_json
 from sm121.cli.plan import print_plan
 from sm121.cli.progress import LongWait
+from sm121.cli.serve_ready import after_ready, gateway_registry
 from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.local import serve_local
 from sm121.launch.run_state import RunInfo, list_runs
 from sm121.plan.build import build_plan
-from sm121.plan.model import ServePlan
 from sm121.plan.trust import require_trust
 
 
@@ -49,10 +47,18 @@ def serve(
                                    "when it dies (default policy: on-failure, at most 3 "
                                    "restarts within 600 s); a recipe's `restart:` does the "
                                    "same."),
+    gateway_join: str | None = typer.Option(None, "--gateway-join", help="Once ready, attach "
+                                            "this engine to the gateway of run RUN (started "
+                                            "with --gateway): it routes by model, and keeps "
+                                            "sessions on their replica."),
 ) -> None:
     """Start the engine and return once it has generated: readiness is a real completion with
     its token count checked, not an open port. The engine keeps running (see `sm121 status`)
     unless --foreground is given."""
+    if gateway and gateway_join:
+        raise Sm121Error("give --gateway or --gateway-join, not both",
+                         "--gateway starts a new gateway; --gateway-join RUN uses RUN's")
+    join = gateway_registry(gateway_join) if gateway_join else None
     plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
     if supervise:
         from sm121.recipes.schema import RestartPolicy
@@ -70,36 +76,21 @@ def serve(
     if plan.restart is not None and plan.restart.policy != "never":
         from sm121.cli.supervise import serve_supervised_cli
 
-        serve_supervised_cli(plan, cluster, trust, foreground,
-                             (name, plan, gateway_port) if gateway else None)
+        serve_supervised_cli(plan, cluster, trust, foreground, lambda run: after_ready(
+            run, plan, name, gateway_port if gateway else None, join))
         return
     if cluster:
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
 
         with LongWait(f"serving {name} on {len(plan.nodes)} node(s)") as wait:
             run = serve_cluster(plan, progress=wait.say, trust=trust)
-        print_summary(run)
-        if gateway:
-            _start_gateway(run, name, plan, gateway_port)
+        after_ready(run, plan, name, gateway_port if gateway else None, join)
         return
     with LongWait(f"serving {name}: boot until the first generation") as wait:
         run, process = serve_local(plan, progress=wait.say, trust=trust)
-    print_summary(run)
-    if gateway:
-        _start_gateway(run, name, plan, gateway_port)
+    after_ready(run, plan, name, gateway_port if gateway else None, join)
     if foreground:
         _stay_attached(run, process)
-
-
-def _start_gateway(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> None:
-    from sm121.launch.gateway import start_gateway
-
-    seqs = plan.engine_args.get("max-num-seqs")  # as served: --set included
-    with LongWait("gateway") as wait:
-        url = start_gateway(run, recipe, plan.profile, port, progress=wait.say,
-                            max_inflight=seqs if isinstance(seqs, int) else None)
-    console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
-                  f"  {url}/v1  (agents should use this URL)", highlight=False)
 
 
 def _stay_attached(run: RunInfo, process) -> None:  # type: ignore[no-untyped-def]
@@ -111,24 +102,6 @@ def _stay_attached(run: RunInfo, process) -> None:  # type: ignore[no-untyped-de
     except KeyboardInterrupt:
         control.stop_run(run)
         err_console.print(f"stopped {run.run_id}")
-
-
-def print_summary(run: RunInfo) -> None:
-    t, boot = run.timings, run.boot
-    console.print(f"[bold green]ready[/] {run.run_id}: {run.recipe} profile {run.profile}")
-    console.print(f"  process start   {t.process_started_s:8.2f} s")
-    console.print(f"  port open       {t.port_open_s:8.2f} s")
-    console.print(f"  first generation{t.first_generation_s:8.2f} s")
-    if boot.kv_pool_tokens is not None:
-        console.print(f"  KV pool         {boot.kv_pool_tokens:,} tokens")
-    if boot.max_concurrency is not None:
-        console.print(f"  max concurrency {boot.max_concurrency:.2f}x at "
-                      f"{boot.max_concurrency_at_tokens:,} tokens per request")
-    body = shlex.quote(json.dumps({"model": run.model, "max_tokens": 16,
-                                   "messages": [{"role": "user", "content": "Hello"}]}))
-    console.print(f"\ncall it:\n  curl -s {run.base_url}/v1/chat/completions "
-                  f"-H 'Content-Type: application/json' -d {body}", highlight=False, soft_wrap=True)
-    console.print(f"stop it:\n  sm121 stop {run.run_id}", highlight=False)
 
 
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:

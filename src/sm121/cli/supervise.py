@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from sm121.cli.output import console, err_console
 from sm121.errors import Sm121Error
@@ -13,9 +14,9 @@ from sm121.recipes.schema import RestartPolicy
 
 
 def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, foreground: bool,
-                         gateway: tuple[str, ServePlan, int] | None) -> None:
+                         after_ready: Callable[[RunInfo], None]) -> None:
+    """after_ready: what serve does once the engine answers (summary, gateway)."""
     from sm121.cli.progress import LongWait
-    from sm121.cli.serve import _start_gateway, print_summary
     from sm121.launch.supervised import serve_supervised
 
     if cluster:
@@ -25,12 +26,10 @@ def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, fore
     policy = plan.restart or RestartPolicy()
     with LongWait(f"serving {plan.recipe} supervised: boot until the first generation") as wait:
         run = serve_supervised(plan, progress=wait.say, trust=trust)
-    print_summary(run)
+    after_ready(run)
     console.print(f"supervised: a watchdog restarts the engine (at most {policy.max} "
                   f"restarts within {policy.within_s:g} s); `sm121 stop` stops both",
                   highlight=False)
-    if gateway:
-        _start_gateway(run, *gateway)
     if foreground:
         _stay_attached(run)
 

@@ -49,6 +49,21 @@ class EngineClient:
         text = await self._optional_text("/version")
         return text.strip() if text else None
 
+    async def healthy(self, timeout_s: float) -> bool:
+        """/health answers 200 (vLLM's, while the engine runs); a server without the route
+        (404) is asked for /v1/models instead. No answer in time is not healthy."""
+        timeout = aiohttp.ClientTimeout(total=timeout_s)
+        try:
+            for path in ("/health", "/v1/models"):
+                async with self.session.get(f"{self.base_url}{path}", headers=self.headers,
+                                            timeout=timeout) as resp:
+                    await resp.read()
+                    if resp.status != 404:
+                        return resp.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+        return False
+
     async def _optional_text(self, path: str) -> str | None:
         async with self.session.get(f"{self.base_url}{path}", headers=self.headers) as resp:
             return await resp.text() if resp.status == 200 else None

@@ -42,7 +42,13 @@ class Admission:
                  metrics: GatewayMetrics) -> None:
         self.general = FairGate(max_inflight, per_session)
         self.long = FairGate(long_lane)
-        self._metrics = metrics
+        # Children bound once: label lookups take a lock, and this runs on every request.
+        self._depth = {lane: metrics.queue_depth.labels(lane) for lane in (GENERAL, LONG)}
+        self._wait_hist = {lane: metrics.queue_wait.labels(lane) for lane in (GENERAL, LONG)}
+        self._inflight = {lane: metrics.inflight.labels(lane) for lane in (GENERAL, LONG)}
+        # The last general-lane wait and when it ended: routing treats a replica whose queue
+        # made someone wait long, recently, as saturated.
+        self.last_wait_s, self.last_wait_at = 0.0, 0.0
 
     async def admit(self, key: str, long: bool) -> Ticket:
         # The long lane first: a long request waiting for its lane holds no general slot, so
@@ -60,20 +66,27 @@ class Admission:
     async def _wait(self, gate: FairGate, lane: str, key: str) -> None:
         started = time.perf_counter()
         if gate.held >= gate.capacity or gate.waiting:
-            self._metrics.queue_depth.labels(lane).inc()
+            self._depth[lane].inc()
             try:
                 await gate.acquire(key)
             finally:
-                self._metrics.queue_depth.labels(lane).dec()
+                self._depth[lane].dec()
         else:
             await gate.acquire(key)
-        self._metrics.queue_wait.labels(lane).observe(time.perf_counter() - started)
-        self._metrics.inflight.labels(lane).set(gate.held)
+        now = time.perf_counter()
+        self._wait_hist[lane].observe(now - started)
+        if lane == GENERAL:
+            self.last_wait_s, self.last_wait_at = now - started, now
+        # inc/dec, not set: several upstreams' admissions share the lane's gauge.
+        self._inflight[lane].inc()
+
+    def recent_wait(self, now: float, window_s: float = 2.0) -> float:
+        return self.last_wait_s if now - self.last_wait_at < window_s else 0.0
 
     def release_long(self, key: str) -> None:
         self.long.release(key)
-        self._metrics.inflight.labels(LONG).set(self.long.held)
+        self._inflight[LONG].dec()
 
     def release_general(self, key: str) -> None:
         self.general.release(key)
-        self._metrics.inflight.labels(GENERAL).set(self.general.held)
+        self._inflight[GENERAL].dec()

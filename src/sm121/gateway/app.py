@@ -21,9 +21,9 @@ from sm121.gateway.state import Gateway
 
 log = logging.getLogger("sm121.gateway")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-PASSTHROUGH_GET = ("/v1/models", "/health", "/version")
+PASSTHROUGH_GET = ("/version",)
 PASSTHROUGH_POST = ("/tokenize", "/detokenize")
-OWN_ROUTES = ("/metrics", "/sm121/locality")
+OWN_ROUTES = ("/v1/models", "/health", "/metrics", "/sm121/locality", "/sm121/upstreams")
 
 
 def build_app(config: GatewayConfig) -> web.Application:
@@ -37,8 +37,11 @@ def build_app(config: GatewayConfig) -> web.Application:
         app.router.add_get(path, handlers.passthrough)
     for path in PASSTHROUGH_POST:
         app.router.add_post(path, handlers.passthrough)
+    app.router.add_get("/v1/models", handlers.models)
+    app.router.add_get("/health", handlers.health)
     app.router.add_get("/metrics", handlers.metrics)
     app.router.add_get("/sm121/locality", handlers.locality_report)
+    app.router.add_get("/sm121/upstreams", handlers.upstreams)
 
     async def start(_: web.Application) -> None:
         await gateway.start()
@@ -60,8 +63,7 @@ def _route_label(request: web.Request) -> str:
 @web.middleware
 async def _count_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
     response = await handler(request)
-    request.app[GATEWAY].metrics.requests.labels(_route_label(request),
-                                                 str(response.status)).inc()
+    request.app[GATEWAY].metrics.count_request(_route_label(request), response.status)
     return response
 
 

@@ -32,8 +32,60 @@ class CaptureSettings:
 
 
 @dataclass(frozen=True)
+class UpstreamSpec:
+    """One engine behind the gateway, with what its recipe says about serving it: its
+    request policy, its admission lanes and (when known) its context limit."""
+
+    url: str
+    name: str = ""  # the run id, or the URL; a metric label and a log name
+    policy: RequestPolicy = field(default_factory=RequestPolicy)
+    max_inflight: int = 64
+    max_inflight_per_session: int | None = None
+    long_prompt_tokens: int = DEFAULT_LONG_PROMPT_TOKENS
+    long_lane: int = 1
+    max_model_len: int | None = None  # None: ask the upstream (/v1/models)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", self.url.rstrip("/"))
+        if not self.url.startswith(("http://", "https://")):
+            raise Sm121Error(f"upstream {self.url!r} is not an http(s) URL",
+                             "example: --upstream http://127.0.0.1:8000")
+        if self.long_lane < 1 or self.max_inflight < 1:
+            raise Sm121Error("--long-lane and --max-inflight must be at least 1",
+                             "K=1 lets one long prefill run at a time")
+        if not self.name:
+            object.__setattr__(self, "name", self.url)
+
+
+ROUTING_MODES = ("affinity", "round-robin")
+
+
+@dataclass(frozen=True)
+class RoutingSettings:
+    """How requests for one model are spread over its replicas, and when a replica is
+    taken out of (and back into) the rotation."""
+
+    mode: str = "affinity"  # affinity: rendezvous hash of the session; round-robin: turns
+    spill_queue_wait_s: float = 0.5  # a replica whose admission wait exceeds this is saturated
+    health_interval_s: float = 1.0  # /health of every replica, and of ejected ones to re-admit
+    health_timeout_s: float = 2.0
+    error_window: int = 20  # recent outcomes kept per replica
+    error_rate: float = 0.5  # eject above this share of errors (with at least min_errors)
+    min_errors: int = 3
+    readmit_after_s: float = 2.0  # an ejected replica stays out at least this long
+
+    def __post_init__(self) -> None:
+        if self.mode not in ROUTING_MODES:
+            raise Sm121Error(f"routing {self.mode!r} is unknown",
+                             f"choose one of: {', '.join(ROUTING_MODES)}")
+
+
+@dataclass(frozen=True)
 class GatewayConfig:
-    upstream: str
+    upstream: str = ""  # one upstream; the fields below up to max_model_len are its settings
+    upstreams: tuple[UpstreamSpec, ...] = ()  # several upstreams, each with its own settings
+    registry: Path | None = None  # a file of upstreams the gateway watches (serve --gateway-join)
+    routing: RoutingSettings = field(default_factory=RoutingSettings)
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     policy: RequestPolicy = field(default_factory=RequestPolicy)
@@ -51,18 +103,24 @@ class GatewayConfig:
     upstream_connect_timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "upstream", self.upstream.rstrip("/"))
-        if not self.upstream.startswith(("http://", "https://")):
-            raise Sm121Error(f"upstream {self.upstream!r} is not an http(s) URL",
-                             "example: --upstream http://127.0.0.1:8000")
-        if self.long_lane < 1 or self.max_inflight < 1:
-            raise Sm121Error("--long-lane and --max-inflight must be at least 1",
-                             "K=1 lets one long prefill run at a time")
+        if self.upstream:
+            object.__setattr__(self, "upstreams", (self.single_upstream(self.upstream),
+                                                   *self.upstreams))
+        if not self.upstreams and self.registry is None:
+            raise Sm121Error("the gateway needs at least one upstream",
+                             "give --upstream URL (repeatable) or --runs RUN...|all")
         if not self.api_keys and not is_loopback(self.host):
             raise Sm121Error(
                 f"refusing to listen on {self.host} without API keys",
                 "listen on 127.0.0.1, or give keys with --api-key-file or SM121_GATEWAY_API_KEYS",
             )
+
+    def single_upstream(self, url: str) -> UpstreamSpec:
+        """An upstream given by URL alone takes the gateway-wide settings."""
+        return UpstreamSpec(url=url, policy=self.policy, max_inflight=self.max_inflight,
+                            max_inflight_per_session=self.max_inflight_per_session,
+                            long_prompt_tokens=self.long_prompt_tokens, long_lane=self.long_lane,
+                            max_model_len=self.max_model_len)
 
     @property
     def base_url(self) -> str:

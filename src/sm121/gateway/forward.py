@@ -1,7 +1,8 @@
 """Forward one request to the upstream and pass the response back chunk by chunk.
 
-Each chunk is written to the client as soon as it is read, and the next one is read only
-after the write returns: a slow client therefore slows the read from the upstream (TCP
+Each chunk is written to the client as soon as it is read, from the upstream connection's
+own data callback (relay.py). When the client's socket buffer passes a bound, reading from
+the upstream pauses until the client drains: a slow client slows the engine (TCP
 backpressure) instead of growing a buffer in the gateway. When the client goes away the
 upstream connection is closed, which is how vLLM learns to abort the request and free its
 sequence.
@@ -12,15 +13,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-import aiohttp
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import CaptureRecord
 from sm121.gateway.observe import Observed, ResponseObserver
+from sm121.gateway.relay import Head, RelayProtocol, UpstreamClosed, UpstreamPool, client_buffer_full
+from sm121.gateway.replicas import Replica
 from sm121.gateway.replies import SSE_CONTENT_TYPE, error_event, error_reply
 from sm121.gateway.state import Gateway
 
@@ -43,59 +46,91 @@ class Exchange:
     outcome: str = "ok"
 
 
-async def forward(gw: Gateway, request: web.Request, ex: Exchange) -> web.StreamResponse:
+async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange
+                  ) -> web.StreamResponse:
     headers = up.request_headers(request.headers, gw.config.upstream_api_key,
                                  keep_authorization=not gw.config.api_keys)
-    url = gw.config.upstream + ex.path
     try:
-        upstream = await gw.session.request(request.method, url, data=ex.body, headers=headers)
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        return _unreachable(gw, ex, exc)
+        proto, head = await _send(replica.pool, request.method, ex.path, headers.items(),
+                                  ex.body)
+    except (OSError, TimeoutError, UpstreamClosed) as exc:
+        replica.failed("unreachable")
+        return _unreachable(gw, replica, ex, exc)
     except asyncio.CancelledError:
         _client_gone(gw, ex)  # while the engine was still in prefill
         raise
     try:
-        return await _relay(gw, request, upstream, ex)
+        response = await _relay(gw, request, proto, head, ex)
+        if ex.outcome == "upstream_died":
+            replica.failed("died")
+        elif ex.outcome != "client_gone":
+            replica.record(head.status < 500)
+        return response
     except asyncio.CancelledError:
         _client_gone(gw, ex)
         raise
     finally:
-        # Closing (not releasing) an unfinished response drops the connection: the engine sees
+        # Closing (not reusing) an unfinished response drops the connection: the engine sees
         # the disconnect and aborts the request.
-        if upstream.content.is_eof():
-            upstream.release()
-        else:
-            upstream.close()
+        replica.pool.release(proto)
+
+
+async def _send(pool: UpstreamPool, method: str, path: str,
+                headers: Iterable[tuple[str, str]], body: bytes | None
+                ) -> tuple[RelayProtocol, Head]:
+    """Send the request and wait for the response head. A kept-alive connection the server
+    closed just before the request is retried once on a new one (nothing reached it)."""
+    headers = list(headers)
+    for attempt in (0, 1):
+        proto, reused = await pool.acquire()
+        proto.send(method, pool.prefix + path, pool.host, headers, body)
+        try:
+            return proto, await proto.head
+        except UpstreamClosed:
+            if not reused or attempt:
+                raise
+        except asyncio.CancelledError:
+            pool.release(proto)  # unfinished: closed, so the engine aborts
+            raise
+    raise AssertionError("unreachable")
 
 
 def _client_gone(gw: Gateway, ex: Exchange) -> None:
-    ex.outcome = "client_gone"
-    gw.metrics.client_disconnects.inc()
+    if ex.outcome != "client_gone":
+        ex.outcome = "client_gone"
+        gw.metrics.client_disconnects.inc()
 
 
-def _unreachable(gw: Gateway, ex: Exchange, exc: BaseException) -> web.Response:
+def _unreachable(gw: Gateway, replica: Replica, ex: Exchange, exc: BaseException
+                 ) -> web.Response:
     gw.metrics.upstream_errors.labels("unreachable").inc()
     ex.outcome = "upstream_unreachable"
     reason = str(exc) or type(exc).__name__
     return error_reply(
-        503, f"the upstream engine at {gw.config.upstream} is not reachable ({reason}); "
+        503, f"the upstream engine at {replica.url} is not reachable ({reason}); "
         "it may be starting, stopped or overloaded: check `sm121 status`",
         "upstream_unavailable", headers={**ex.extra_headers, "Retry-After": RETRY_AFTER_S})
 
 
-async def _relay(gw: Gateway, request: web.Request, upstream: aiohttp.ClientResponse,
+async def _relay(gw: Gateway, request: web.Request, proto: RelayProtocol, head: Head,
                  ex: Exchange) -> web.StreamResponse:
-    response = web.StreamResponse(status=upstream.status, reason=upstream.reason,
-                                  headers=up.response_headers(upstream.headers))
+    response = web.StreamResponse(status=head.status, reason=head.reason,
+                                  headers=up.response_headers(head.headers))
     response.headers.update(ex.extra_headers)
-    if upstream.content_length is not None:
-        response.content_length = upstream.content_length
-    event_stream = upstream.headers.get("Content-Type", "").startswith(SSE_CONTENT_TYPE)
+    if head.length is not None:
+        response.content_length = head.length
+    event_stream = head.headers.get("Content-Type", "").startswith(SSE_CONTENT_TYPE)
     observer = ResponseObserver(event_stream)
     if ex.capture is not None:
-        ex.capture.response_head(upstream.status, upstream.headers)
-    await response.prepare(request)
-    died = await _pump(gw, upstream, response, ex, observer)
+        ex.capture.response_head(head.status, head.headers)
+    writer = await response.prepare(request)
+    client = request.transport
+    if writer is None or client is None:
+        _client_gone(gw, ex)
+        return response
+    pipe = _Pipe(gw, ex, proto, client, observer, head.chunked, getattr(writer, "chunked", False))
+    proto.attach(pipe.sink)
+    died = await pipe.run(writer)
     if ex.outcome == "client_gone":
         return response
     if died is not None:
@@ -111,31 +146,69 @@ async def _relay(gw: Gateway, request: web.Request, upstream: aiohttp.ClientResp
     return response
 
 
-async def _pump(gw: Gateway, upstream: aiohttp.ClientResponse, response: web.StreamResponse,
-                ex: Exchange, observer: ResponseObserver) -> BaseException | None:
-    """Copy chunks until the end. Returns the upstream's failure, if it died mid-way."""
-    first = True
-    while True:
-        try:
-            chunk = await upstream.content.readany()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            return exc
-        if not chunk:
+class _Pipe:
+    """The body's way from the upstream socket to the client socket, chunk by chunk, inside
+    the upstream's data callback. Per chunk: one write, a byte count, and a bound check."""
+
+    def __init__(self, gw: Gateway, ex: Exchange, proto: RelayProtocol,
+                 client: asyncio.BaseTransport, observer: ResponseObserver,
+                 upstream_chunked: bool, client_chunked: bool) -> None:
+        self.gw, self.ex, self.proto, self.observer = gw, ex, proto, observer
+        self.client: asyncio.Transport = client  # type: ignore[assignment]
+        self.as_is = upstream_chunked and client_chunked  # forward the framing untouched
+        self.frame = client_chunked and not self.as_is
+        self.first = True
+        self.paused: asyncio.Future[None] | None = None
+
+    def sink(self, raw: bytes, payload: bytes) -> None:
+        if self.first and payload:
+            self.first = False
+            self.ex.on_first_byte()
+            self.gw.metrics.ttft_for(self.ex.route).observe(time.perf_counter()
+                                                            - self.ex.started)
+            if self.ex.capture is not None:
+                self.ex.capture.note(first_byte=time.time())
+        data = raw if self.as_is else (b"%x\r\n%b\r\n" % (len(payload), payload)
+                                       if self.frame and payload else payload)
+        if self.client.is_closing():
+            self._gone()
+            return
+        if data:
+            self.client.write(data)
+        if payload:
+            self.observer.feed(payload)
+            if self.ex.capture is not None:
+                self.ex.capture.chunk(payload)
+        if client_buffer_full(self.client) and self.proto.transport is not None:
+            # A slow client: stop reading the engine until the client has drained.
+            self.proto.transport.pause_reading()
+            if self.paused is not None and not self.paused.done():
+                self.paused.set_result(None)
+
+    def _gone(self) -> None:
+        _client_gone(self.gw, self.ex)
+        if self.proto.transport is not None:
+            self.proto.transport.close()  # the engine aborts the request
+
+    async def run(self, writer: AbstractStreamWriter) -> BaseException | None:
+        """Wait for the end; between, let a slow client drain. Returns the upstream's
+        failure if it died mid-way."""
+        loop = asyncio.get_running_loop()
+        done = self.proto.done
+        while not done.done():
+            self.paused = loop.create_future()
+            await asyncio.wait((done, self.paused), return_when=asyncio.FIRST_COMPLETED)
+            if not done.done():
+                try:
+                    await writer.drain()
+                except (ConnectionError, RuntimeError):
+                    self._gone()
+                if self.ex.outcome == "client_gone" or self.proto.transport is None:
+                    break
+                self.proto.transport.resume_reading()
+        if self.ex.outcome == "client_gone" or not done.done():
             return None
-        if first:
-            first = False
-            ex.on_first_byte()
-            gw.metrics.ttft.labels(ex.route).observe(time.perf_counter() - ex.started)
-            if ex.capture is not None:
-                ex.capture.note(first_byte=time.time())
-        try:
-            await response.write(chunk)
-        except (ConnectionError, RuntimeError):  # the client went away (reset, closed writer)
-            _client_gone(gw, ex)
-            return None
-        observer.feed(chunk)
-        if ex.capture is not None:
-            ex.capture.chunk(chunk)
+        return done.exception()
 
 
 async def _end_after_death(gw: Gateway, request: web.Request, response: web.StreamResponse,
@@ -163,9 +236,9 @@ async def _end_after_death(gw: Gateway, request: web.Request, response: web.Stre
 
 def _count(gw: Gateway, observed: Observed, ex: Exchange) -> None:
     if observed.prompt_tokens is not None:
-        gw.metrics.tokens.labels("prompt").inc(observed.prompt_tokens)
+        gw.metrics.prompt_tokens.inc(observed.prompt_tokens)
     if observed.completion_tokens is not None:
-        gw.metrics.tokens.labels("completion").inc(observed.completion_tokens)
+        gw.metrics.completion_tokens.inc(observed.completion_tokens)
     if observed.events:
         gw.metrics.stream_chunks.inc(observed.events)
     if observed.error is not None and ex.outcome == "ok":

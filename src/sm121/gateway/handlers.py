@@ -1,5 +1,6 @@
-"""Route handlers: generation routes (policy, context check, admission, locality, forward),
-plain pass-through routes, and the gateway's own /metrics and locality report."""
+"""Route handlers: generation routes (model -> replica, policy, context check, admission,
+locality, forward), plain pass-through routes, the union /v1/models, and the gateway's own
+/health, /metrics, upstreams and locality report."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from sm121.gateway.prompt_size import (
     needs_exact,
     requested_output,
 )
+from sm121.gateway.replicas import Replica
 from sm121.gateway.replies import error_reply
+from sm121.gateway.routing import NoRoute, Route
 from sm121.gateway.sessions import session_id
 from sm121.gateway.state import Gateway
 from sm121.locality.tokenize import TokenizeError, tokenize
@@ -29,6 +32,7 @@ from sm121.locality.tokenize import TokenizeError, tokenize
 GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
 STRIPPED_HEADER = "X-Sm121-Stripped-Params"
 REQUEST_ID_HEADER = "X-Sm121-Request-Id"
+UPSTREAM_HEADER = "X-Sm121-Upstream"  # which replica answered: affinity is visible to a client
 QUEUE_WAIT_HEADER = "X-Sm121-Queue-Wait"  # seconds the request waited for admission
 GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses",
                      "/v1/messages")  # Anthropic-style, where the engine offers it
@@ -49,44 +53,129 @@ async def generation(request: web.Request) -> web.StreamResponse:
     started = time.perf_counter()
     raw = await read_body(request, gw)
     body = parse_object(raw)
-    stripped = _apply_policy(gw, body)
     session = session_id(request.headers, body, gw.config.session_header)
-    size, tokens = await _measure(gw, body, len(raw))
+    pool = _pool(gw, body.get("model"))
+    stripped = _apply_policy(gw, body, pool)
+    payload = json.dumps(body).encode() if stripped else raw
+    tried: list[Replica] = []
+    while True:
+        route = gw.router.pick(pool, session, tried)
+        if route is None:
+            raise RuntimeError("no replica left to try")  # pick was given a non-empty pool
+        _count_route(route)
+        ex = _exchange(request, gw, started, payload)
+        ex.extra_headers[UPSTREAM_HEADER] = route.replica.name
+        if stripped:
+            ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
+        response = await _generate_on(gw, route.replica, request, ex, body, len(raw), session,
+                                      watch=not tried)
+        tried.append(route.replica)
+        # Refused at the door (connection failed): nothing reached that engine, so another
+        # replica may take the request. The failed one is ejected already.
+        if ex.outcome != "upstream_unreachable" or len(tried) >= len(pool):
+            return response
+
+
+async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange,
+                       body: dict[str, Any], nbytes: int, session: str, watch: bool
+                       ) -> web.StreamResponse:
+    try:
+        size, tokens = await _measure(gw, replica, body, nbytes)
+    except Refused:
+        _finish_capture(ex)
+        raise
     queued = time.perf_counter()
-    ticket = await gw.admission.admit(session, long=size.tokens >= gw.config.long_prompt_tokens)
+    ticket = await replica.admission.admit(
+        session, long=size.tokens >= replica.spec.long_prompt_tokens)
     waited = time.perf_counter() - queued
-    ex: Exchange | None = None
+    replica.started()
     try:  # one try from admission to the end of the response: nothing may keep the slot
-        ex = _exchange(request, gw, started, json.dumps(body).encode() if stripped else raw)
         ex.on_first_byte = ticket.prefill_done
         ex.extra_headers[QUEUE_WAIT_HEADER] = f"{waited:.6f}"
         if ex.capture is not None:  # what `bench replay` needs: the session and the arrival
             ex.capture.note(session=session, queue_wait_s=round(waited, 6),
-                            arrived=time.time() - (time.perf_counter() - started))
-        if stripped:
-            ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
-        if gw.config.locality.enabled and request.path in LOCALITY_ROUTES:
-            gw.watch.submit(session, body, len(raw), tokens)
-        return await forward(gw, request, ex)
+                            arrived=time.time() - (time.perf_counter() - ex.started))
+        if watch and gw.config.locality.enabled and request.path in LOCALITY_ROUTES:
+            gw.watch.submit(session, body, nbytes, tokens)
+        return await forward(gw, replica, request, ex)
     finally:
+        replica.finished()
         ticket.release()
         _finish_capture(ex)
 
 
+def _pool(gw: Gateway, model: object) -> list[Replica]:
+    try:
+        return gw.router.pool(model)
+    except NoRoute as exc:
+        raise Refused(exc.response, exc.reason) from exc
+
+
+def _count_route(route: Route) -> None:
+    route.replica.count_route(route.how)
+    if route.owner is not None:
+        route.owner.count_spill(route.reason)
+
+
 async def passthrough(request: web.Request) -> web.StreamResponse:
-    """Routes with no policy and no admission: /v1/models, /tokenize, /detokenize, /health."""
+    """Routes with no policy and no admission: /tokenize, /detokenize, /version, sent to a
+    replica of the body's model (or any healthy one)."""
     gw = request.app[GATEWAY]
     raw = await read_body(request, gw) if request.can_read_body else None
+    replica = gw.any_replica(_model_of(raw))
     ex = _exchange(request, gw, time.perf_counter(), raw)
     try:
-        return await forward(gw, request, ex)
+        return await forward(gw, replica, request, ex)
     finally:
         _finish_capture(ex)
 
 
-def _finish_capture(ex: Exchange | None) -> None:
-    if ex is not None and ex.capture is not None:
+def _finish_capture(ex: Exchange) -> None:
+    if ex.capture is not None:
         ex.capture.finish(ex.outcome)  # never raises: a capture failure is only logged
+
+
+def _model_of(raw: bytes | None) -> object:
+    if not raw:
+        return None
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):  # hostile bodies: the engine answers for them
+        return None
+    return body.get("model") if isinstance(body, dict) else None
+
+
+async def models(request: web.Request) -> web.StreamResponse:
+    """The union of every healthy replica's /v1/models, one entry per model id."""
+    gw = request.app[GATEWAY]
+    replicas = list(gw.replicas.values())
+    if len(replicas) == 1 and not replicas[0].discovered:
+        return await passthrough(request)  # one engine: it answers, or its absence does
+    if not any(r.discovered for r in replicas):
+        await gw.learn_all()  # just started: ask now rather than answer an empty list
+    union: dict[str, dict[str, Any]] = {}
+    for replica in replicas:
+        if replica.healthy:
+            for card in replica.cards:
+                union.setdefault(str(card["id"]), card)
+    if not union:
+        return error_reply(503, "no upstream is answering: "
+                           + ", ".join(f"{r.name} ({'up' if r.healthy else 'ejected'})"
+                                       for r in replicas), "upstream_unavailable")
+    return web.json_response({"object": "list", "data": list(union.values())})
+
+
+async def health(request: web.Request) -> web.Response:
+    """200 while at least one replica is in the rotation; the body says which."""
+    replicas = [r.summary() for r in request.app[GATEWAY].replicas.values()]
+    status = 200 if any(r["healthy"] for r in replicas) else 503
+    return web.json_response({"upstreams": replicas}, status=status)
+
+
+async def upstreams(request: web.Request) -> web.Response:
+    gw = request.app[GATEWAY]
+    return web.json_response({"routing": gw.config.routing.mode, "models": gw.router.models,
+                              "upstreams": [r.summary() for r in gw.replicas.values()]})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -147,27 +236,32 @@ def _too_deep() -> Refused:
                                "invalid_request_error"), "too_deep")
 
 
-def _apply_policy(gw: Gateway, body: dict[str, Any]) -> list[str]:
-    try:
-        outcome = apply_policy(body, gw.config.policy)
-    except PolicyViolation as exc:
-        gw.metrics.rejected.labels(exc.param).inc()
-        raise Refused(error_reply(400, str(exc), "invalid_request_error", exc.param),
-                      "policy") from exc
-    for name in outcome.stripped:
-        gw.metrics.stripped.labels(name).inc()
-    return outcome.stripped
+def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica]) -> list[str]:
+    """The policy of the model's recipe (of each, should its replicas differ), applied once:
+    a retry on another replica sends the same bytes."""
+    stripped: list[str] = []
+    for policy in {id(r.spec.policy): r.spec.policy for r in pool}.values():
+        try:
+            outcome = apply_policy(body, policy)
+        except PolicyViolation as exc:
+            gw.metrics.rejected.labels(exc.param).inc()
+            raise Refused(error_reply(400, str(exc), "invalid_request_error", exc.param),
+                          "policy") from exc
+        for name in outcome.stripped:
+            gw.metrics.stripped.labels(name).inc()
+        stripped += outcome.stripped
+    return stripped
 
 
-async def _measure(gw: Gateway, body: dict[str, Any], nbytes: int
+async def _measure(gw: Gateway, replica: Replica, body: dict[str, Any], nbytes: int
                    ) -> tuple[PromptSize, list[int] | None]:
     """The prompt's size for the long lane and the context check: estimated from the body's
     bytes, counted exactly by the upstream only when the estimate is near a limit."""
-    size, output, limit = estimate(nbytes), requested_output(body), gw.max_model_len
+    size, output, limit = estimate(nbytes), requested_output(body), replica.max_model_len
     tokens = None
-    if needs_exact(size, output, gw.config.long_prompt_tokens, limit):
+    if needs_exact(size, output, replica.spec.long_prompt_tokens, limit):
         try:
-            counted = await tokenize(gw.session, gw.config.upstream, body, gw.upstream_auth())
+            counted = await tokenize(gw.session, replica.url, body, gw.upstream_auth())
         except TokenizeError:
             return size, None  # the engine still checks the context itself
         size, tokens = PromptSize(counted.count, exact=True), counted.tokens

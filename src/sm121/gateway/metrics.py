@@ -55,6 +55,25 @@ class GatewayMetrics:
                                     "admission, by lane.", ["lane"], buckets=_WAIT_BUCKETS,
                                     registry=r)
         self._locality(r)
+        self._routing(r)
+        # Children the request path uses, bound once (a label lookup takes a lock).
+        self.prompt_tokens, self.completion_tokens = (self.tokens.labels("prompt"),
+                                                      self.tokens.labels("completion"))
+        self._ttft_by_route: dict[str, Histogram] = {}
+        self._requests_by: dict[tuple[str, int], Counter] = {}
+
+    def count_request(self, route: str, status: int) -> None:
+        key = (route, status)
+        child = self._requests_by.get(key)
+        if child is None:  # known routes x HTTP statuses: bounded
+            child = self._requests_by[key] = self.requests.labels(route, str(status))
+        child.inc()
+
+    def ttft_for(self, route: str) -> Histogram:
+        child = self._ttft_by_route.get(route)
+        if child is None:  # routes are the gateway's own few paths: bounded
+            child = self._ttft_by_route[route] = self.ttft.labels(route)
+        return child
 
     def _locality(self, r: CollectorRegistry) -> None:
         self.reuse = Gauge(f"{P}locality_reusable_fraction", "Share of the last prompt the "
@@ -68,6 +87,25 @@ class GatewayMetrics:
                                          "diverging early turn after turn.", registry=r)
         self.locality_skipped = Counter(f"{P}locality_skipped", "Analyses skipped (tokenize "
                                         "failed or too many pending).", ["reason"], registry=r)
+
+    def _routing(self, r: CollectorRegistry) -> None:
+        # Labelled by upstream name (a run id or URL): bounded by the configured upstreams.
+        self.routed = Counter(f"{P}routed", "Generations sent to a replica, by how it was "
+                              "chosen (affinity: the session's own replica; spill: another, "
+                              "because its own was saturated or unhealthy; round_robin).",
+                              ["upstream", "how"], registry=r)
+        self.spills = Counter(f"{P}spills", "Generations that left their session's own "
+                              "replica, by that replica and why.", ["upstream", "reason"],
+                              registry=r)
+        self.ejections = Counter(f"{P}replica_ejections", "Replicas taken out of the rotation, "
+                                 "by reason.", ["upstream", "reason"], registry=r)
+        self.readmissions = Counter(f"{P}replica_readmissions", "Ejected replicas taken back "
+                                    "after their /health answered again.", ["upstream"],
+                                    registry=r)
+        self.healthy = Gauge(f"{P}replica_healthy", "1 while the replica is in the rotation.",
+                             ["upstream"], registry=r)
+        self.replica_inflight = Gauge(f"{P}replica_inflight", "Generations in flight per "
+                                      "replica.", ["upstream"], registry=r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,4 +1,5 @@
-"""The running gateway's state: settings, metrics, admission, the upstream session, the
+"""The running gateway's state: settings, metrics, the replicas (each with its admission),
+the router, the health monitor, the upstreams file it watches, the upstream session, the
 locality watch and the capture, with their start-up and shutdown."""
 
 from __future__ import annotations
@@ -11,32 +12,34 @@ from typing import Any
 import aiohttp
 from multidict import CIMultiDict
 
+from sm121.errors import Sm121Error
+from sm121.gateway import registry
 from sm121.gateway import upstream as up
-from sm121.gateway.admission import Admission
 from sm121.gateway.capture import Capture
-from sm121.gateway.config import GatewayConfig
+from sm121.gateway.config import GatewayConfig, UpstreamSpec
+from sm121.gateway.health import HealthMonitor
 from sm121.gateway.metrics import GatewayMetrics
+from sm121.gateway.replicas import Replica
+from sm121.gateway.routing import NoRoute, Router
 from sm121.locality.divergence import Divergence
 from sm121.locality.tokenize import tokenize
 from sm121.locality.watch import LocalityWatch, WatchLimits
 
 log = logging.getLogger("sm121.gateway")
 VLLM_DEFAULT_BLOCK_SIZE = 16  # used until the upstream tells its own
-_DISCOVERY_RETRY_S = 5.0
 
 
 class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.metrics = GatewayMetrics()
-        self.admission = Admission(config.max_inflight, config.max_inflight_per_session,
-                                   config.long_lane, self.metrics)
+        self.router = Router(config.routing.mode)
+        self.replicas: dict[str, Replica] = {}
         self.capture = (Capture(config.capture.directory, config.capture.redact,
                                 on_failure=self.metrics.capture_failures.inc)
                         if config.capture.directory else None)
-        self.max_model_len = config.max_model_len
         self._session: aiohttp.ClientSession | None = None
-        self._discovery: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         settings = config.locality
         self.watch = LocalityWatch(
             self._tokenize_ids, settings.block_size or VLLM_DEFAULT_BLOCK_SIZE,
@@ -46,6 +49,9 @@ class Gateway:
             on_skip=lambda reason: self.metrics.locality_skipped.labels(reason).inc(),
             on_evict=self._forget_session,
         )
+        self.monitor = HealthMonitor(lambda: self.session, lambda: list(self.replicas.values()),
+                                     self.upstream_auth(), config.routing, self.refresh)
+        self.set_upstreams(config.upstreams)
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -57,39 +63,63 @@ class Gateway:
         """Headers for the gateway's own calls to the upstream (tokenize, discovery)."""
         return up.request_headers({}, self.config.upstream_api_key, keep_authorization=False)
 
+    def set_upstreams(self, specs: tuple[UpstreamSpec, ...]) -> None:
+        """The configured upstreams plus `specs`; a replica whose spec is unchanged keeps its
+        state (health, queues, in-flight requests)."""
+        wanted = {s.name: s for s in (*self.config.upstreams, *specs)}
+        for name in [n for n, r in self.replicas.items() if wanted.get(n) != r.spec]:
+            log.info("upstream %s leaves the gateway", name)
+            self.replicas.pop(name).pool.close()  # idle connections; requests in flight finish
+        for name, spec in wanted.items():
+            if name not in self.replicas:
+                log.info("upstream %s (%s) joins the gateway", name, spec.url)
+                self.replicas[name] = Replica(spec, self.metrics, self.config.routing,
+                                              self.config.upstream_connect_timeout_s)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """After a replica joined, left or told what it serves."""
+        self.router.update(list(self.replicas.values()))
+        if self.config.locality.block_size is None:
+            sizes = [r.block_size for r in self.replicas.values() if r.block_size]
+            if sizes:
+                self.watch.block_size = sizes[0]
+
     async def start(self) -> None:
         self._session = up.new_session(self.config.upstream_connect_timeout_s)
-        self._discovery = asyncio.create_task(self._discover())
+        self._tasks.append(asyncio.create_task(self.monitor.run()))
+        if self.config.registry is not None:
+            self._tasks.append(asyncio.create_task(
+                registry.watch(self.config.registry, self.set_upstreams)))
 
     async def stop(self) -> None:
-        if self._discovery is not None:
-            self._discovery.cancel()
+        for task in self._tasks:
+            task.cancel()
         await self.watch.close()
+        for replica in self.replicas.values():
+            replica.pool.close()
         if self._session is not None:
             await self._session.close()
 
-    async def _discover(self) -> None:
-        """Ask the upstream for its context length and block size until it answers; an
-        upstream that is still booting must not stop the gateway from starting."""
-        want_len = self.config.max_model_len is None
-        want_block = self.config.locality.block_size is None
-        while want_len or want_block:
-            facts = await up.discover(self.session, self.config.upstream, self.upstream_auth())
-            if want_len and facts.max_model_len is not None:
-                self.max_model_len, want_len = facts.max_model_len, False
-            if want_block and facts.block_size is not None:
-                self.watch.block_size, want_block = facts.block_size, False
-            if facts.max_model_len is not None:
-                # The API answers; a block size it did not report will not appear later.
-                want_block = False
-            if want_len or want_block:
-                await asyncio.sleep(_DISCOVERY_RETRY_S)
-        log.info("upstream facts: max_model_len %s, block size %s", self.max_model_len,
-                 self.watch.block_size)
+    async def learn_all(self) -> None:
+        """Ask every replica that has not yet said what it serves (for /v1/models)."""
+        await asyncio.gather(*(self.monitor.learn(r) for r in self.replicas.values()
+                               if not r.discovered))
 
     async def _tokenize_ids(self, body: dict[str, Any]) -> list[int]:
-        result = await tokenize(self.session, self.config.upstream, body, self.upstream_auth())
+        replica = self.any_replica(body.get("model"))
+        result = await tokenize(self.session, replica.url, body, self.upstream_auth())
         return result.tokens
+
+    def any_replica(self, model: object) -> Replica:
+        """A replica for the gateway's own calls about `model` (tokenize): a healthy one."""
+        try:
+            pool = self.router.pool(model)
+        except NoRoute:
+            pool = list(self.replicas.values())
+        if not pool:
+            raise Sm121Error("the gateway has no upstream", "add one with --upstream")
+        return next((r for r in pool if r.healthy), pool[0])
 
     def _locality_result(self, session: str, result: Divergence, early: bool,
                          warned: bool) -> None:

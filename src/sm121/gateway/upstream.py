@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 from multidict import CIMultiDict
@@ -65,20 +66,24 @@ def _connection_named(headers: Mapping[str, str]) -> frozenset[str]:
 class UpstreamFacts:
     max_model_len: int | None = None
     block_size: int | None = None
+    models: tuple[dict[str, Any], ...] = ()  # its /v1/models entries (id, max_model_len ...)
 
 
 async def discover(session: aiohttp.ClientSession, base_url: str,
                    headers: Mapping[str, str]) -> UpstreamFacts:
     """Best effort: an engine that does not say (or does not answer yet) leaves it unknown."""
     engine = EngineClient(session, base_url, headers)
-    length = block = None
     try:
-        length = max_model_len(await engine.models())
-    except (Sm121Error, aiohttp.ClientError, TimeoutError, ValueError) as exc:
-        log.info("could not read max_model_len from the upstream: %r", exc)
+        listed = (await engine.models()).get("data")
+    except (Sm121Error, aiohttp.ClientError, TimeoutError, ValueError, AttributeError) as exc:
+        log.info("could not read /v1/models from %s: %r", base_url, exc)
+        return UpstreamFacts()
+    models = tuple(m for m in listed or [] if isinstance(m, dict)
+                   and isinstance(m.get("id"), str))
+    block = None
     try:
         text = await engine.metrics_text()
         block = block_size(text) if text else None
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-        log.info("could not read the block size from the upstream: %r", exc)
-    return UpstreamFacts(length, block)
+        log.info("could not read the block size from %s: %r", base_url, exc)
+    return UpstreamFacts(max_model_len({"data": list(models)}), block, models)

@@ -26,19 +26,25 @@ _READY_TIMEOUT_S = 60.0
 
 def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
                   progress: Callable[[str], None] = lambda _: None,
-                  max_inflight: int | None = None) -> str:
+                  max_inflight: int | None = None, registry: Path | None = None) -> str:
     """Start it, wait until a request passes through it to the engine, return its URL.
-    max_inflight: the engine's max-num-seqs as served (with --set), which the gateway would
-    otherwise read from the recipe alone."""
+    With `registry` (a file of upstreams, this run's among them) the gateway routes to what
+    the file lists and follows its changes (`serve --gateway-join`); each upstream there
+    carries its own policy and limits. Without it, the gateway serves this run with the
+    recipe's policy, and max_inflight is the engine's max-num-seqs as served (with --set),
+    which the gateway would otherwise read from the recipe alone."""
     if port_in_use("127.0.0.1", port):
         raise Sm121Error(f"gateway port {port} is already in use",
                          f"pass --gateway-port N; the engine keeps running ({run.run_id})")
-    argv = [sys.executable, "-m", "sm121.cli.main", "gateway", "--upstream", run.base_url,
-            "--recipe", recipe, "--listen", f"127.0.0.1:{port}"]
-    if profile:
-        argv += ["--profile", profile]
-    if max_inflight:
-        argv += ["--max-inflight", str(max_inflight)]
+    argv = [sys.executable, "-m", "sm121.cli.main", "gateway", "--listen", f"127.0.0.1:{port}"]
+    if registry is not None:
+        argv += ["--registry", str(registry)]
+    else:
+        argv += ["--upstream", run.base_url, "--recipe", recipe]
+        if profile:
+            argv += ["--profile", profile]
+        if max_inflight:
+            argv += ["--max-inflight", str(max_inflight)]
     log = run.directory / LOG_NAME
     process = processes.spawn(argv, os.environ, log)
     pid_file = run.directory / "gateway.pid"

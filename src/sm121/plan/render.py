@@ -189,8 +189,8 @@ def _engine_argv(request: PlanRequest, engine_args: dict[str, ArgValue], model_r
     if rank > 0 and node_count > 1 and tuple(command) == vllm.NATIVE_COMMAND:
         command = list(HEADLESS_NATIVE_COMMAND)
     argv = command + ([model_ref] if command[-1] == "serve" else ["--model", model_ref])
-    argv += ["--served-model-name", recipe.model.id, "--host", request.host,
-             "--port", str(request.port)]
+    argv += ["--served-model-name", recipe.model.id, *recipe.model.aliases,
+             "--host", request.host, "--port", str(request.port)]
     if recipe.model.revision:
         argv += ["--revision", recipe.model.revision]
     par = recipe.parallelism

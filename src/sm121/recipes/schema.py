@@ -7,6 +7,7 @@ from an engine's docs or a field report reads the same in the recipe.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -32,8 +33,14 @@ class ModelSource(StrEnum):
     TINY = "tiny"  # the tiny random-weight model sm121 generates itself
 
 
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
+
+
 class ModelSpec(Strict):
     id: str = Field(description="The name clients use (served model name).")
+    aliases: list[str] = Field(default_factory=list, description="More names clients may use "
+                               "for the same model (all given to --served-model-name), e.g. "
+                               "a shared name that makes this run a replica behind a gateway.")
     source: ModelSource = ModelSource.HF
     hf_id: str | None = None
     path: str | None = None
@@ -42,6 +49,14 @@ class ModelSpec(Strict):
     params_b: float | None = Field(None, description="Parameters, billions.")
     shards: int | None = None
     quantization: str | None = None
+
+    @field_validator("aliases")
+    @classmethod
+    def _plain_names(cls, aliases: list[str]) -> list[str]:
+        bad = [a for a in aliases if not _MODEL_NAME.fullmatch(a)]
+        if bad:
+            raise ValueError(f"model aliases {bad} must be letters, digits and . _ : / -")
+        return aliases
 
 
 class EngineKind(StrEnum):

@@ -34,6 +34,7 @@ async def _refuse_bad_bodies(request: web.Request, handler: Any) -> web.StreamRe
 @dataclass
 class FakeUpstream:
     mode: str = "normal"  # normal | die | flood | stall
+    model: str = "fake"
     chunks: int = 5
     interval_s: float = 0.0
     prefill_s_per_1k: float = 0.0  # "prefill": a delay before the first byte, per 1,000 chars
@@ -41,6 +42,7 @@ class FakeUpstream:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     tokenize_calls: int = 0
+    requests: int = 0
     bytes_sent: int = 0
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
@@ -58,6 +60,7 @@ class FakeUpstream:
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/tokenize", self._tokenize)
         app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/health", self._health)
         self._runner = web.AppRunner(app, handler_cancellation=True)
         await self._runner.setup()
         self.port = port or free_port()
@@ -70,7 +73,10 @@ class FakeUpstream:
 
     async def _models(self, _: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [
-            {"id": "fake", "object": "model", "max_model_len": MAX_MODEL_LEN}]})
+            {"id": self.model, "object": "model", "max_model_len": MAX_MODEL_LEN}]})
+
+    async def _health(self, _: web.Request) -> web.Response:
+        return web.Response(status=200)
 
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(text=f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",'
@@ -92,6 +98,7 @@ class FakeUpstream:
     async def _generate(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.bodies.append(body)
+        self.requests += 1
         self.headers.append(dict(request.headers))
         if not body.get("stream"):
             return web.json_response({"id": "cmpl-1", "object": "chat.completion", "choices": [

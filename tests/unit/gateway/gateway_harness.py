@@ -14,6 +14,7 @@ from support import free_port
 from sm121.gateway.app import start_site
 from sm121.gateway.config import GatewayConfig
 from sm121.gateway.handlers import GATEWAY
+from sm121.gateway.replicas import Replica
 from sm121.gateway.state import Gateway
 from sm121.recipes.schema import ParamPolicy, PolicyAction, RequestPolicy
 
@@ -34,6 +35,11 @@ class Running:
     def gateway(self) -> Gateway:
         return self.runner.app[GATEWAY]
 
+    @property
+    def replica(self) -> Replica:
+        """The first upstream's replica (the only one, in single-upstream tests)."""
+        return next(iter(self.gateway.replicas.values()))
+
     async def chat(self, stream: bool = False, **extra: Any) -> aiohttp.ClientResponse:
         body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}],
                 "stream": stream, **extra}
@@ -45,7 +51,7 @@ class Running:
 
 
 @asynccontextmanager
-async def running_gateway(upstream: str, **settings: Any) -> AsyncIterator[Running]:
+async def running_gateway(upstream: str = "", **settings: Any) -> AsyncIterator[Running]:
     config = GatewayConfig(upstream=upstream, port=free_port(),
                            policy=settings.pop("policy", POLICY), **settings)
     runner = await start_site(config)

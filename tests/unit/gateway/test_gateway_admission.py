@@ -35,7 +35,7 @@ async def test_long_lane_admits_one_long_prefill_and_lets_short_ones_pass(
         longs = [_completion(gw, LONG_PROMPT + str(i), f"long{i}") for i in range(2)]
         while not upstream.bodies:
             await asyncio.sleep(0.01)
-        assert gw.gateway.admission.long.waiting == 1  # the second long one waits for the lane
+        assert gw.replica.admission.long.waiting == 1  # the second long one waits for the lane
         short = _completion(gw, "hi", "short")
         await asyncio.gather(short, *longs)
         # The short turn reached the engine during the first long prefill, not after both.

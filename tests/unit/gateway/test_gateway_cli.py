@@ -6,10 +6,13 @@ import asyncio
 import json
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from fake_upstream import FakeUpstream
 from support import free_port, run_cli
 
+from sm121.gateway import registry
+from sm121.gateway.config import UpstreamSpec
 from sm121.launch.gateway import start_gateway
 from sm121.launch.processes import group_alive
 from sm121.launch.run_state import RunInfo, create_run_dir, now_iso
@@ -56,3 +59,53 @@ async def test_gateway_started_for_a_run_is_stopped_with_it(sm121_home: Path) ->
         assert "stopped" in out.stdout and not group_alive(pid)
     finally:
         await fake.stop()
+
+
+def test_gateway_join_needs_a_run_with_a_gateway(sm121_home: Path) -> None:
+    result = run_cli("serve", "tiny-cpu", "--gateway-join", "no-such-run", check=False)
+    assert result.returncode == 2 and "no run 'no-such-run'" in result.stderr
+    run = RunInfo(run_id="fake-no-gateway", recipe="tiny-cpu", profile="agent",
+                  created=now_iso(), base_url="http://127.0.0.1:9", model="fake", status="ready")
+    create_run_dir(run.run_id)
+    run.save()
+    result = run_cli("serve", "tiny-cpu", "--gateway-join", run.run_id, check=False)
+    assert result.returncode == 2 and "no running gateway to join" in result.stderr
+    both = run_cli("serve", "tiny-cpu", "--gateway", "--gateway-join", run.run_id, check=False)
+    assert both.returncode == 2 and "not both" in both.stderr
+
+
+async def test_a_joined_engine_is_routed_by_the_running_gateway(sm121_home: Path) -> None:
+    """What `serve --gateway` and then `serve OTHER --gateway-join RUN` do once their engines
+    are ready, with fake engines: the second one's model becomes reachable at the same URL."""
+    first, second = await FakeUpstream().start(), await FakeUpstream(model="other").start()
+    run = RunInfo(run_id="fake-gateway-join", recipe="tiny-cpu", profile="agent",
+                  created=now_iso(), base_url=first.url, model="fake", status="ready")
+    create_run_dir(run.run_id)
+    run.save()
+    upstreams = run.directory / registry.FILE_NAME
+    port = free_port()
+    registry.create(upstreams, f"http://127.0.0.1:{port}",
+                    [UpstreamSpec(url=first.url, name=run.run_id)])
+    try:
+        url = await asyncio.to_thread(start_gateway, run, "tiny-cpu", "agent", port,
+                                      registry=upstreams)
+        registry.add(upstreams, UpstreamSpec(url=second.url, name="fake-second"))
+        for _ in range(100):  # the file is read every second, the new engine asked at once
+            state = await asyncio.to_thread(_get_json, f"{url}/sm121/upstreams")
+            if state["models"] == ["fake", "other"]:
+                break
+            await asyncio.sleep(0.1)
+        body = json.dumps({"model": "other", "prompt": "x"}).encode()
+        request = urllib.request.Request(f"{url}/v1/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        response = await asyncio.to_thread(urllib.request.urlopen, request, timeout=30)
+        assert response.headers["X-Sm121-Upstream"] == "fake-second"
+        await asyncio.to_thread(run_cli, "stop", run.run_id)
+    finally:
+        await first.stop()
+        await second.stop()
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)

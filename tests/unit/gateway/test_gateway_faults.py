@@ -65,7 +65,7 @@ async def test_client_disconnect_aborts_the_upstream_request_during_prefill() ->
                 await asyncio.sleep(0.05)
             request.cancel()  # the client goes away
             await asyncio.wait_for(fake.cancelled.wait(), timeout=10)
-            assert gw.gateway.admission.general.held == 0
+            assert gw.replica.admission.general.held == 0
     finally:
         await fake.stop()
 

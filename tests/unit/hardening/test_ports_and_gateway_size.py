@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sm121.cli import serve as serve_cli
+from sm121.cli import serve_ready
 from sm121.cluster.spec import Cluster, Node
 from sm121.doctor.cluster_check import CheckRequest, check_cluster
+from sm121.gateway import registry
 from sm121.launch import gateway
 from sm121.launch.run_state import RunInfo, create_run_dir
 from sm121.plan.build import build_plan
@@ -41,8 +42,12 @@ def test_serve_gateway_takes_max_num_seqs_as_served(monkeypatch: pytest.MonkeyPa
     plan = build_plan("tiny-cpu", "agent", None, {"max-num-seqs": 3})
     run = RunInfo(run_id="gw-size", recipe="tiny-cpu", profile="agent", created="x",
                   base_url="http://127.0.0.1:1", model="tiny")
-    create_run_dir(run.run_id)
+    run_dir = create_run_dir(run.run_id)
     with pytest.raises(_Spawned):
-        serve_cli._start_gateway(run, "tiny-cpu", plan, 1)
+        serve_ready.start_gateway_for(run, "tiny-cpu", plan, 1)
+    # The gateway follows the run's upstreams file, whose entry carries the limits as served.
     argv = seen[0]
-    assert argv[argv.index("--max-inflight") + 1] == "3"
+    upstreams = Path(argv[argv.index("--registry") + 1])
+    assert upstreams.parent == run_dir
+    (spec,) = registry.load(upstreams)
+    assert spec.max_inflight == 3 and spec.url == "http://127.0.0.1:1"

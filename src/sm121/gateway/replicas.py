@@ -1,0 +1,153 @@
+"""One upstream engine as the gateway holds it: its own admission lanes, what it serves (read
+from its /v1/models), its health, and its routing counters.
+
+Health has two sources. Outcomes of real requests: a connection that fails, or dies mid-way,
+ejects the replica at once (its engine is gone, and the next request should not be the one to
+find out); answers with a 5xx status eject it when they become a large share of its recent
+outcomes. And its /health, asked every health interval by the monitor (health.py), which
+re-admits an ejected replica once it answers again and it has been out for a while.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from sm121.gateway.admission import Admission
+from sm121.gateway.config import RoutingSettings, UpstreamSpec
+from sm121.gateway.metrics import GatewayMetrics
+from sm121.gateway.relay import UpstreamPool
+
+log = logging.getLogger("sm121.gateway")
+_MAX_OUT_S = 30.0  # the longest an ejected replica that keeps failing waits between tries
+
+
+class Replica:
+    def __init__(self, spec: UpstreamSpec, metrics: GatewayMetrics,
+                 settings: RoutingSettings, connect_timeout_s: float = 5.0) -> None:
+        self.spec, self.name, self.url = spec, spec.name, spec.url
+        self.settings = settings
+        self.pool = UpstreamPool(spec.url, connect_timeout_s)  # the proxied requests' connections
+        self.admission = Admission(spec.max_inflight, spec.max_inflight_per_session,
+                                   spec.long_lane, metrics)
+        self.models: tuple[str, ...] = ()  # served names, from /v1/models
+        self.cards: list[dict[str, Any]] = []  # its /v1/models entries, for the union
+        self.discovered = False
+        self.max_model_len = spec.max_model_len
+        self.block_size: int | None = None
+        # Optimistic at the start: the first health round (within a second) corrects it, and a
+        # gateway started beside a booting engine must not refuse what the engine could take.
+        self.healthy = True
+        self.ejected_at = 0.0
+        self._out_s = settings.readmit_after_s
+        self._outcomes: deque[bool] = deque(maxlen=settings.error_window)
+        self.inflight = 0
+        # The same counts as the metrics, for /sm121/upstreams.
+        self.counts = {"affinity": 0, "spill": 0, "round_robin": 0, "spilled_away": 0,
+                       "ejections": 0, "readmissions": 0}
+        # Children bound once: the request path does no label lookups.
+        self._affinity = metrics.routed.labels(self.name, "affinity")
+        self._spilled_in = metrics.routed.labels(self.name, "spill")
+        self._round_robin = metrics.routed.labels(self.name, "round_robin")
+        self._spills = {reason: metrics.spills.labels(self.name, reason)
+                        for reason in ("saturated", "unhealthy")}
+        self._metrics = metrics
+        self._healthy_gauge = metrics.healthy.labels(self.name)
+        self._inflight_gauge = metrics.replica_inflight.labels(self.name)
+        self._healthy_gauge.set(1)
+
+    # ---- load --------------------------------------------------------------------------
+
+    def load(self) -> float:
+        gate = self.admission.general
+        return (gate.held + gate.waiting) / gate.capacity
+
+    def saturated(self, now: float) -> bool:
+        """In flight at its cap, someone already queued, or a recent admission waited longer
+        than the bound: a new request here would wait."""
+        gate = self.admission.general
+        return (gate.held >= gate.capacity or gate.waiting > 0
+                or self.admission.recent_wait(now) > self.settings.spill_queue_wait_s)
+
+    def started(self) -> None:
+        self.inflight += 1
+        self._inflight_gauge.inc()
+
+    def finished(self) -> None:
+        self.inflight -= 1
+        self._inflight_gauge.dec()
+
+    # ---- routing counters -------------------------------------------------------------
+
+    def count_route(self, how: str) -> None:
+        self.counts[how] += 1
+        {"affinity": self._affinity, "spill": self._spilled_in,
+         "round_robin": self._round_robin}[how].inc()
+
+    def count_spill(self, reason: str) -> None:
+        self.counts["spilled_away"] += 1
+        self._spills[reason].inc()
+
+    # ---- health -----------------------------------------------------------------------
+
+    def record(self, ok: bool) -> None:
+        """One answered request: a 5xx counts against the replica, anything else for it."""
+        self._outcomes.append(ok)
+        if ok or not self.healthy:
+            return
+        errors = self._outcomes.count(False)
+        if errors >= self.settings.min_errors and \
+                errors / len(self._outcomes) > self.settings.error_rate:
+            self.eject("error_rate")
+
+    def failed(self, reason: str) -> None:
+        """The connection failed or died: the engine is not there now."""
+        self._outcomes.append(False)
+        self.eject(reason)
+
+    def eject(self, reason: str) -> None:
+        if not self.healthy:
+            return
+        self.healthy = False
+        self.ejected_at = time.monotonic()
+        self._healthy_gauge.set(0)
+        self.counts["ejections"] += 1
+        self._metrics.ejections.labels(self.name, reason).inc()
+        log.warning("replica %s ejected (%s); its sessions go to the others", self.name, reason)
+
+    def may_readmit(self, now: float) -> bool:
+        return not self.healthy and now - self.ejected_at >= self._out_s
+
+    def readmit(self) -> None:
+        self.healthy = True
+        self._outcomes.clear()
+        self._healthy_gauge.set(1)
+        self.counts["readmissions"] += 1
+        self._metrics.readmissions.labels(self.name).inc()
+        log.info("replica %s re-admitted: its /health answers again", self.name)
+
+    def probe_failed_while_out(self) -> None:
+        """Still down: wait longer before the next try, up to a bound."""
+        self._out_s = min(self._out_s * 2, _MAX_OUT_S)
+
+    def steady(self) -> None:
+        """A health round passed while in the rotation: the next ejection waits the least."""
+        self._out_s = self.settings.readmit_after_s
+
+    def learned(self, cards: list[dict[str, Any]], max_model_len: int | None,
+                block_size: int | None) -> None:
+        self.cards = cards
+        self.models = tuple(str(card["id"]) for card in cards if "id" in card)
+        self.discovered = bool(self.models)
+        if self.spec.max_model_len is None and max_model_len is not None:
+            self.max_model_len = max_model_len
+        self.block_size = block_size or self.block_size
+
+    def summary(self) -> dict[str, Any]:
+        gate = self.admission.general
+        return {"name": self.name, "url": self.url, "models": list(self.models),
+                "healthy": self.healthy, "discovered": self.discovered,
+                "inflight": gate.held, "queued": gate.waiting, "capacity": gate.capacity,
+                "max_model_len": self.max_model_len, "routing": dict(self.counts)}

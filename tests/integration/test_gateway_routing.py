@@ -1,0 +1,165 @@
+"""One gateway in front of two real tiny vLLM engines (`sm121 gateway --runs A,B`).
+
+The session engine (`tiny_engine`, model `tiny`) is replica A. This module boots ONE more
+engine, B, from a copy of the tiny-cpu recipe whose model is `tiny-b` with the alias `tiny`:
+B is both a second model (tiny-b, only there) and a second replica of `tiny`. The last test
+kills B mid-stream (SIGKILL: a crash, not a clean stop)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from support import SM121, TinyEngine, free_port, run_cli
+
+from sm121.gateway.routing import weight
+from sm121.launch import processes
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def replica_b(tiny_engine: TinyEngine, sm121_home: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[TinyEngine]:
+    recipe = yaml.safe_load(resources.files("sm121.recipes.builtin")
+                            .joinpath("tiny-cpu.yaml").read_text())
+    recipe["name"] = "tiny-cpu-b"
+    recipe["model"].update(id="tiny-b", aliases=["tiny"])
+    path = tmp_path_factory.mktemp("recipes") / "tiny-cpu-b.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    port = free_port()
+    # Our own copy of a built-in recipe: trusted as the built-in is.
+    run_cli("serve", str(path), "--profile", "agent", "--port", str(port), "--trust",
+            "--timeout", "1500", timeout=1600)
+    run_dir = max((sm121_home / "runs").glob("tiny-cpu-b-agent-*"),
+                  key=lambda p: p.stat().st_mtime)
+    engine = TinyEngine(base_url=f"http://127.0.0.1:{port}", model="tiny-b",
+                        run_id=run_dir.name, port=port, run_dir=run_dir)
+    try:
+        yield engine
+    finally:
+        run_cli("stop", engine.run_id, check=False)
+
+
+@pytest.fixture(scope="module")
+def gateway(tiny_engine: TinyEngine, replica_b: TinyEngine,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("routing-gateway") / "gateway.log"
+    process = processes.spawn([*SM121, "gateway", "--runs",
+                               f"{tiny_engine.run_id},{replica_b.run_id}",
+                               "--listen", f"127.0.0.1:{port}"], dict(os.environ), log)
+    started = processes.identity(process.pid)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_discovered(url, process, log)
+        yield url
+    finally:
+        processes.stop_group(process.pid, started)
+        process.wait(timeout=10)
+
+
+def _wait_discovered(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the gateway exited:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/sm121/upstreams", timeout=5) as response:
+                if all(u["discovered"] for u in json.load(response)["upstreams"]):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"the gateway did not discover both engines:\n{log.read_text()}")
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+        yield session
+
+
+def _session_owned_by(run_id: str, other: str) -> str:
+    """An X-Session-Id whose rendezvous owner is `run_id` (the gateway keys it `h:ID`)."""
+    return next(f"agent-{i}" for i in range(1000)
+                if weight(f"h:agent-{i}", run_id) > weight(f"h:agent-{i}", other))
+
+
+async def _turn(http: aiohttp.ClientSession, url: str, session: str,
+                messages: list[dict[str, str]], **extra: Any) -> tuple[str, dict[str, Any]]:
+    response = await http.post(f"{url}/v1/chat/completions", headers={
+        "X-Session-Id": session}, json={"model": "tiny", "messages": messages,
+                                        "max_tokens": 8, "ignore_eos": True, **extra})
+    assert response.status == 200, await response.text()
+    return response.headers["X-Sm121-Upstream"], await response.json()
+
+
+async def test_two_models_through_one_url(gateway: str, replica_b: TinyEngine,
+                                          http: aiohttp.ClientSession) -> None:
+    models = await (await http.get(f"{gateway}/v1/models")).json()
+    assert {"tiny", "tiny-b"} <= {m["id"] for m in models["data"]}
+    response = await http.post(f"{gateway}/v1/chat/completions", json={
+        "model": "tiny-b", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+    assert response.status == 200
+    assert response.headers["X-Sm121-Upstream"] == replica_b.run_id
+    unknown = await http.post(f"{gateway}/v1/chat/completions", json={
+        "model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]})
+    error = (await unknown.json())["error"]
+    assert unknown.status == 404 and error["code"] == "model_not_found"
+    assert "'tiny'" in error["message"] and "'tiny-b'" in error["message"]
+
+
+async def test_a_session_keeps_its_replica_and_its_prefix(gateway: str,
+                                                          http: aiohttp.ClientSession) -> None:
+    messages = [{"role": "system", "content": "routing test " + "cache block " * 300}]
+    served, reuse = set(), []
+    for turn in range(4):
+        messages.append({"role": "user", "content": f"turn {turn}: go on"})
+        upstream, body = await _turn(http, gateway, "affinity-1", messages)
+        served.add(upstream)
+        usage = body["usage"]
+        if turn:
+            reuse.append(usage["prompt_tokens_details"]["cached_tokens"]
+                         / usage["prompt_tokens"])
+        messages.append({"role": "assistant", "content": body["choices"][0]["message"]
+                         ["content"]})
+    assert len(served) == 1
+    assert min(reuse) > 0.7, reuse  # the engine's own count (its blocks are 128 tokens here)
+
+
+async def test_a_replica_killed_mid_stream(gateway: str, tiny_engine: TinyEngine,
+                                           replica_b: TinyEngine,
+                                           http: aiohttp.ClientSession) -> None:
+    """Its stream ends with an error event and [DONE]; the session's next turn is served by
+    the survivor; the ejection is in the metrics. (Last in the module: B stays dead.)"""
+    session = _session_owned_by(replica_b.run_id, tiny_engine.run_id)
+    messages = [{"role": "user", "content": "write a very long answer"}]
+    response = await http.post(f"{gateway}/v1/chat/completions", headers={
+        "X-Session-Id": session}, json={"model": "tiny", "messages": messages, "stream": True,
+                                        "max_tokens": 20000, "ignore_eos": True})
+    assert response.headers["X-Sm121-Upstream"] == replica_b.run_id
+    await response.content.readany()  # it is streaming
+    os.killpg(int((replica_b.run_dir / "engine.pid").read_text()), signal.SIGKILL)
+    events = [line[6:] for line in (await response.text()).splitlines()
+              if line.startswith("data: ")]
+    assert json.loads(events[-2])["error"]["type"] == "upstream_disconnected"
+    assert events[-1] == "[DONE]"
+    upstream, _ = await _turn(http, gateway, session, messages)
+    assert upstream == tiny_engine.run_id
+    metrics = (await (await http.get(f"{gateway}/metrics")).text()).splitlines()
+    ejected = [line for line in metrics
+               if line.startswith("sm121_gateway_replica_ejections_total")
+               and replica_b.run_id in line]
+    assert ejected and float(ejected[0].split()[-1]) >= 1
