@@ -55,7 +55,11 @@ def test_both_versions_are_bundled_and_differ() -> None:
     ("0.32.0", ONLY_032, True), ("0.21.0", ONLY_032, False),
 ])
 def test_a_flag_of_one_version_follows_the_recipes_version(
-        tmp_path: Path, version: str, flag: str, accepted: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, flag: str,
+        accepted: bool) -> None:
+    # An empty home: the session's may hold a list read from the installed vLLM (an earlier
+    # serve caches it), and that list, not the bundled one, would then answer for its version.
+    monkeypatch.setenv("SM121_HOME", str(tmp_path / "home"))
     findings = _findings(_recipe(tmp_path, version, flag))
     errors = [f for f in findings if f[0] == "error"]
     assert not [f for f in findings if f[1] == "engine.version"]  # an exact list: no warning

@@ -6,18 +6,18 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from sm121.bench.results import default_path
-from sm121.bench.runner import Progress as ProgressFn
-from sm121.bench.runner import Target, run_scenario
-from sm121.bench.scenarios import SCENARIOS
 from sm121.cli.output import console, print_json
 from sm121.cli.progress import LongWait
 from sm121.engines.api_key import api_key
 from sm121.errors import Sm121Error
+
+if TYPE_CHECKING:
+    from sm121.bench.runner import Progress as ProgressFn
 
 bench_app = typer.Typer(help="Token-accurate measurements of prefill, decode and admission; "
                         "A/B across profiles; reports with plots.", no_args_is_help=True)
@@ -61,6 +61,11 @@ def progress_bar(title: str = "bench") -> Iterator[ProgressFn]:
 def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
                      no_stream: bool, params: dict[str, Any], as_json: bool,
                      api: str | None = None) -> None:
+    # The scenarios and the runner (aiohttp) are imported here: every `sm121` command loads
+    # this module, and on a saturated host aiohttp's import alone took seconds.
+    from sm121.bench.runner import Target, run_scenario
+    from sm121.bench.scenarios import SCENARIOS
+
     spec = SCENARIOS[name]
     path = out or default_path(name)
     target = Target(url, model, stream=not no_stream, api_key=api_key(engine_first=False),
