@@ -56,6 +56,9 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
     except (OSError, TimeoutError, UpstreamClosed) as exc:
         replica.failed("unreachable")
         return _unreachable(gw, replica, ex, exc)
+    except ValueError as exc:  # a line break in the request line or a header: not sent
+        ex.outcome = "bad_request"
+        return error_reply(400, str(exc), "invalid_request_error", headers=ex.extra_headers)
     except asyncio.CancelledError:
         _client_gone(gw, ex)  # while the engine was still in prefill
         raise
@@ -83,7 +86,11 @@ async def _send(pool: UpstreamPool, method: str, path: str,
     headers = list(headers)
     for attempt in (0, 1):
         proto, reused = await pool.acquire()
-        proto.send(method, pool.prefix + path, pool.host, headers, body)
+        try:
+            proto.send(method, pool.prefix + path, pool.host, headers, body)
+        except ValueError:
+            pool.release(proto)
+            raise
         try:
             return proto, await proto.head
         except UpstreamClosed:

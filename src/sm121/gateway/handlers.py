@@ -189,7 +189,9 @@ async def locality_report(request: web.Request) -> web.Response:
 
 def _exchange(request: web.Request, gw: Gateway, started: float, body: bytes | None) -> Exchange:
     request_id = secrets.token_hex(8)
-    ex = Exchange(route=request.path, path=request.path_qs, body=body, started=started,
+    # As the client encoded it: a decoded %0D%0A would end the upstream's request line.
+    ex = Exchange(route=request.path, path=request.rel_url.raw_path_qs, body=body,
+                  started=started,
                   extra_headers={REQUEST_ID_HEADER: request_id})
     if gw.capture is not None:
         ex.capture = gw.capture.start(request_id, request.method, request.path_qs,

@@ -107,7 +107,12 @@ class RelayProtocol(asyncio.Protocol):
         lines += [f"{k}: {v}" for k, v in headers]
         if body is not None or method == "POST":
             lines.append(f"Content-Length: {len(body or b'')}")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        text = "\r\n".join(lines)
+        # The target arrives still URL-encoded and aiohttp refuses raw line breaks in headers;
+        # this is the last guard: a line break here would let a client write its own headers.
+        if "\n" in text.replace("\r\n", "") or text.count("\r") != len(lines) - 1:
+            raise ValueError("refusing to send a request line or header with a line break")
+        head = (text + "\r\n\r\n").encode("latin-1")
         assert self.transport is not None
         self.transport.write(head + body if body else head)
 
@@ -207,6 +212,9 @@ class RelayProtocol(asyncio.Protocol):
                     self._state = _DATA
                 pos = eol + 2
         self._buf = buf[pos:]  # an incomplete size line or CRLF: completed by the next read
+        if len(self._buf) > _HEAD_LIMIT:  # a size line without an end: not HTTP
+            self._fail("the upstream sent a chunk size line without an end")
+            return
         raw = b"" if in_trailers else buf[:last_at] if last_at >= 0 else buf[:pos]
         self._deliver(raw, b"".join(payload) if len(payload) != 1 else payload[0])
         if complete:
