@@ -6,16 +6,12 @@ its gaps; and the report with its plots. Small sizes keep it to about a minute."
 from __future__ import annotations
 
 import json
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import SM121, TinyEngine, free_port, run_cli
-
-from sm121.launch import processes
+from support import TinyEngine, run_cli
+from support.gateway_process import spawned_gateway
 
 pytestmark = pytest.mark.integration
 
@@ -39,34 +35,10 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def capturing_gateway(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPathFactory
                       ) -> Iterator[tuple[str, Path]]:
     folder = tmp_path_factory.mktemp("capture") / "cap"
-    port = free_port()
-    log = folder.parent / "gateway.log"
-    import os
+    with spawned_gateway(folder.parent, "--upstream", tiny_engine.base_url, "--capture",
+                         str(folder), "--redact", ready="/v1/models") as gateway:
+        yield gateway.url, folder
 
-    process = processes.spawn([*SM121, "gateway", "--upstream", tiny_engine.base_url,
-                               "--listen", f"127.0.0.1:{port}", "--capture", str(folder),
-                               "--redact"], dict(os.environ), log)
-    started = processes.identity(process.pid)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for(url, process, log)
-        yield url, folder
-    finally:
-        processes.stop_group(process.pid, started)
-        process.wait(timeout=10)
-
-
-def _wait_for(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the gateway exited:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"the gateway did not answer:\n{log.read_text()}")
 
 
 def _turns(data: dict) -> list[dict]:

@@ -8,16 +8,13 @@ import asyncio
 import json
 import re
 import subprocess
-import time
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiohttp
 import pytest
-from support import SM121, TinyEngine, free_port
-
-from sm121.launch import processes
+from support import SM121, TinyEngine
+from support.gateway_process import spawned_gateway
 
 pytestmark = pytest.mark.integration
 
@@ -25,38 +22,10 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def gateway_url(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPathFactory
                 ) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("gateway") / "gateway.log"
-    process = processes.spawn([*SM121, "gateway", "--upstream", tiny_engine.base_url,
-                               "--recipe", "tiny-cpu", "--listen", f"127.0.0.1:{port}",
-                               "--long-prompt-tokens", "4000"], _env(), log)
-    started = processes.identity(process.pid)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for(url, process, log.read_text)
-        yield url
-    finally:
-        processes.stop_group(process.pid, started)
-        process.wait(timeout=10)
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
-
-
-def _wait_for(url: str, process: subprocess.Popen[bytes], log: Any) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the gateway exited:\n{log()}")
-        try:
-            with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"the gateway did not answer:\n{log()}")
+    with spawned_gateway(tmp_path_factory.mktemp("gateway"), "--upstream",
+                         tiny_engine.base_url, "--recipe", "tiny-cpu", "--long-prompt-tokens",
+                         "4000", ready="/v1/models") as gateway:
+        yield gateway.url
 
 
 @pytest.fixture

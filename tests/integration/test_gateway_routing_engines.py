@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -21,10 +20,10 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from support import SM121, TinyEngine, free_port, run_cli
+from support import TinyEngine, free_port, run_cli
+from support.gateway_process import spawned_gateway
 
 from sm121.gateway.routing import weight
-from sm121.launch import processes
 
 pytestmark = pytest.mark.integration
 
@@ -55,32 +54,19 @@ def replica_b(tiny_engine: TinyEngine, sm121_home: Path,
 @pytest.fixture(scope="module")
 def gateway(tiny_engine: TinyEngine, replica_b: TinyEngine,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("routing-gateway") / "gateway.log"
-    process = processes.spawn([*SM121, "gateway", "--runs",
-                               f"{tiny_engine.run_id},{replica_b.run_id}",
-                               "--listen", f"127.0.0.1:{port}"], dict(os.environ), log)
-    started = processes.identity(process.pid)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_discovered(url, process, log)
-        yield url
-    finally:
-        processes.stop_group(process.pid, started)
-        process.wait(timeout=10)
+    folder = tmp_path_factory.mktemp("routing-gateway")
+    with spawned_gateway(folder, "--runs", f"{tiny_engine.run_id},{replica_b.run_id}"
+                         ) as gateway:
+        _wait_discovered(gateway.url, gateway.log)
+        yield gateway.url
 
 
-def _wait_discovered(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+def _wait_discovered(url: str, log: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the gateway exited:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/sm121/upstreams", timeout=5) as response:
-                if all(u["discovered"] for u in json.load(response)["upstreams"]):
-                    return
-        except OSError:
-            pass
+        with urllib.request.urlopen(f"{url}/sm121/upstreams", timeout=5) as response:
+            if all(u["discovered"] for u in json.load(response)["upstreams"]):
+                return
         time.sleep(0.3)
     raise AssertionError(f"the gateway did not discover both engines:\n{log.read_text()}")
 

@@ -28,26 +28,35 @@ class GatewayProcess:
 
 @contextmanager
 def gateway_process(upstream: str, folder: Path, *args: str) -> Iterator[GatewayProcess]:
+    with spawned_gateway(folder, "--upstream", upstream, *args) as gateway:
+        yield gateway
+
+
+@contextmanager
+def spawned_gateway(folder: Path, *args: str, ready: str = "/metrics"
+                    ) -> Iterator[GatewayProcess]:
+    """`sm121 gateway ARGS --listen FREE_PORT`, once GET `ready` answers 200; stopped by its
+    recorded identity at the end."""
     port, log = free_port(), folder / "gateway.log"
-    process = processes.spawn([*SM121, "gateway", "--upstream", upstream,
-                               "--listen", f"127.0.0.1:{port}", *args], dict(os.environ), log)
+    process = processes.spawn([*SM121, "gateway", *args, "--listen", f"127.0.0.1:{port}"],
+                              dict(os.environ), log)
     started = processes.identity(process.pid)
     gateway = GatewayProcess(f"http://127.0.0.1:{port}", process.pid, log)
     try:
-        _wait_for(gateway, process)
+        _wait_for(gateway, process, ready)
         yield gateway
     finally:
         processes.stop_group(process.pid, started)
         process.wait(timeout=10)
 
 
-def _wait_for(gateway: GatewayProcess, process: subprocess.Popen[bytes]) -> None:
+def _wait_for(gateway: GatewayProcess, process: subprocess.Popen[bytes], ready: str) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"the gateway exited:\n{gateway.log_text()}")
         try:
-            with urllib.request.urlopen(f"{gateway.url}/metrics", timeout=5):
+            with urllib.request.urlopen(f"{gateway.url}{ready}", timeout=5):
                 return
         except OSError:
             time.sleep(0.3)
