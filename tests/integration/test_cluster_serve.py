@@ -1,11 +1,15 @@
 """A real two-node serve over SSH: vLLM's CPU build, tensor parallel 2, the head on 127.0.0.2
 and a headless worker on 127.0.0.3, both reached through a real sshd with the native runtime.
-Booted once for this module (one to three minutes on a shared 2-core machine)."""
+Booted once for this module (one to three minutes on a shared 2-core machine), supervised:
+the last tests kill the worker, watch the whole run roll over, then stop it."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -67,7 +71,7 @@ def cluster_run(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory,
                                 master_port=free_port())
     port = free_port()
     served = run_cli("serve", str(recipe), "--cluster", str(cluster), "--port", str(port),
-                     "--trust", timeout=1200)
+                     "--trust", "--supervise", timeout=1200)
     runs = [r for r in json.loads(run_cli("status", "--json").stdout)
             if r["recipe"] == "tiny-2node"]
     info = runs[-1]
@@ -78,7 +82,7 @@ def cluster_run(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory,
 
 
 def test_the_head_serves_a_real_generation(cluster_run: ClusterRun) -> None:
-    assert cluster_run.info["status"] == "ready"
+    assert _status(cluster_run.run_id)["status"] == "ready"
     body = json.dumps({"model": "tiny", "prompt": "hello", "max_tokens": 5, "ignore_eos": True})
     request = urllib.request.Request(f"{cluster_run.base_url}/v1/completions", data=body.encode(),
                                      headers={"Content-Type": "application/json"})
@@ -136,10 +140,46 @@ def test_status_logs_and_startup_reach_every_node(cluster_run: ClusterRun) -> No
     assert "first generation" in table and "s/shard" in table
 
 
+def _status(run_id: str) -> dict:
+    (row,) = [r for r in json.loads(run_cli("status", "--json").stdout) if r["run_id"] == run_id]
+    return row
+
+
+def _wait_status(run_id: str, wanted: str, restarts: int, timeout_s: float) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        row = _status(run_id)
+        if row["status"] == wanted and row["restarts"] >= restarts:
+            return row
+        assert row["status"] != "failed", row.get("failure")
+        time.sleep(2)
+    raise AssertionError(f"{run_id} never became {wanted}: {row}")
+
+
+def test_a_dead_worker_rolls_the_whole_run_over(cluster_run: ClusterRun) -> None:
+    before = {name: cluster_run.node(name)["pgid"] for name in HCAS}
+    os.killpg(before["node-b"], signal.SIGKILL)  # the worker crashes: rank 1 is gone
+    row = _wait_status(cluster_run.run_id, "ready", restarts=1, timeout_s=1200)
+    (crash,) = row["crashes"]
+    assert crash["during"] == "serving" and crash["restarted"]
+    assert "node node-b" in crash["how"] and crash["cause"].startswith("node-b: ")
+    after = {n["name"]: n["pgid"] for n in row["nodes"] if n["name"] in HCAS}
+    # Both ranks were started again (the head too), in start order, and the old ones are gone.
+    assert all(after[name] != before[name] and group_alive(after[name]) for name in HCAS)
+    assert not any(group_alive(g) for g in before.values())
+    head = (cluster_run.node_dir("node-a") / "engine.pid").stat().st_mtime
+    assert head <= (cluster_run.node_dir("node-b") / "engine.pid").stat().st_mtime
+    test_the_head_serves_a_real_generation(cluster_run)
+    startup = json.loads(run_cli("startup", "--json", "--recipe", "tiny-2node").stdout)
+    assert [s["restart"] for s in startup if s["run_id"] == cluster_run.run_id] == [0, 1]
+
+
 def test_stop_leaves_no_process_on_any_node(cluster_run: ClusterRun) -> None:
-    groups = [cluster_run.node(name)["pgid"] for name in HCAS]
+    row = _status(cluster_run.run_id)
+    groups = [n["pgid"] for n in row["nodes"] if n["name"] in HCAS]
+    watchdog = row["watchdog_pid"]
     run_cli("stop", cluster_run.run_id)
-    assert not any(group_alive(g) for g in groups)
+    assert not any(group_alive(g) for g in groups) and not group_alive(watchdog)
     (status,) = [r for r in json.loads(run_cli("status", "--json").stdout)
                  if r["run_id"] == cluster_run.run_id]
     assert status["status"] == "stopped"

@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 
 from sm121.cli.output import console, err_console
-from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.run_state import RunInfo, load_run
 from sm121.plan.model import ServePlan
@@ -17,15 +16,16 @@ def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, fore
                          after_ready: Callable[[RunInfo], None]) -> None:
     """after_ready: what serve does once the engine answers (summary, gateway)."""
     from sm121.cli.progress import LongWait
-    from sm121.launch.supervised import serve_supervised
+    from sm121.launch.supervised import serve_cluster_supervised, serve_supervised
 
-    if cluster:
-        raise Sm121Error("supervision (--supervise, a recipe's restart:) runs on this machine "
-                         "only for now", "serve the cluster without it; `sm121 status` and "
-                         "`sm121 top` show when it dies")
     policy = plan.restart or RestartPolicy()
-    with LongWait(f"serving {plan.recipe} supervised: boot until the first generation") as wait:
-        run = serve_supervised(plan, progress=wait.say, trust=trust)
+    if cluster:
+        with LongWait(f"serving {plan.recipe} supervised on {len(plan.nodes)} node(s)") as wait:
+            run = serve_cluster_supervised(plan, progress=wait.say, trust=trust)
+    else:
+        with LongWait(f"serving {plan.recipe} supervised: boot until the first generation"
+                      ) as wait:
+            run = serve_supervised(plan, progress=wait.say, trust=trust)
     after_ready(run)
     console.print(f"supervised: a watchdog restarts the engine (at most {policy.max} "
                   f"restarts within {policy.within_s:g} s); `sm121 stop` stops both",

@@ -47,9 +47,13 @@ SETTLE_S = 2.0
 
 
 class ClusterLaunch:
-    def __init__(self, plan: ServePlan, progress: Progress) -> None:
-        self.plan, self.progress = plan, progress
-        self.run = _new_run(plan)
+    """One start of every node. `run` is given for a restart of a supervised run (the same
+    run id and folder); `restart` then numbers the start in the start-up history."""
+
+    def __init__(self, plan: ServePlan, progress: Progress, run: RunInfo | None = None,
+                 restart: int = 0) -> None:
+        self.plan, self.progress, self.restart = plan, progress, restart
+        self.run = run if run is not None else _new_run(plan)
         self.slots: list[NodeSlot] = []
         self.hook_results: list[HookResult] = []
         self.started = monotonic()
@@ -58,7 +62,10 @@ class ClusterLaunch:
         plan, run = self.plan, self.run
         self.progress(f"run {run.run_id}: {len(plan.nodes)} node(s)")
         self.slots = in_parallel(plan.nodes, lambda n: prepare_slot(n, run.run_id))
-        run.nodes = [s.process for s in self.slots]
+        engine_nodes = {n.name for n in plan.nodes}
+        # A restart keeps what runs beside the engine (a gateway in front of it).
+        run.nodes = [s.process for s in self.slots] + [n for n in run.nodes
+                                                       if n.name not in engine_nodes]
         save_launch(run.directory, plan,  # argv as each node runs it; secrets by name only
                     {s.plan.name: resolved_argv(s.plan, s.home) for s in self.slots})
         run.save()
@@ -82,7 +89,7 @@ class ClusterLaunch:
                                               s.started_s)
                  for s, text in zip(self.slots, logs, strict=True)]
         record = startup_history.build_record(run, nodes, [h.render() for h in self.hook_results],
-                                              logs[0])
+                                              logs[0]).model_copy(update={"restart": self.restart})
         startup_history.record(run, record)
         run.status = "ready"
         run.save()

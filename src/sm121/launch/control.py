@@ -50,7 +50,19 @@ def stop_run(run: RunInfo) -> list[str]:
         if not processes.stop_group(run.watchdog_pid, watchdog):
             stubborn.append("watchdog")
         run = load_run(run.run_id)  # the engine's process group as the watchdog left it
-    for node in reversed(run.nodes):  # workers first, the head last
+    stubborn += stop_nodes(run)
+    run.status = "stopped"
+    run.save()
+    return stubborn
+
+
+def stop_nodes(run: RunInfo, names: set[str] | None = None) -> list[str]:
+    """Stop the run's processes (only those named, when `names` is given), workers first and
+    the head last; returns the names that would not stop. Status is left to the caller."""
+    stubborn = []
+    for node in reversed(run.nodes):
+        if names is not None and node.name not in names:
+            continue
         if through_transport(node):
             from sm121.launch import remote
 
@@ -58,8 +70,6 @@ def stop_run(run: RunInfo) -> list[str]:
                 stubborn.append(node.name)
         elif node.pgid is not None and not processes.stop_group(node.pgid, node.identity):
             stubborn.append(node.name)
-    run.status = "stopped"
-    run.save()
     return stubborn
 
 

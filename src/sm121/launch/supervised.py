@@ -1,6 +1,10 @@
-"""`sm121 serve --supervise` (or a recipe's `restart:`) on this machine: prepare the run as
-serve does, then hand the engine to a watchdog process and wait until it reports the first
-generation. The watchdog starts the engine itself, so it sees every exit status."""
+"""`sm121 serve --supervise` (or a recipe's `restart:`).
+
+On this machine: prepare the run as serve does, then hand the engine to a watchdog process
+and wait until it reports the first generation. The watchdog starts the engine itself, so it
+sees every exit status. On a cluster: serve the run as `serve --cluster` does (its rollback
+included), then hand it to a cluster watchdog that watches every node and rolls the whole run
+over when one dies."""
 
 from __future__ import annotations
 
@@ -38,6 +42,38 @@ def serve_supervised(plan: ServePlan, progress: Progress = lambda _: None,
     except KeyboardInterrupt:
         control.stop_run(load_run(run.run_id))
         raise
+
+
+def serve_cluster_supervised(plan: ServePlan, progress: Progress = lambda _: None,
+                             trust: bool = False) -> RunInfo:
+    from sm121.launch.cluster_serve import serve_cluster
+
+    run = serve_cluster(plan, progress=progress, trust=trust)
+    log = run.directory / WATCHDOG_LOG
+    watchdog = processes.spawn([sys.executable, "-m", "sm121.launch.cluster_watchdog",
+                                run.run_id], os.environ, log)
+    (run.directory / "watchdog.pid").write_text(f"{watchdog.pid}\n")
+    try:
+        return _wait_recorded(run.run_id, watchdog.poll, log)
+    except BaseException:
+        control.stop_run(load_run(run.run_id))  # no unwatched run is left behind
+        raise
+
+
+def _wait_recorded(run_id: str, watchdog_exit: Callable[[], int | None], log_path,  # type: ignore[no-untyped-def]
+                   timeout_s: float = 60) -> RunInfo:
+    """Until the watchdog has written itself into the run (what `stop` signals first)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run = load_run(run_id)
+        if run.watchdog_pid is not None:
+            return run
+        if watchdog_exit() is not None:
+            break
+        time.sleep(0.2)
+    tail = log_path.read_text(errors="replace").splitlines()[-10:] if log_path.exists() else []
+    raise Sm121Error("the cluster watchdog did not start:\n    " + "\n    ".join(tail),
+                     f"see {log_path}; the run was stopped")
 
 
 def _wait_first_ready(run_id: str, watchdog_exit: Callable[[], int | None], log_path,  # type: ignore[no-untyped-def]

@@ -1,0 +1,187 @@
+"""The watchdog of one supervised cluster run: `python -m sm121.launch.cluster_watchdog RUN_ID`.
+
+`serve` boots the run first, with the cluster launch's own rollback; then this process
+watches it from the machine that launched it. A death is any node's engine process (or
+container) gone, checked over SSH, or the head's /health failing N times in a row. A tensor-
+parallel engine does not survive the loss of one rank, so a death rolls the whole run over:
+every node is stopped (workers first), then started again in start order and waited for to
+the first generation, as serve does. Each death is recorded with the node, its cause and the
+last lines of its log; restarts follow the recipe's policy and backoff, then the run is
+marked failed. SIGTERM (from `sm121 stop`) makes it exit; stop then stops the nodes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import urllib.request
+
+from sm121.engines.vllm_log import death_cause, has_error_line
+from sm121.errors import Sm121Error
+from sm121.launch import control, processes, remote, restart_policy
+from sm121.launch.cluster_serve import ClusterLaunch
+from sm121.launch.node_ops import in_parallel, recover_started
+from sm121.launch.readiness import NotReady
+from sm121.launch.run_state import Crash, NodeProcess, load_plan, load_run, monotonic, now_iso
+from sm121.plan.model import ServePlan
+from sm121.recipes.schema import RestartPolicy
+
+HEALTH_TIMEOUT_S = 10.0
+
+
+class Stopping(Exception):
+    """SIGTERM arrived: `sm121 stop` is stopping the run."""
+
+
+class Death(Exception):
+    def __init__(self, how: str, during: str, dead: list[NodeProcess]) -> None:
+        super().__init__(how)
+        self.how, self.during, self.dead = how, during, dead
+
+
+class ClusterWatchdog:
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.plan = ServePlan.model_validate(load_plan(load_run(run_id).directory))
+        self.policy = self.plan.restart or RestartPolicy()
+        self.engine_nodes = {n.name for n in self.plan.nodes}
+        self.incarnation = 0
+        self.restart_times: list[float] = []
+        self.launch: ClusterLaunch | None = None  # while a restart is under way
+
+    def say(self, message: str) -> None:
+        print(f"{now_iso()} {message}", flush=True)
+
+    def main(self) -> int:
+        mark = processes.identity(os.getpid())
+        run = load_run(self.run_id)
+        run.watchdog_pid = os.getpid()
+        run.watchdog_boot_id, run.watchdog_start_time = mark.boot_id, mark.start_time
+        run.save()
+        self.say(f"watching {len(self.engine_nodes)} node(s) of {self.run_id}")
+        while True:
+            try:
+                self.watch()
+            except Death as death:
+                while True:  # a failed restart is a death during boot: the policy decides
+                    if not self.after_death(death):
+                        return 1
+                    try:
+                        self.restart()
+                        break
+                    except Death as again:
+                        death = again
+
+    def watch(self) -> None:
+        failures = 0
+        while True:
+            time.sleep(self.policy.health_interval_s)
+            nodes = [n for n in load_run(self.run_id).nodes if n.name in self.engine_nodes]
+            alive = in_parallel(nodes, control.node_alive)
+            dead = [n for n, ok in zip(nodes, alive, strict=True) if not ok]
+            if dead:
+                raise Death(", ".join(f"node {n.name}: its engine is gone" for n in dead),
+                            "serving", dead)
+            failures = 0 if self._healthy() else failures + 1
+            if failures >= self.policy.health_failures:
+                raise Death(f"/health of the head failed {failures} times in a row",
+                            "serving", [])
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.plan.readiness.url}/health",
+                                        timeout=HEALTH_TIMEOUT_S) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    def after_death(self, death: Death) -> bool:
+        """Record the crash and stop every engine node; True when a restart is allowed."""
+        now = monotonic()
+        again = restart_policy.may_restart(self.restart_times, now, self.policy)
+        run = load_run(self.run_id)
+        cause, excerpt = _cause(death.dead or [n for n in run.nodes if n.role == "head"])
+        self.say(f"death ({death.during}): {death.how}; cause: {cause}")
+        stubborn = control.stop_nodes(run, self.engine_nodes)  # the rollover: all ranks go
+        if stubborn:
+            self.say(f"could not stop: {', '.join(stubborn)}")
+        run = load_run(self.run_id)
+        run.crashes.append(Crash(at=now_iso(), incarnation=self.incarnation,
+                                 during=death.during, how=death.how, cause=cause,  # type: ignore[arg-type]
+                                 excerpt=excerpt[-20:], restarted=again))
+        if again:
+            run.restarts += 1
+            run.status = "restarting"
+        else:
+            run.status = "failed"
+            run.failure = (f"gave up after {len(self.restart_times)} restarts within "
+                           f"{self.policy.within_s:g} s: {death.how}; cause: {cause}")
+        run.save()
+        if not again:
+            self.say("restart limit reached: the run is failed")
+            return False
+        wait = restart_policy.backoff_s(self.restart_times, now, self.policy)
+        self.say(f"rolling the run over in {wait:g} s")
+        time.sleep(wait)
+        self.restart_times.append(monotonic())
+        self.incarnation += 1
+        return True
+
+    def restart(self) -> None:
+        """Every node again, in start order, to the first generation."""
+        self.launch = ClusterLaunch(self.plan, self.say, run=load_run(self.run_id),
+                                    restart=self.incarnation)
+        try:
+            self.launch.launch()
+            self.launch.finish()
+        except (NotReady, Sm121Error, OSError) as exc:
+            in_parallel(self.launch.slots, recover_started)  # started, pid not yet recorded
+            self.launch.run.save()
+            dead = [s.process for s in self.launch.slots
+                    if s.process.pgid is not None or s.process.container_id is not None]
+            raise Death(f"not ready: {getattr(exc, 'message', exc)}", "boot", dead) from exc
+        finally:
+            self.launch = None
+        self.say(f"ready again (start {self.incarnation})")
+
+    def record_partial_start(self) -> None:
+        """On SIGTERM during a restart: whatever was started goes into the run, for stop."""
+        if self.launch is not None:
+            in_parallel(self.launch.slots, recover_started)
+            self.launch.run.save()
+
+
+def _cause(nodes: list[NodeProcess]) -> tuple[str, list[str]]:
+    """The first error line among the dead nodes' logs (named by node), and that log's end.
+    A log without one (a kill -9 leaves none) says so instead of blaming its last line."""
+    tails = [(node, remote.log_tail(node)) for node in nodes]
+    for node, text in tails:
+        if has_error_line(text):
+            cause, tail = death_cause(text)
+            return f"{node.name}: {cause}", tail
+    if not tails:
+        return "no node log could be read", []
+    node, text = tails[0]
+    return (f"{node.name}: no error in its log (a kill from outside, or the OOM killer)",
+            death_cause(text)[1])
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Stopping
+
+
+def run(run_id: str) -> int:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    dog = ClusterWatchdog(run_id)
+    try:
+        return dog.main()
+    except (Stopping, KeyboardInterrupt):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        dog.record_partial_start()
+        dog.say("stopping: stop asked for it")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1]))
