@@ -31,8 +31,9 @@ def soak(
     url: str = typer.Option(..., "--url", help="Base URL of the endpoint (engine or gateway)."),
     model: str | None = typer.Option(None, "--model", help="Served model (default: the first "
                                      "of /v1/models)."),
-    workload: str = typer.Option("coding-agent", "--workload", help="coding-agent (today: a "
-                                 "multi-turn append-only chat loop) or chat-loop."),
+    workload: str = typer.Option("coding-agent", "--workload", help="coding-agent (bench "
+                                 "agents' sessions, fitted to the engine's context) or "
+                                 "chat-loop (a plain multi-turn chat)."),
     agents: int = typer.Option(4, "--agents", help="Concurrent agents."),
     duration: str = typer.Option("72h", "--duration", help="How long: 72h, 30m, 90s."),
     report_every: str = typer.Option("10m", "--report-every", help="One JSONL line per "
@@ -45,7 +46,8 @@ def soak(
                                    "process group's RSS, also when URL is its gateway."),
     metrics_url: str | None = typer.Option(None, "--metrics-url", help="The engine's own URL "
                                            "for /metrics (default: the run's, else URL)."),
-    max_tokens: int = typer.Option(48, "--max-tokens", help="Tokens per turn."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Tokens per turn "
+                                          "(default: the workload's own; chat-loop 48)."),
     slo: float = typer.Option(60.0, "--slo", help="Seconds a turn may take and still count "
                               "as goodput."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),

@@ -35,7 +35,7 @@ class SoakRequest:
     report_every_s: float
     out: Path
     resume: bool = False
-    max_tokens: int = 48
+    max_tokens: int | None = None  # None: the workload's own output sizes
     slo_s: float = 60.0
     pgid: Callable[[], int | None] = lambda: None  # the engine's process group, if local
     metrics_url: str | None = None  # the engine itself when `url` is a gateway in front
@@ -134,7 +134,9 @@ async def run_soak(request: SoakRequest, say: Say) -> dict[str, Any]:
     totals = {"requests_ok": 0, "errors": 0, "completion_tokens": 0}
     status = "interrupted"  # until the duration is over: Ctrl-C keeps this
     try:
-        async with BenchClient(request.url, request.model) as client:
+        async with BenchClient(request.url, request.model, api=work.api) as client:
+            say(f"soak workload: {work.name}")
+            await work.prepare(client)
             agents = [asyncio.create_task(_agent(client, work, i, box, stop))
                       for i in range(request.agents)]
             last = begun

@@ -1,10 +1,10 @@
-"""What a soak's agents do, behind one small interface so the workload can change (the agent
-benchmark's coding-agent sessions replace the chat loop when they land).
+"""What a soak's agents do, behind one small interface: `coding-agent` runs the agent
+benchmark's sessions (agent_sessions.py); `chat-loop` is the plain loop below.
 
-The chat loop is a stand-in for an agent: each agent holds one conversation and appends to
-it turn after turn (a tool result, then the model's reply), so its prompts are append-only
-and reuse the prefix cache as an agent framework's do. A session that grows past its token
-budget starts over with a fresh salt, so agents never share each other's cache."""
+The chat loop is a simple stand-in for an agent: each agent holds one conversation and
+appends to it turn after turn (a tool result, then the model's reply), so its prompts are
+append-only and reuse the prefix cache as an agent framework's do. A session that grows past
+its token budget starts over with a fresh salt, so agents never share each other's cache."""
 
 from __future__ import annotations
 
@@ -36,6 +36,11 @@ class TurnOutcome:
 
 class Workload(Protocol):
     name: str
+    api: str  # what the soak's client speaks for it: chat or completions
+
+    async def prepare(self, client: BenchClient) -> None:
+        """Once, before the agents start (sizes fitted to the server, tools)."""
+        ...
 
     async def step(self, client: BenchClient, agent: int) -> TurnOutcome:
         """One request of agent `agent`; never raises for a failed request."""
@@ -49,7 +54,11 @@ class ChatLoop:
     max_tokens: int = 48
     session_tokens: int = 6000  # start a new session past this prompt size
     name: str = "chat-loop"
+    api: str = "chat"
     _sessions: dict[int, list[dict[str, str]]] = field(default_factory=dict)
+
+    async def prepare(self, client: BenchClient) -> None:
+        return None
 
     def _messages(self, agent: int) -> list[dict[str, str]]:
         if agent not in self._sessions:
@@ -84,12 +93,15 @@ class ChatLoop:
                            int(usage.get("prompt_tokens") or 0), int(cached), latency)
 
 
-def workload(name: str, max_tokens: int) -> Workload:
-    """Today every name runs the chat loop; `coding-agent` switches to the agent benchmark's
-    sessions once it exists."""
-    if name not in WORKLOADS:
-        raise Sm121Error(f"unknown soak workload {name!r}", f"one of: {', '.join(WORKLOADS)}")
-    return ChatLoop(max_tokens=max_tokens, name=f"{name} (chat loop)")
+def workload(name: str, max_tokens: int | None) -> Workload:
+    """The soak workload of this name; max_tokens None: its own output sizes."""
+    if name == "coding-agent":
+        from sm121.bench.soak.agent_sessions import AgentSessions  # it builds on TurnOutcome
+
+        return AgentSessions(max_tokens=max_tokens)
+    if name == "chat-loop":
+        return ChatLoop(max_tokens=max_tokens or ChatLoop.max_tokens)
+    raise Sm121Error(f"unknown soak workload {name!r}", f"one of: {', '.join(WORKLOADS)}")
 
 
 WORKLOADS = ("coding-agent", "chat-loop")
