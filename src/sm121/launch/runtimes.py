@@ -133,6 +133,9 @@ def native_start_script(argv: Sequence[str], env: Mapping[str, str], files: Node
         "set -e", "umask 077", f"mkdir -p {q(files.run_dir)}",
         _READ_SECRETS if secrets else ":",
         f"cd {q(files.run_dir)}",
+        # A restart in the same run folder finds the last start's pid file: without this the
+        # wait below could read that old pid before the new process writes its own.
+        f"rm -f {q(files.pid_file)}",
         f"{_SESSION} {q(files.pid_file)} {command} > {q(files.log)} 2>&1 < /dev/null &",
         _WAIT_PID.format(pid=q(files.pid_file)),
     ])
