@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from sm121.errors import Sm121Error
 from sm121.launch import control, processes
@@ -52,15 +53,17 @@ def serve_cluster_supervised(plan: ServePlan, progress: Progress = lambda _: Non
     log = run.directory / WATCHDOG_LOG
     watchdog = processes.spawn([sys.executable, "-m", "sm121.launch.cluster_watchdog",
                                 run.run_id], os.environ, log)
+    started = processes.identity(watchdog.pid)
     (run.directory / "watchdog.pid").write_text(f"{watchdog.pid}\n")
     try:
         return _wait_recorded(run.run_id, watchdog.poll, log)
     except BaseException:
+        processes.stop_group(watchdog.pid, started)  # before it records itself, too
         control.stop_run(load_run(run.run_id))  # no unwatched run is left behind
         raise
 
 
-def _wait_recorded(run_id: str, watchdog_exit: Callable[[], int | None], log_path,  # type: ignore[no-untyped-def]
+def _wait_recorded(run_id: str, watchdog_exit: Callable[[], int | None], log_path: Path,
                    timeout_s: float = 60) -> RunInfo:
     """Until the watchdog has written itself into the run (what `stop` signals first)."""
     deadline = time.monotonic() + timeout_s
