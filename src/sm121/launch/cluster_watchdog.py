@@ -15,23 +15,19 @@ import os
 import signal
 import sys
 import time
-import urllib.request
 
 from sm121.engines.vllm_log import death_cause, has_error_line
 from sm121.errors import Sm121Error
-from sm121.launch import control, processes, remote, restart_policy
+from sm121.launch import control, processes, remote
 from sm121.launch.cluster_serve import ClusterLaunch
 from sm121.launch.node_ops import in_parallel, recover_started
-from sm121.launch.readiness import NotReady
-from sm121.launch.run_state import Crash, NodeProcess, load_plan, load_run, monotonic, now_iso
+from sm121.launch.readiness import NotReady, health_ok
+from sm121.launch.restarts import Restarts, Stopping, stop_on_sigterm
+from sm121.launch.run_state import NodeProcess, load_plan, load_run, now_iso
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
 
 HEALTH_TIMEOUT_S = 10.0
-
-
-class Stopping(Exception):
-    """SIGTERM arrived: `sm121 stop` is stopping the run."""
 
 
 class Death(Exception):
@@ -46,8 +42,7 @@ class ClusterWatchdog:
         self.plan = ServePlan.model_validate(load_plan(load_run(run_id).directory))
         self.policy = self.plan.restart or RestartPolicy()
         self.engine_nodes = {n.name for n in self.plan.nodes}
-        self.incarnation = 0
-        self.restart_times: list[float] = []
+        self.restarts = Restarts(run_id, self.policy, self.say)
         self.launch: ClusterLaunch | None = None  # while a restart is under way
 
     def say(self, message: str) -> None:
@@ -83,55 +78,26 @@ class ClusterWatchdog:
             if dead:
                 raise Death(", ".join(f"node {n.name}: its engine is gone" for n in dead),
                             "serving", dead)
-            failures = 0 if self._healthy() else failures + 1
+            failures = 0 if health_ok(self.plan.readiness.url, HEALTH_TIMEOUT_S) else failures + 1
             if failures >= self.policy.health_failures:
                 raise Death(f"/health of the head failed {failures} times in a row",
                             "serving", [])
 
-    def _healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.plan.readiness.url}/health",
-                                        timeout=HEALTH_TIMEOUT_S) as response:
-                return bool(response.status == 200)
-        except OSError:
-            return False
-
     def after_death(self, death: Death) -> bool:
-        """Record the crash and stop every engine node; True when a restart is allowed."""
-        now = monotonic()
-        again = restart_policy.may_restart(self.restart_times, now, self.policy)
+        """Stop every engine node (the rollover: all ranks go), then record the crash; True
+        when a restart is allowed."""
         run = load_run(self.run_id)
         cause, excerpt = _cause(death.dead or [n for n in run.nodes if n.role == "head"])
         self.say(f"death ({death.during}): {death.how}; cause: {cause}")
-        stubborn = control.stop_nodes(run, self.engine_nodes)  # the rollover: all ranks go
+        stubborn = control.stop_nodes(run, self.engine_nodes)
         if stubborn:
             self.say(f"could not stop: {', '.join(stubborn)}")
-        run = load_run(self.run_id)
-        run.crashes.append(Crash(at=now_iso(), incarnation=self.incarnation,
-                                 during=death.during, how=death.how, cause=cause,  # type: ignore[arg-type]
-                                 excerpt=excerpt[-20:], restarted=again))
-        if again:
-            run.restarts += 1
-            run.status = "restarting"
-        else:
-            run.status = "failed"
-            run.failure = (f"gave up after {len(self.restart_times)} restarts within "
-                           f"{self.policy.within_s:g} s: {death.how}; cause: {cause}")
-        run.save()
-        if not again:
-            self.say("restart limit reached: the run is failed")
-            return False
-        wait = restart_policy.backoff_s(self.restart_times, now, self.policy)
-        self.say(f"rolling the run over in {wait:g} s")
-        time.sleep(wait)
-        self.restart_times.append(monotonic())
-        self.incarnation += 1
-        return True
+        return self.restarts.after_death(death.during, death.how, cause, excerpt)
 
     def restart(self) -> None:
         """Every node again, in start order, to the first generation."""
         self.launch = ClusterLaunch(self.plan, self.say, run=load_run(self.run_id),
-                                    restart=self.incarnation)
+                                    restart=self.restarts.incarnation)
         try:
             self.launch.launch()
             self.launch.finish()
@@ -143,7 +109,7 @@ class ClusterWatchdog:
             raise Death(f"not ready: {getattr(exc, 'message', exc)}", "boot", dead) from exc
         finally:
             self.launch = None
-        self.say(f"ready again (start {self.incarnation})")
+        self.say(f"ready again (start {self.restarts.incarnation})")
 
     def record_partial_start(self) -> None:
         """On SIGTERM during a restart: whatever was started goes into the run, for stop."""
@@ -167,12 +133,8 @@ def _cause(nodes: list[NodeProcess]) -> tuple[str, list[str]]:
             death_cause(text)[1])
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Stopping
-
-
 def run(run_id: str) -> int:
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    stop_on_sigterm()
     dog = ClusterWatchdog(run_id)
     try:
         return dog.main()

@@ -73,6 +73,16 @@ def _wait(check: Callable[[], T | None], deadline: float, alive: Callable[[], bo
         time.sleep(0.5)
 
 
+def health_ok(url: str, timeout_s: float = 10.0) -> bool:
+    """GET URL/health answers 200: what a watchdog asks of a serving engine (an engine busy
+    with a long prefill still answers it)."""
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=timeout_s) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
 def api_answers(url: str, timeout_s: float = 2, api_key: str | None = None) -> bool:
     """GET /v1/models answers 200: the API server is up (not yet proof it can generate).
     A 401 or 403 raises NotReady at once: waiting longer cannot fix a key."""

@@ -15,24 +15,20 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from sm121.engines.vllm_log import death_cause, has_error_line, parse_boot_log_file
 from sm121.launch import processes, restart_policy, startup_history
 from sm121.launch.local import LOG_NAME, _local_argv, _local_hooks, engine_environment
-from sm121.launch.readiness import NotReady, wait_ready
-from sm121.launch.run_state import Crash, RunInfo, load_plan, load_run, monotonic, now_iso
+from sm121.launch.readiness import NotReady, health_ok, wait_ready
+from sm121.launch.restarts import Restarts, Stopping, stop_on_sigterm
+from sm121.launch.run_state import RunInfo, load_plan, load_run, monotonic, now_iso
 from sm121.launch.startup_history import build_record, node_startup
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
 
 HEALTH_TIMEOUT_S = 10.0
-
-
-class Stopping(Exception):
-    """SIGTERM arrived: `sm121 stop` is stopping the run."""
 
 
 class Death(Exception):
@@ -52,8 +48,7 @@ class Watchdog:
         self.process: subprocess.Popen[bytes] | None = None
         self.identity = processes.Identity(None, None)
         self.log_offset = self.ready_offset = 0
-        self.incarnation = 0
-        self.restart_times: list[float] = []
+        self.restarts = Restarts(run_id, self.policy, self.say)
 
     def say(self, message: str) -> None:
         print(f"{now_iso()} {message}", flush=True)  # watchdog.log: serve shows these lines
@@ -84,9 +79,9 @@ class Watchdog:
             # Stopping propagates: the finally in run() stops the engine.
 
     def start(self) -> None:
-        if self.incarnation:
+        if self.restarts.incarnation:
             with open(self.log_path, "a") as log:
-                log.write(f"\n----- sm121 watchdog: restart {self.incarnation} at "
+                log.write(f"\n----- sm121 watchdog: restart {self.restarts.incarnation} at "
                           f"{now_iso()} -----\n")
         # Causes and start-up phases come from this start's part of the log only.
         self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
@@ -102,12 +97,12 @@ class Watchdog:
         def started(run: RunInfo) -> None:
             run.nodes[0].pid = run.nodes[0].pgid = pid
             run.nodes[0].boot_id, run.nodes[0].start_time = mark.boot_id, mark.start_time
-            run.status = "restarting" if self.incarnation else "starting"
+            run.status = "restarting" if self.restarts.incarnation else "starting"
             run.timings.process_started_s = round(monotonic() - self.started, 2)
             run.timings.port_open_s = run.timings.first_generation_s = None
 
         self.update(started)
-        self.say(f"engine started (pid {pid}, start {self.incarnation})")
+        self.say(f"engine started (pid {pid}, start {self.restarts.incarnation})")
 
     def ready(self) -> None:
         assert self.process is not None
@@ -138,7 +133,7 @@ class Watchdog:
         node = node_startup(run.nodes[0].name, "head", self._log_text(), run.timings.hooks_s,
                             run.timings.process_started_s)
         record = build_record(run, [node], hooks).model_copy(
-            update={"restart": self.incarnation})
+            update={"restart": self.restarts.incarnation})
         startup_history.record(run, record)
 
     def watch(self) -> None:
@@ -151,20 +146,12 @@ class Watchdog:
             if code is not None or not processes.group_alive(self.process.pid):
                 processes.stop_group(self.process.pid, self.identity)  # leftovers of the group
                 raise Death(restart_policy.describe_exit(code), "serving", code)
-            failures = 0 if self._healthy() else failures + 1
+            failures = 0 if health_ok(self.plan.readiness.url, HEALTH_TIMEOUT_S) else failures + 1
             if failures >= self.policy.health_failures:
                 processes.stop_group(self.process.pid, self.identity)
                 code = self.process.wait(timeout=30)
                 raise Death(f"/health failed {failures} times in a row (stopped: "
                             f"{restart_policy.describe_exit(code)})", "serving", code)
-
-    def _healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.plan.readiness.url}/health",
-                                        timeout=HEALTH_TIMEOUT_S) as response:
-                return bool(response.status == 200)
-        except OSError:
-            return False
 
     def _log_text(self, since: int | None = None) -> str:
         with open(self.log_path, "rb") as log:
@@ -185,46 +172,17 @@ class Watchdog:
 
     def after_death(self, death: Death) -> bool:
         """Record the crash; restart (True) or give up and mark the run failed (False)."""
-        now = monotonic()
-        again = restart_policy.may_restart(self.restart_times, now, self.policy)
         cause, tail = self._cause(death)
-        crash = Crash(at=now_iso(), incarnation=self.incarnation, during=death.during,  # type: ignore[arg-type]
-                      how=death.how, exit_code=death.exit_code, cause=cause,
-                      excerpt=tail[-20:], restarted=again)
         self.say(f"engine died ({death.during}): {death.how}; cause: {cause}")
-
-        def record(run: RunInfo) -> None:
-            run.crashes.append(crash)
-            if again:
-                run.restarts += 1
-                run.status = "restarting"
-            else:
-                run.status = "failed"
-                run.failure = (f"gave up after {len(self.restart_times)} restarts within "
-                               f"{self.policy.within_s:g} s: {death.how}; cause: {cause}")
-
-        self.update(record)
-        if not again:
-            self.say("restart limit reached: the run is failed")
-            return False
-        wait = restart_policy.backoff_s(self.restart_times, now, self.policy)
-        self.say(f"restarting in {wait:g} s")
-        time.sleep(wait)
-        self.restart_times.append(monotonic())
-        self.incarnation += 1
-        return True
+        return self.restarts.after_death(death.during, death.how, cause, tail, death.exit_code)
 
     def stop_engine(self) -> None:
         if self.process is not None and self.process.poll() is None:
             processes.stop_group(self.process.pid, self.identity)
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Stopping
-
-
 def run(run_id: str) -> int:
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    stop_on_sigterm()
     dog = Watchdog(run_id)
     try:
         return dog.main()
