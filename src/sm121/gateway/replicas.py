@@ -43,14 +43,12 @@ class Replica:
         self.ejected_at = 0.0
         self._out_s = settings.readmit_after_s
         self._outcomes: deque[bool] = deque(maxlen=settings.error_window)
-        self.inflight = 0
         # The same counts as the metrics, for /sm121/upstreams.
         self.counts = {"affinity": 0, "spill": 0, "round_robin": 0, "spilled_away": 0,
                        "ejections": 0, "readmissions": 0}
         # Children bound once: the request path does no label lookups.
-        self._affinity = metrics.routed.labels(self.name, "affinity")
-        self._spilled_in = metrics.routed.labels(self.name, "spill")
-        self._round_robin = metrics.routed.labels(self.name, "round_robin")
+        self._routed = {how: metrics.routed.labels(self.name, how)
+                        for how in ("affinity", "spill", "round_robin")}
         self._spills = {reason: metrics.spills.labels(self.name, reason)
                         for reason in ("saturated", "unhealthy")}
         self._metrics = metrics
@@ -72,19 +70,16 @@ class Replica:
                 or self.admission.recent_wait(now) > self.settings.spill_queue_wait_s)
 
     def started(self) -> None:
-        self.inflight += 1
         self._inflight_gauge.inc()
 
     def finished(self) -> None:
-        self.inflight -= 1
         self._inflight_gauge.dec()
 
     # ---- routing counters -------------------------------------------------------------
 
     def count_route(self, how: str) -> None:
         self.counts[how] += 1
-        {"affinity": self._affinity, "spill": self._spilled_in,
-         "round_robin": self._round_robin}[how].inc()
+        self._routed[how].inc()
 
     def count_spill(self, reason: str) -> None:
         self.counts["spilled_away"] += 1

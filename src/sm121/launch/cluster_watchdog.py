@@ -27,8 +27,6 @@ from sm121.launch.run_state import NodeProcess, load_plan, load_run, now_iso
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
 
-HEALTH_TIMEOUT_S = 10.0
-
 
 class Death(Exception):
     def __init__(self, how: str, during: str, dead: list[NodeProcess]) -> None:
@@ -78,7 +76,7 @@ class ClusterWatchdog:
             if dead:
                 raise Death(", ".join(f"node {n.name}: its engine is gone" for n in dead),
                             "serving", dead)
-            failures = 0 if health_ok(self.plan.readiness.url, HEALTH_TIMEOUT_S) else failures + 1
+            failures = 0 if health_ok(self.plan.readiness.url) else failures + 1
             if failures >= self.policy.health_failures:
                 raise Death(f"/health of the head failed {failures} times in a row",
                             "serving", [])

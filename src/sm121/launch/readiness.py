@@ -74,8 +74,8 @@ def _wait(check: Callable[[], T | None], deadline: float, alive: Callable[[], bo
 
 
 def health_ok(url: str, timeout_s: float = 10.0) -> bool:
-    """GET URL/health answers 200: what a watchdog asks of a serving engine (an engine busy
-    with a long prefill still answers it)."""
+    """GET URL/health answers 200 within timeout_s: what both watchdogs ask of a serving
+    engine (an engine busy with a long prefill still answers it)."""
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=timeout_s) as response:
             return bool(response.status == 200)

@@ -28,8 +28,6 @@ from sm121.launch.startup_history import build_record, node_startup
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
 
-HEALTH_TIMEOUT_S = 10.0
-
 
 class Death(Exception):
     def __init__(self, how: str, during: str, exit_code: int | None) -> None:
@@ -146,7 +144,7 @@ class Watchdog:
             if code is not None or not processes.group_alive(self.process.pid):
                 processes.stop_group(self.process.pid, self.identity)  # leftovers of the group
                 raise Death(restart_policy.describe_exit(code), "serving", code)
-            failures = 0 if health_ok(self.plan.readiness.url, HEALTH_TIMEOUT_S) else failures + 1
+            failures = 0 if health_ok(self.plan.readiness.url) else failures + 1
             if failures >= self.policy.health_failures:
                 processes.stop_group(self.process.pid, self.identity)
                 code = self.process.wait(timeout=30)

@@ -72,12 +72,12 @@ class AgentSessions:
         failed turn leaves it as it was: the next step sends the same turn again)."""
         if self._workload is None:
             raise RuntimeError("prepare() first")
-        number, conversation = self._conversations.get(agent, (-1, None))  # type: ignore[arg-type]
-        if conversation is None or conversation.turn >= self._per_conversation:
-            number += 1
-            conversation = Conversation(self._workload, f"{client.run_salt}-a{agent}-c{number}",
-                                        seed=agent * 1000 + number,
-                                        tools_in_prompt=self._tools_text)
-            await conversation.open(piece_counter(client))
-            self._conversations[agent] = (number, conversation)
+        current = self._conversations.get(agent)
+        if current is not None and current[1].turn < self._per_conversation:
+            return current[1]
+        number = 0 if current is None else current[0] + 1
+        conversation = Conversation(self._workload, f"{client.run_salt}-a{agent}-c{number}",
+                                    seed=agent * 1000 + number, tools_in_prompt=self._tools_text)
+        await conversation.open(piece_counter(client))
+        self._conversations[agent] = (number, conversation)
         return conversation
