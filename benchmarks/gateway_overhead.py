@@ -329,6 +329,10 @@ def _load(values: list[float]) -> str:
     return " / ".join(f"{v:.2f}" for v in values)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", default="1,16,64", help="concurrent streams, comma-separated")
@@ -344,6 +348,9 @@ def main() -> None:
                         "src/ first on the path), for a before/after in the same run")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    # SIGTERM (a timeout, a supervisor) takes the Ctrl-C path, so the finally blocks stop the
+    # gateways and emitters this started in their own sessions instead of leaving them behind.
+    signal.signal(signal.SIGTERM, _interrupt)
     extra = {"ignore_eos": True} if args.upstream_url else {}
     load_start = list(os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="sm121-gw-bench-") as tmp:

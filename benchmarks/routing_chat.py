@@ -336,6 +336,10 @@ def _failover_facts(chat: Chat, events: dict[str, Any], victim: str) -> dict[str
     }
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=("compare", "failover"))
@@ -350,6 +354,9 @@ def main() -> None:
     parser.add_argument("--restart", help="failover: command that serves the killed run again")
     parser.add_argument("--out", type=Path, required=True, help="folder for the results JSON")
     args = parser.parse_args()
+    # SIGTERM (a timeout, a supervisor) takes the Ctrl-C path, so the finally blocks stop the
+    # gateways and emitters this started in their own sessions instead of leaving them behind.
+    signal.signal(signal.SIGTERM, _interrupt)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sm121-routing-") as tmp:
         data = compare(args, Path(tmp)) if args.what == "compare" else failover(args, Path(tmp))
