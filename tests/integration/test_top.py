@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -30,25 +31,39 @@ def _metrics(url: str) -> dict[str, float]:
         return parse_metrics(response.read().decode())
 
 
-async def _stream(session: aiohttp.ClientSession, url: str, model: str, salt: int) -> None:
-    # Long enough to outlive the sampling on a fast idle host (4000 tokens ended before it).
-    body = {"model": model, "prompt": f"traffic {salt} " * 20, "max_tokens": 60000,
+class Traffic:
+    """STREAMS long generations kept running until the test ends: a stream that finishes
+    (a fast host decodes 60000 tokens in minutes) is posted again, and counted, so a
+    measurement can tell whether the load stayed the same throughout."""
+
+    def __init__(self) -> None:
+        self.finished = 0
+
+
+async def _stream(session: aiohttp.ClientSession, engine: TinyEngine, salt: int,
+                  traffic: Traffic) -> None:
+    body = {"model": engine.model, "prompt": f"traffic {salt} " * 20, "max_tokens": 60000,
             "ignore_eos": True, "stream": True}
-    async with session.post(f"{url}/v1/completions", json=body) as response:
-        async for _ in response.content:
-            pass
+    while True:
+        async with session.post(f"{engine.base_url}/v1/completions", json=body) as response:
+            async for _ in response.content:
+                pass
+        traffic.finished += 1
 
 
 @pytest.fixture
-def traffic(tiny_engine: TinyEngine) -> Iterator[None]:
-    """STREAMS long generations, running until the test ends (then aborted by disconnect)."""
+def traffic(tiny_engine: TinyEngine) -> Iterator[Traffic]:
+    """STREAMS generations running until the test ends (then aborted by disconnect)."""
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
+    state = Traffic()
 
     async def main() -> None:
-        async with aiohttp.ClientSession() as session:
-            tasks = [asyncio.create_task(_stream(session, tiny_engine.base_url,
-                                                 tiny_engine.model, i)) for i in range(STREAMS)]
+        # No total timeout: aiohttp's default (300 s) would cut the streams mid-test.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            tasks = [asyncio.create_task(_stream(session, tiny_engine, i, state))
+                     for i in range(STREAMS)]
             await stop.wait()
             for task in tasks:
                 task.cancel()
@@ -61,19 +76,30 @@ def traffic(tiny_engine: TinyEngine) -> Iterator[None]:
         assert time.monotonic() < deadline, "the traffic never reached the engine"
         time.sleep(0.5)
     try:
-        yield
+        yield state
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=30)
 
 
-def test_top_once_json_agrees_with_metrics(tiny_engine: TinyEngine, traffic: None) -> None:
-    url = tiny_engine.base_url
-    before, t0 = _metrics(url), time.monotonic()
-    # A saturated 2-core host slows every Python start (a CI run passed 120 s).
-    result = run_cli("top", "--once", "--json", "--url", url, "--interval", "3", timeout=300)
-    after, t1 = _metrics(url), time.monotonic()
-    sample = json.loads(result.stdout)
+def _top_bracketed(url: str, traffic: Traffic
+                   ) -> tuple[dict[str, Any], dict[str, float], dict[str, float], float]:
+    """One `top --once` between two /metrics scrapes, taken again (at most 3 times) if a
+    stream finished inside the bracket: only a steady load makes the comparison exact."""
+    for _ in range(3):
+        finished, before, t0 = traffic.finished, _metrics(url), time.monotonic()
+        # A saturated 2-core host slows every Python start (a CI run passed 120 s).
+        result = run_cli("top", "--once", "--json", "--url", url, "--interval", "3",
+                         timeout=300)
+        after, t1 = _metrics(url), time.monotonic()
+        time.sleep(1)  # a stream the engine ended just before `after` is counted by now
+        if traffic.finished == finished:
+            return json.loads(result.stdout), before, after, t1 - t0
+    raise AssertionError("a stream finished inside every bracket; the load never held")
+
+
+def test_top_once_json_agrees_with_metrics(tiny_engine: TinyEngine, traffic: Traffic) -> None:
+    sample, before, after, elapsed = _top_bracketed(tiny_engine.base_url, traffic)
     engine = sample["targets"][0]["engine"]
     assert engine["running"] == after["vllm:num_requests_running"] == STREAMS
     assert engine["waiting"] == after["vllm:num_requests_waiting"] == 0
@@ -86,7 +112,7 @@ def test_top_once_json_agrees_with_metrics(tiny_engine: TinyEngine, traffic: Non
     bracket = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
     seen = engine["generation_tok_s"] * engine["interval_s"]
     assert 0 < seen <= bracket + 1
-    bracket_rate = bracket / (t1 - t0)
+    bracket_rate = bracket / elapsed
     assert bracket_rate / 4 < engine["generation_tok_s"] < bracket_rate * 4
     assert engine["itl_s"]["count"] > 0 and engine["itl_s"]["p50"] > 0
     assert sample["hosts"][0]["node"] == "local" and sample["hosts"][0]["mem_available_gib"] > 0
