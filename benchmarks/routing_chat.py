@@ -15,8 +15,9 @@ compare: the same chats twice, through a gateway with --routing affinity and the
 --routing round-robin (fresh salts, so no run reuses the other's cache).
 failover: chats through an affinity gateway; the engine of --kill is SIGKILLed mid-run (a
 crash, not a clean stop); in-flight streams, the first successful turn of its sessions on the
-survivor, and the gateway's ejection appear in the report; --restart boots it again and the
-report shows when the gateway re-admitted it.
+survivor, and the gateway's ejection (polled every 0.1 s) appear in the report; --restart
+boots it again and the report shows when the gateway re-admitted it. The chats go on for
+--after-readmission-s after the re-admission, or after the ejection without --restart.
 """
 
 from __future__ import annotations
@@ -274,8 +275,7 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         os.killpg(pgid, signal.SIGKILL)
         events["killed_at_s"] = time.perf_counter() - t0
         print(f"killed {args.kill} at {events['killed_at_s']:.1f} s", file=sys.stderr)
-        await asyncio.sleep(1.0)
-        events["after_kill"] = await asyncio.to_thread(get_json, f"{url}/sm121/upstreams")
+        await _wait_ejected(url, args.kill, events, t0)
         if args.restart:
             log = open(folder / "restart.log", "ab")  # noqa: SIM115 (closed with the process)
             restart = subprocess.Popen(shlex.split(args.restart), stdout=log,
@@ -283,8 +283,10 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
             await asyncio.to_thread(restart.wait)
             log.close()
             events["restart_exit"] = restart.returncode
-            await _wait_readmitted(url, args.kill, events, t0)
-            await asyncio.sleep(args.after_readmission_s)  # sessions go home again
+            if "ejected_at_s" in events:  # healthy before its ejection is no re-admission
+                await _wait_readmitted(url, args.kill, events, t0)
+        # Sessions go home again after a re-admission, or run on the survivor without one.
+        await asyncio.sleep(args.after_readmission_s)
         stop_chats.set()
 
     try:
@@ -301,6 +303,20 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
                                 if line.startswith(("sm121_gateway_replica_",
                                                     "sm121_gateway_routed", "sm121_gateway_spills"))],
             "turns": [asdict(t) | {"reuse": t.reuse} for t in chat.turns_log]}
+
+
+async def _wait_ejected(url: str, name: str, events: dict[str, Any], t0: float) -> None:
+    """Poll the gateway's view every 0.1 s for up to 30 s: when it took the victim out."""
+    for _ in range(300):
+        state = await asyncio.to_thread(get_json, f"{url}/sm121/upstreams")
+        if not next(u for u in state["upstreams"] if u["name"] == name)["healthy"]:
+            events["ejected_at_s"] = time.perf_counter() - t0
+            events["after_kill"] = state
+            print(f"the gateway ejected {name} {events['ejected_at_s'] - events['killed_at_s']:.2f}"
+                  " s after the kill", file=sys.stderr)
+            return
+        await asyncio.sleep(0.1)
+    events["after_kill"] = state
 
 
 async def _wait_readmitted(url: str, name: str, events: dict[str, Any], t0: float) -> None:
@@ -325,8 +341,11 @@ def _failover_facts(chat: Chat, events: dict[str, Any], victim: str) -> dict[str
     victims_sessions = {t.session for t in chat.turns_log if t.upstream == victim
                         and t.started < killed}
     first_ok = next((t for t in after if t.session in victims_sessions), None)
+    ejected = events.get("ejected_at_s")
     return {
+        "ejected_after_kill_s": ejected - killed if ejected is not None else None,
         "in_flight_on_victim": [{"session": t.session, "outcome": t.outcome,
+                                 "ended_after_kill_s": t.ended - killed,
                                  "detail": t.detail} for t in in_flight],
         "victims_sessions": sorted(victims_sessions),
         "first_ok_turn_of_a_victim_session_after_kill_s": (first_ok.ended - killed

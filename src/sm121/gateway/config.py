@@ -73,6 +73,12 @@ class RoutingSettings:
     error_rate: float = 0.5  # eject above this share of errors (with at least min_errors)
     min_errors: int = 3
     readmit_after_s: float = 2.0  # an ejected replica stays out at least this long
+    # A killed engine can take seconds to close its sockets (the kernel frees its memory
+    # first) while it neither streams nor answers. Every connection to a replica silent this
+    # long, while requests wait on it, has its /health asked at once; no answer within the
+    # probe timeout ejects it and ends its requests, so clients retry on a survivor.
+    stall_s: float = 0.5
+    stall_probe_timeout_s: float = 0.5
 
     def __post_init__(self) -> None:
         if self.mode not in ROUTING_MODES:

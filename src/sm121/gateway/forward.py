@@ -22,7 +22,14 @@ from aiohttp.abc import AbstractStreamWriter
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import CaptureRecord
 from sm121.gateway.observe import Observed, ResponseObserver
-from sm121.gateway.relay import Head, RelayProtocol, UpstreamClosed, UpstreamPool, client_buffer_full
+from sm121.gateway.relay import (
+    Head,
+    RelayProtocol,
+    UpstreamAbandoned,
+    UpstreamClosed,
+    UpstreamPool,
+    client_buffer_full,
+)
 from sm121.gateway.replicas import Replica
 from sm121.gateway.replies import SSE_CONTENT_TYPE, error_event, error_reply
 from sm121.gateway.state import Gateway
@@ -93,6 +100,8 @@ async def _send(pool: UpstreamPool, method: str, path: str,
             raise
         try:
             return proto, await proto.head
+        except UpstreamAbandoned:
+            raise  # given up on: the same upstream is not asked again
         except UpstreamClosed:
             if not reused or attempt:
                 raise

@@ -38,6 +38,11 @@ class UpstreamClosed(Exception):
     """The upstream closed the connection before the response was complete."""
 
 
+class UpstreamAbandoned(UpstreamClosed):
+    """The gateway gave up on the upstream (silent and not answering /health): not retried
+    on the same upstream."""
+
+
 @dataclass(frozen=True)
 class Head:
     status: int
@@ -57,6 +62,8 @@ class RelayProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
+        self.reads = 0  # data_received calls: the stall watch's sign of life (stalls.py)
+        self.reads_seen = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -90,6 +97,7 @@ class RelayProtocol(asyncio.Protocol):
                 future.exception()
 
     def data_received(self, data: bytes) -> None:
+        self.reads += 1
         if self._head is None:
             data = self._parse_head(self._buf + data if self._buf else data)
             if self._head is None or not data:
@@ -232,14 +240,19 @@ class RelayProtocol(asyncio.Protocol):
         if not self.done.done():
             self.done.set_result(None)
 
-    def _fail(self, message: str) -> None:
-        failure = UpstreamClosed(message)
+    def _fail(self, message: str, kind: type[UpstreamClosed] = UpstreamClosed) -> None:
+        failure = kind(message)
         for future in (self.head, self.done):
             if not future.done():
                 future.set_exception(failure)
                 future.exception()
         if self.transport is not None:
             self.transport.close()
+
+    def abandon(self, why: str) -> None:
+        """End the exchange now, as if the upstream had died: a stream gets its error event,
+        a request still waiting for its head may go to another upstream."""
+        self._fail(why, UpstreamAbandoned)
 
     def reusable(self) -> bool:
         return (not self.closed and self._head is not None and self._head.keep_alive
@@ -262,6 +275,7 @@ class UpstreamPool:
         self.prefix = parts.path.rstrip("/")
         self._timeout = connect_timeout_s
         self._idle: list[RelayProtocol] = []
+        self.busy: set[RelayProtocol] = set()  # acquired and not yet released
         self._ssl = ssl.create_default_context() if self.secure else None
 
     async def acquire(self) -> tuple[RelayProtocol, bool]:
@@ -271,6 +285,7 @@ class UpstreamPool:
         while self._idle:
             proto = self._idle.pop()
             if not proto.closed and now - proto.idle_since < _IDLE_S:
+                self.busy.add(proto)
                 return proto, True
             if proto.transport is not None:
                 proto.transport.close()
@@ -278,14 +293,31 @@ class UpstreamPool:
         _, proto = await asyncio.wait_for(
             loop.create_connection(RelayProtocol, self.hostname, self.port, ssl=self._ssl),
             self._timeout)
+        self.busy.add(proto)
         return proto, False
 
     def release(self, proto: RelayProtocol) -> None:
+        self.busy.discard(proto)
         if proto.reusable():
             proto.recycle()
             self._idle.append(proto)
         elif proto.transport is not None:
             proto.transport.close()
+
+    def heard_from(self) -> bool:
+        """Whether any connection in use has read something since the last call."""
+        heard = False
+        for proto in self.busy:
+            if proto.reads != proto.reads_seen:
+                proto.reads_seen, heard = proto.reads, True
+        return heard
+
+    def abandon_busy(self, why: str) -> int:
+        """End every exchange in use (see RelayProtocol.abandon); how many there were."""
+        busy = list(self.busy)
+        for proto in busy:
+            proto.abandon(why)
+        return len(busy)
 
     def close(self) -> None:
         for proto in self._idle:

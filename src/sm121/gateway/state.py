@@ -21,6 +21,7 @@ from sm121.gateway.health import HealthMonitor
 from sm121.gateway.metrics import GatewayMetrics
 from sm121.gateway.replicas import Replica
 from sm121.gateway.routing import NoRoute, Router
+from sm121.gateway.stalls import StallWatch
 from sm121.locality.divergence import Divergence
 from sm121.locality.tokenize import tokenize
 from sm121.locality.watch import LocalityWatch, WatchLimits
@@ -51,6 +52,8 @@ class Gateway:
         )
         self.monitor = HealthMonitor(lambda: self.session, lambda: list(self.replicas.values()),
                                      self.upstream_auth(), config.routing, self.refresh)
+        self.stalls = StallWatch(lambda: self.session, lambda: list(self.replicas.values()),
+                                 self.upstream_auth(), config.routing)
         self.set_upstreams(config.upstreams)
 
     @property
@@ -88,6 +91,7 @@ class Gateway:
     async def start(self) -> None:
         self._session = up.new_session(self.config.upstream_connect_timeout_s)
         self._tasks.append(asyncio.create_task(self.monitor.run()))
+        self._tasks.append(asyncio.create_task(self.stalls.run()))
         if self.config.registry is not None:
             self._tasks.append(asyncio.create_task(
                 registry.watch(self.config.registry, self.set_upstreams)))
@@ -95,6 +99,7 @@ class Gateway:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
+        self.stalls.stop()
         await self.watch.close()
         for replica in self.replicas.values():
             replica.pool.close()

@@ -1,6 +1,7 @@
 """A purpose-built fake upstream for the gateway's fault tests: an in-process aiohttp server
 that speaks just enough of vLLM's API (streams, /v1/models, /tokenize, /metrics) and can be
-told to misbehave: die mid-stream, flood a slow client, stall before answering.
+told to misbehave: die mid-stream, flood a slow client, stall before answering, or hang (a
+killed engine whose sockets are still open: nothing streams and nothing answers).
 
 It is not a stand-in for the engine where the engine can run: behaviour against real vLLM is
 tested in tests/integration/test_gateway_*.py.
@@ -33,7 +34,7 @@ async def _refuse_bad_bodies(request: web.Request, handler: Any) -> web.StreamRe
 
 @dataclass
 class FakeUpstream:
-    mode: str = "normal"  # normal | die | flood | stall
+    mode: str = "normal"  # normal | die | flood | stall | hang
     model: str = "fake"
     chunks: int = 5
     interval_s: float = 0.0
@@ -76,7 +77,12 @@ class FakeUpstream:
             {"id": self.model, "object": "model", "max_model_len": MAX_MODEL_LEN}]})
 
     async def _health(self, _: web.Request) -> web.Response:
+        await self._hang_if_told()
         return web.Response(status=200)
+
+    async def _hang_if_told(self) -> None:
+        if self.mode == "hang":
+            await asyncio.sleep(3600)
 
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(text=f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",'
@@ -106,7 +112,7 @@ class FakeUpstream:
                 "usage": {"prompt_tokens": 7, "completion_tokens": 3}},
                 headers={"X-Upstream-Marker": "yes"})
         try:
-            if self.mode == "stall":
+            if self.mode in ("stall", "hang"):
                 await asyncio.sleep(3600)
             await asyncio.sleep(len(json.dumps(body)) / 1000 * self.prefill_s_per_1k)
             return await self._stream(request)
@@ -125,6 +131,7 @@ class FakeUpstream:
         for index in range(self.chunks):
             chunk = {"id": "c", "object": "chat.completion.chunk",
                      "choices": [{"index": 0, "delta": {"content": f"tok{index} "}}]}
+            await self._hang_if_told()
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             if self.mode == "die" and index == 1:
                 assert request.transport is not None

@@ -1,0 +1,85 @@
+"""The stall watch: a replica gone silent while requests wait on it, that does not answer
+/health at once either, is given up on: ejected, and its requests ended, so their clients
+retry on a survivor.
+
+Why beside the health rounds (health.py): a SIGKILLed engine keeps its sockets open while the
+kernel frees its memory (seconds, for a large KV cache), so its streams hang instead of
+ending, and the rounds' verdict (two failed rounds) comes seconds after the kill. Silence
+alone is no verdict: a long prefill sends nothing for seconds on a healthy engine, and a slow
+client pauses the reading. So silence only prompts a quick /health, which an engine's API
+server answers in milliseconds whatever its engine is busy with. Only a replica with a healthy
+peer serving the same model is watched: with nowhere to retry, ending its streams early would
+only risk cutting a live one short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import aiohttp
+
+from sm121.engines.client import EngineClient
+from sm121.gateway.config import RoutingSettings
+from sm121.gateway.replicas import Replica
+
+log = logging.getLogger("sm121.gateway")
+_MAX_TICK_S = 0.25
+
+
+class StallWatch:
+    def __init__(self, session: Callable[[], aiohttp.ClientSession],
+                 replicas: Callable[[], Sequence[Replica]], headers: Mapping[str, str],
+                 settings: RoutingSettings) -> None:
+        self._session, self._replicas, self._headers = session, replicas, headers
+        self._settings = settings
+        self._quiet_since: dict[str, float] = {}  # per replica: silent, with requests, since
+        self._probes: dict[str, asyncio.Task[None]] = {}
+
+    async def run(self) -> None:
+        tick = min(_MAX_TICK_S, self._settings.stall_s / 4)
+        while True:
+            await asyncio.sleep(tick)
+            self.tick(time.monotonic())
+
+    def tick(self, now: float) -> None:
+        replicas = self._replicas()
+        for replica in replicas:
+            pool = replica.pool
+            heard = pool.heard_from()  # always asked: it marks what was read as seen
+            if heard or not pool.busy or not _has_peer(replica, replicas):
+                self._quiet_since[replica.name] = now
+                continue
+            since = self._quiet_since.setdefault(replica.name, now)
+            if now - since >= self._settings.stall_s and replica.name not in self._probes:
+                self._probes[replica.name] = asyncio.create_task(self._probe(replica))
+
+    async def _probe(self, replica: Replica) -> None:
+        timeout = self._settings.stall_probe_timeout_s
+        try:
+            engine = EngineClient(self._session(), replica.url, self._headers)
+            if await engine.healthy(timeout):
+                self._quiet_since[replica.name] = time.monotonic()  # alive: count afresh
+            elif replica.healthy:
+                replica.eject("stalled")
+                ended = replica.pool.abandon_busy(
+                    f"the upstream {replica.name} went silent and did not answer /health "
+                    f"within {timeout:g} s")
+                log.warning("replica %s: silent for %g s and no /health answer; %d request(s) "
+                            "on it ended for their clients to retry", replica.name,
+                            self._settings.stall_s, ended)
+        finally:
+            del self._probes[replica.name]
+
+    def stop(self) -> None:
+        for task in self._probes.values():
+            task.cancel()
+
+
+def _has_peer(replica: Replica, replicas: Sequence[Replica]) -> bool:
+    """Healthy itself, and another healthy replica serves one of its models."""
+    return replica.healthy and any(
+        other is not replica and other.healthy and not set(other.models).isdisjoint(
+            replica.models) for other in replicas)
