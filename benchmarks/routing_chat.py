@@ -274,6 +274,7 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         pgid = int((paths.runs_dir() / args.kill / "engine.pid").read_text())
         os.killpg(pgid, signal.SIGKILL)
         events["killed_at_s"] = time.perf_counter() - t0
+        events["killed_at_unix"] = time.time()  # to line up with other clocks (logs, probes)
         print(f"killed {args.kill} at {events['killed_at_s']:.1f} s", file=sys.stderr)
         await _wait_ejected(url, args.kill, events, t0)
         if args.restart:

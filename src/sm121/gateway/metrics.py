@@ -98,7 +98,8 @@ class GatewayMetrics:
                               "replica, by that replica and why.", ["upstream", "reason"],
                               registry=r)
         self.ejections = Counter(f"{P}replica_ejections", "Replicas taken out of the rotation, "
-                                 "by reason.", ["upstream", "reason"], registry=r)
+                                 "by reason: died, unreachable, error_rate, health, stalled.",
+                                 ["upstream", "reason"], registry=r)
         self.readmissions = Counter(f"{P}replica_readmissions", "Ejected replicas taken back "
                                     "after their /health answered again.", ["upstream"],
                                     registry=r)

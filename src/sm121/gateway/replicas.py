@@ -5,7 +5,8 @@ Health has two sources. Outcomes of real requests: a connection that fails, or d
 ejects the replica at once (its engine is gone, and the next request should not be the one to
 find out); answers with a 5xx status eject it when they become a large share of its recent
 outcomes. And its /health, asked every health interval by the monitor (health.py), which
-re-admits an ejected replica once it answers again and it has been out for a while.
+re-admits an ejected replica once it answers again and it has been out for a while. A replica
+silent while requests wait on it is asked at once by the stall watch (stalls.py).
 """
 
 from __future__ import annotations
