@@ -73,12 +73,14 @@ class RoutingSettings:
     error_rate: float = 0.5  # eject above this share of errors (with at least min_errors)
     min_errors: int = 3
     readmit_after_s: float = 2.0  # an ejected replica stays out at least this long
-    # A killed engine can take seconds to close its sockets (the kernel frees its memory
-    # first) while it neither streams nor answers. Every connection to a replica silent this
-    # long, while requests wait on it, has its /health asked at once; no answer within the
-    # probe timeout ejects it and ends its requests, so clients retry on a survivor.
-    stall_s: float = 0.5
-    stall_probe_timeout_s: float = 0.5
+    # A replica whose every connection is silent this long while requests wait on it has its
+    # /health asked at once; no answer within the probe timeout ejects it and ends its
+    # requests, so clients retry on a survivor instead of waiting on a hung engine forever.
+    # Both are long on purpose: a loaded vLLM API server on the 2-core CPU testbed took up to
+    # 3.5 s to answer /health (p99 0.82 s), and 0.5 s bounds ejected a live replica three
+    # times in 15 s (docs/results/cpu-testbed/routing/README.md).
+    stall_s: float = 5.0
+    stall_probe_timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
         if self.mode not in ROUTING_MODES:

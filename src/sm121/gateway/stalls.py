@@ -1,16 +1,14 @@
 """The stall watch: a replica gone silent while requests wait on it, that does not answer
-/health at once either, is given up on: ejected, and its requests ended, so their clients
-retry on a survivor.
+/health either, is given up on: ejected, and its requests ended, so their clients retry on a
+survivor instead of waiting on a hung engine (a frozen process, a wedged host) forever.
 
-Why beside the health rounds (health.py): a SIGKILLed engine keeps its sockets open while the
-kernel frees its memory (seconds, for a large KV cache), so its streams hang instead of
-ending, and the rounds' verdict (two failed rounds) comes seconds after the kill. Silence
-alone is no verdict: a long prefill sends nothing for seconds on a healthy engine, and a slow
-client pauses the reading. So silence only prompts a quick /health, which an engine's API
-server answers in milliseconds whatever its engine is busy with. Only a replica with a healthy
-peer serving the same model is watched: with nowhere to retry, ending its streams early would
-only risk cutting a live one short.
-"""
+Why beside the health rounds (health.py): they eject a replica that stops answering, so new
+requests go elsewhere, but the requests already on it would hang on until their clients gave
+up, because a hung engine's connections stay open. Silence alone is no verdict: a long
+prefill sends nothing for seconds on a healthy engine, and a slow client pauses the reading.
+So silence only prompts a /health probe, and both bounds are long (config.py says why). Only a
+replica with a healthy peer serving the same model is watched: with nowhere to retry, ending
+its streams would only risk cutting a live one short."""
 
 from __future__ import annotations
 
@@ -62,7 +60,7 @@ class StallWatch:
             engine = EngineClient(self._session(), replica.url, self._headers)
             if await engine.healthy(timeout):
                 self._quiet_since[replica.name] = time.monotonic()  # alive: count afresh
-            elif replica.healthy:
+            else:  # ejected already by the health rounds, maybe: its requests still wait
                 replica.eject("stalled")
                 ended = replica.pool.abandon_busy(
                     f"the upstream {replica.name} went silent and did not answer /health "
@@ -79,7 +77,8 @@ class StallWatch:
 
 
 def _has_peer(replica: Replica, replicas: Sequence[Replica]) -> bool:
-    """Healthy itself, and another healthy replica serves one of its models."""
-    return replica.healthy and any(
+    """Another healthy replica serves one of its models (its own health aside: one the
+    health rounds ejected may still hold requests)."""
+    return any(
         other is not replica and other.healthy and not set(other.models).isdisjoint(
             replica.models) for other in replicas)

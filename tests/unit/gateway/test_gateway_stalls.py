@@ -81,6 +81,22 @@ async def test_a_hung_replica_is_given_up_on_and_its_session_moves(
         assert ended_after < 15, ended_after  # bounded: without the watch it never ends
 
 
+async def test_streams_on_a_replica_the_health_rounds_ejected_are_ended_too(
+        two_fakes: tuple[FakeUpstream, FakeUpstream]) -> None:
+    """The rounds take it out of the rotation first; its hung requests still end."""
+    rounds_first = RoutingSettings(health_interval_s=0.1, health_timeout_s=0.2,
+                                   readmit_after_s=60, stall_s=1.0, stall_probe_timeout_s=0.3)
+    async with running_gateway(upstreams=_specs(*two_fakes), routing=rounds_first) as gw:
+        owner = await _owner(gw, two_fakes)
+        response = await gw.http.post(f"{gw.url}/v1/chat/completions", json=BODY,
+                                      headers=SESSION)
+        events = await asyncio.wait_for(_events(response, 3, owner), timeout=20)
+        assert json.loads(events[-2])["error"]["type"] == "upstream_disconnected"
+        name = next(r.name for r in gw.gateway.replicas.values() if r.url == owner.url)
+        assert await gw.metric("sm121_gateway_replica_ejections_total", upstream=name,
+                               reason="health") == 1
+
+
 async def test_a_new_request_to_a_hung_replica_goes_to_the_survivor(
         two_fakes: tuple[FakeUpstream, FakeUpstream]) -> None:
     """Sent after the hang, before anything noticed it: abandoned before its head, it is
