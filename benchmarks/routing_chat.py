@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -270,13 +271,19 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     events: dict[str, Any] = {}
 
     async def killer(t0: float, stop_chats: asyncio.Event) -> None:
+        state = await asyncio.to_thread(get_json, f"{url}/sm121/upstreams")
+        victim = next(u["url"] for u in state["upstreams"] if u["name"] == args.kill)
+        others = [u["url"] for u in state["upstreams"] if u["name"] != args.kill]
+        survivors = asyncio.create_task(_health_latency(others, stop_chats))
         await asyncio.sleep(args.kill_after_s)
         pgid = int((paths.runs_dir() / args.kill / "engine.pid").read_text())
         os.killpg(pgid, signal.SIGKILL)
-        events["killed_at_s"] = time.perf_counter() - t0
-        events["killed_at_unix"] = time.time()  # to line up with other clocks (logs, probes)
+        killed = time.perf_counter()
+        events["killed_at_s"] = killed - t0
         print(f"killed {args.kill} at {events['killed_at_s']:.1f} s", file=sys.stderr)
+        port = asyncio.create_task(asyncio.to_thread(_port_refused_after, victim, killed))
         await _wait_ejected(url, args.kill, events, t0)
+        events["victim_port_refused_after_kill_s"] = await port
         if args.restart:
             log = open(folder / "restart.log", "ab")  # noqa: SIM115 (closed with the process)
             restart = subprocess.Popen(shlex.split(args.restart), stdout=log,
@@ -289,6 +296,7 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         # Sessions go home again after a re-admission, or run on the survivor without one.
         await asyncio.sleep(args.after_readmission_s)
         stop_chats.set()
+        events["survivors_health_latency"] = await survivors
 
     try:
         chat = _chat(args)
@@ -304,6 +312,41 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
                                 if line.startswith(("sm121_gateway_replica_",
                                                     "sm121_gateway_routed", "sm121_gateway_spills"))],
             "turns": [asdict(t) | {"reuse": t.reuse} for t in chat.turns_log]}
+
+
+def _port_refused_after(url: str, since: float, limit_s: float = 30.0) -> float | None:
+    """Seconds from `since` until the killed engine's port refuses connections (tried every
+    20 ms): until then the dying process still holds its sockets, its streams included."""
+    parts = urllib.parse.urlsplit(url)
+    while time.perf_counter() - since < limit_s:
+        try:
+            with socket.create_connection((parts.hostname, parts.port), timeout=0.2):
+                pass
+        except ConnectionRefusedError:
+            return time.perf_counter() - since
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return None
+
+
+async def _health_latency(urls: list[str], stop: asyncio.Event) -> dict[str, Any]:
+    """The survivors' /health answer time, every 0.1 s while the chats run: how long a live,
+    loaded engine takes to answer it (what a health-based verdict must allow for)."""
+    times: list[float] = []
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+        while not stop.is_set():
+            for base in urls:
+                started = time.perf_counter()
+                try:
+                    async with http.get(f"{base}/health") as response:
+                        await response.read()
+                    times.append(time.perf_counter() - started)
+                except (aiohttp.ClientError, TimeoutError):
+                    pass
+            await asyncio.sleep(0.1)
+    return {"samples": len(times), "p50_s": pct(times, 50), "p99_s": pct(times, 99),
+            "max_s": max(times, default=None), "over_0_5_s": sum(t > 0.5 for t in times)}
 
 
 async def _wait_ejected(url: str, name: str, events: dict[str, Any], t0: float) -> None:
@@ -344,6 +387,7 @@ def _failover_facts(chat: Chat, events: dict[str, Any], victim: str) -> dict[str
     first_ok = next((t for t in after if t.session in victims_sessions), None)
     ejected = events.get("ejected_at_s")
     return {
+        "victim_port_refused_after_kill_s": events.get("victim_port_refused_after_kill_s"),
         "ejected_after_kill_s": ejected - killed if ejected is not None else None,
         "in_flight_on_victim": [{"session": t.session, "outcome": t.outcome,
                                  "ended_after_kill_s": t.ended - killed,
