@@ -19,9 +19,10 @@ from sm121.gateway.config import RoutingSettings, UpstreamSpec
 from sm121.gateway.routing import rendezvous
 
 # Health rounds as slow as the defaults' verdict (a 2 s timeout, twice): what ends the hung
-# streams here within the test's bound is the stall watch alone.
+# streams here within the test's bound is the stall watch alone. Its probe allows 1 s, so a
+# loaded host does not fail the fakes' in-process /health.
 WATCHED = RoutingSettings(health_interval_s=1.0, readmit_after_s=60, stall_s=0.2,
-                          stall_probe_timeout_s=0.3)
+                          stall_probe_timeout_s=1.0)
 SESSION = {"X-Session-Id": "agent-1"}
 BODY = {"model": "fake", "stream": True, "messages": [{"role": "user", "content": "x"}]}
 
