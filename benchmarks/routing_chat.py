@@ -282,7 +282,11 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         events["killed_at_s"] = killed - t0
         print(f"killed {args.kill} at {events['killed_at_s']:.1f} s", file=sys.stderr)
         port = asyncio.create_task(asyncio.to_thread(_port_refused_after, victim, killed))
-        await _wait_ejected(url, args.kill, events, t0)
+        ejected, events["after_kill"] = await _wait_health(url, args.kill, False, 0.1, 300)
+        if ejected is not None:
+            events["ejected_at_s"] = ejected - t0
+            print(f"the gateway ejected {args.kill} {ejected - killed:.2f} s after the kill",
+                  file=sys.stderr)
         events["victim_port_refused_after_kill_s"] = await port
         if args.restart:
             log = open(folder / "restart.log", "ab")  # noqa: SIM115 (closed with the process)
@@ -291,8 +295,10 @@ def failover(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
             await asyncio.to_thread(restart.wait)
             log.close()
             events["restart_exit"] = restart.returncode
-            if "ejected_at_s" in events:  # healthy before its ejection is no re-admission
-                await _wait_readmitted(url, args.kill, events, t0)
+            if ejected is not None:  # healthy before its ejection is no re-admission
+                back, state = await _wait_health(url, args.kill, True, 0.5, 600)
+                if back is not None:
+                    events["readmitted_at_s"], events["after_readmission"] = back - t0, state
         # Sessions go home again after a re-admission, or run on the survivor without one.
         await asyncio.sleep(args.after_readmission_s)
         stop_chats.set()
@@ -349,29 +355,16 @@ async def _health_latency(urls: list[str], stop: asyncio.Event) -> dict[str, Any
             "max_s": max(times, default=None), "over_0_5_s": sum(t > 0.5 for t in times)}
 
 
-async def _wait_ejected(url: str, name: str, events: dict[str, Any], t0: float) -> None:
-    """Poll the gateway's view every 0.1 s for up to 30 s: when it took the victim out."""
-    for _ in range(300):
+async def _wait_health(url: str, name: str, healthy: bool, every_s: float, tries: int
+                       ) -> tuple[float | None, dict[str, Any]]:
+    """Poll the gateway's view of `name` until its health is `healthy`: the perf_counter
+    time it was seen so (None if never, within tries x every_s), and the last view."""
+    for _ in range(tries):
         state = await asyncio.to_thread(get_json, f"{url}/sm121/upstreams")
-        if not next(u for u in state["upstreams"] if u["name"] == name)["healthy"]:
-            events["ejected_at_s"] = time.perf_counter() - t0
-            events["after_kill"] = state
-            print(f"the gateway ejected {name} {events['ejected_at_s'] - events['killed_at_s']:.2f}"
-                  " s after the kill", file=sys.stderr)
-            return
-        await asyncio.sleep(0.1)
-    events["after_kill"] = state
-
-
-async def _wait_readmitted(url: str, name: str, events: dict[str, Any], t0: float) -> None:
-    for _ in range(600):
-        state = await asyncio.to_thread(get_json, f"{url}/sm121/upstreams")
-        replica = next(u for u in state["upstreams"] if u["name"] == name)
-        if replica["healthy"]:
-            events["readmitted_at_s"] = time.perf_counter() - t0
-            events["after_readmission"] = state
-            return
-        await asyncio.sleep(0.5)
+        if next(u for u in state["upstreams"] if u["name"] == name)["healthy"] == healthy:
+            return time.perf_counter(), state
+        await asyncio.sleep(every_s)
+    return None, state
 
 
 def _failover_facts(chat: Chat, events: dict[str, Any], victim: str) -> dict[str, Any]:
