@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -9,10 +10,11 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from fake_upstream import FakeUpstream
 from support import free_port
 
 from sm121.gateway.app import start_site
-from sm121.gateway.config import GatewayConfig
+from sm121.gateway.config import GatewayConfig, UpstreamSpec
 from sm121.gateway.handlers import GATEWAY
 from sm121.gateway.replicas import Replica
 from sm121.gateway.state import Gateway
@@ -48,6 +50,20 @@ class Running:
     async def metric(self, name: str, **labels: str) -> float:
         value = self.gateway.metrics.registry.get_sample_value(name, labels or None)
         return value or 0.0
+
+
+def fake_specs(*fakes: FakeUpstream) -> tuple[UpstreamSpec, ...]:
+    """One upstream per fake, named fake-0, fake-1, ..."""
+    return tuple(UpstreamSpec(url=f.url, name=f"fake-{i}") for i, f in enumerate(fakes))
+
+
+async def discovered(gw: Running, count: int) -> None:
+    """Wait (up to 5 s) until `count` replicas have said what they serve."""
+    for _ in range(100):
+        if sum(r.discovered for r in gw.gateway.replicas.values()) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the gateway did not discover its upstreams")
 
 
 @asynccontextmanager

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from fake_upstream import FakeUpstream
-from gateway_harness import Running, running_gateway
+from gateway_harness import discovered, fake_specs, running_gateway
 
 from sm121.gateway import registry
-from sm121.gateway.config import RoutingSettings, UpstreamSpec
+from sm121.gateway.config import RoutingSettings
 from sm121.gateway.routing import rendezvous
 
 FAST = RoutingSettings(health_interval_s=0.1, readmit_after_s=0.3)
@@ -29,24 +29,12 @@ async def two_fakes() -> AsyncIterator[tuple[FakeUpstream, FakeUpstream]]:
     await second.stop()
 
 
-def _specs(*fakes: FakeUpstream) -> tuple[UpstreamSpec, ...]:
-    return tuple(UpstreamSpec(url=f.url, name=f"fake-{i}") for i, f in enumerate(fakes))
-
-
-async def _discovered(gw: Running, count: int) -> None:
-    for _ in range(100):
-        if sum(r.discovered for r in gw.gateway.replicas.values()) >= count:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the gateway did not discover its upstreams")
-
-
 async def test_two_models_through_one_url(two_fakes: tuple[FakeUpstream, FakeUpstream]
                                           ) -> None:
     first, second = two_fakes
     second.model = "other"
-    async with running_gateway(upstreams=_specs(first, second), routing=FAST) as gw:
-        await _discovered(gw, 2)
+    async with running_gateway(upstreams=fake_specs(first, second), routing=FAST) as gw:
+        await discovered(gw, 2)
         models = await (await gw.http.get(f"{gw.url}/v1/models")).json()
         assert sorted(m["id"] for m in models["data"]) == ["fake", "other"]
         assert (await gw.chat(model="other")).status == 200
@@ -60,8 +48,8 @@ async def test_two_models_through_one_url(two_fakes: tuple[FakeUpstream, FakeUps
 
 async def test_a_session_stays_on_its_replica(two_fakes: tuple[FakeUpstream, FakeUpstream]
                                               ) -> None:
-    async with running_gateway(upstreams=_specs(*two_fakes), routing=FAST) as gw:
-        await _discovered(gw, 2)
+    async with running_gateway(upstreams=fake_specs(*two_fakes), routing=FAST) as gw:
+        await discovered(gw, 2)
         for turn in range(6):
             response = await gw.http.post(f"{gw.url}/v1/chat/completions", headers={
                 "X-Session-Id": "agent-1"}, json={"model": "fake", "messages": [
@@ -75,8 +63,8 @@ async def test_a_session_stays_on_its_replica(two_fakes: tuple[FakeUpstream, Fak
 
 async def test_a_replica_that_dies_mid_stream_is_ejected_and_readmitted(
         two_fakes: tuple[FakeUpstream, FakeUpstream]) -> None:
-    async with running_gateway(upstreams=_specs(*two_fakes), routing=FAST) as gw:
-        await _discovered(gw, 2)
+    async with running_gateway(upstreams=fake_specs(*two_fakes), routing=FAST) as gw:
+        await discovered(gw, 2)
         replicas = list(gw.gateway.replicas.values())
         owner = rendezvous("h:agent-1", replicas)[0]
         dying = two_fakes[replicas.index(owner)]
@@ -109,8 +97,8 @@ async def test_a_replica_that_dies_mid_stream_is_ejected_and_readmitted(
 async def test_a_stopped_replica_is_skipped_without_an_error(
         two_fakes: tuple[FakeUpstream, FakeUpstream]) -> None:
     """Its connection is refused: nothing reached it, so the request goes to the survivor."""
-    async with running_gateway(upstreams=_specs(*two_fakes), routing=FAST) as gw:
-        await _discovered(gw, 2)
+    async with running_gateway(upstreams=fake_specs(*two_fakes), routing=FAST) as gw:
+        await discovered(gw, 2)
         replicas = list(gw.gateway.replicas.values())
         owner = rendezvous("h:agent-2", replicas)[0]
         await two_fakes[replicas.index(owner)].stop()
@@ -129,13 +117,13 @@ async def test_the_gateway_follows_its_upstreams_file(
     first, second = two_fakes
     second.model = "other"
     path = tmp_path / registry.FILE_NAME
-    first_spec, second_spec = _specs(first, second)
+    first_spec, second_spec = fake_specs(first, second)
     registry.create(path, "http://gateway", [first_spec])
     async with running_gateway(registry=path, routing=FAST) as gw:
-        await _discovered(gw, 1)
+        await discovered(gw, 1)
         assert (await gw.chat(model="other")).status == 404
         registry.add(path, second_spec)
-        await _discovered(gw, 2)
+        await discovered(gw, 2)
         assert (await gw.chat(model="other")).status == 200
         upstreams = await (await gw.http.get(f"{gw.url}/sm121/upstreams")).json()
         assert upstreams["models"] == ["fake", "other"]

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from fake_upstream import FakeUpstream
-from gateway_harness import Running, running_gateway
+from gateway_harness import Running, discovered, fake_specs, running_gateway
 
-from sm121.gateway.config import RoutingSettings, UpstreamSpec
+from sm121.gateway.config import RoutingSettings
 from sm121.gateway.routing import rendezvous
 
 # Health rounds as slow as the defaults' verdict (a 2 s timeout, twice): what ends the hung
@@ -36,15 +36,8 @@ async def two_fakes() -> AsyncIterator[tuple[FakeUpstream, FakeUpstream]]:
         await fake.stop()
 
 
-def _specs(*fakes: FakeUpstream) -> tuple[UpstreamSpec, ...]:
-    return tuple(UpstreamSpec(url=f.url, name=f"fake-{i}") for i, f in enumerate(fakes))
-
-
 async def _owner(gw: Running, fakes: tuple[FakeUpstream, ...]) -> FakeUpstream:
-    for _ in range(100):
-        if all(r.discovered for r in gw.gateway.replicas.values()):
-            break
-        await asyncio.sleep(0.05)
+    await discovered(gw, len(fakes))
     replicas = list(gw.gateway.replicas.values())
     return fakes[replicas.index(rendezvous("h:agent-1", replicas)[0])]
 
@@ -63,7 +56,7 @@ async def _events(response: aiohttp.ClientResponse, hang_after: int, fake: FakeU
 
 async def test_a_hung_replica_is_given_up_on_and_its_session_moves(
         two_fakes: tuple[FakeUpstream, FakeUpstream]) -> None:
-    async with running_gateway(upstreams=_specs(*two_fakes), routing=WATCHED) as gw:
+    async with running_gateway(upstreams=fake_specs(*two_fakes), routing=WATCHED) as gw:
         owner = await _owner(gw, two_fakes)
         response = await gw.http.post(f"{gw.url}/v1/chat/completions", json=BODY,
                                       headers=SESSION)
@@ -87,7 +80,7 @@ async def test_streams_on_a_replica_the_health_rounds_ejected_are_ended_too(
     """The rounds take it out of the rotation first; its hung requests still end."""
     rounds_first = RoutingSettings(health_interval_s=0.1, health_timeout_s=0.2,
                                    readmit_after_s=60, stall_s=1.0, stall_probe_timeout_s=0.3)
-    async with running_gateway(upstreams=_specs(*two_fakes), routing=rounds_first) as gw:
+    async with running_gateway(upstreams=fake_specs(*two_fakes), routing=rounds_first) as gw:
         owner = await _owner(gw, two_fakes)
         response = await gw.http.post(f"{gw.url}/v1/chat/completions", json=BODY,
                                       headers=SESSION)
@@ -102,7 +95,7 @@ async def test_a_new_request_to_a_hung_replica_goes_to_the_survivor(
         two_fakes: tuple[FakeUpstream, FakeUpstream]) -> None:
     """Sent after the hang, before anything noticed it: abandoned before its head, it is
     retried on the other replica, and the client sees only the answer."""
-    async with running_gateway(upstreams=_specs(*two_fakes), routing=WATCHED) as gw:
+    async with running_gateway(upstreams=fake_specs(*two_fakes), routing=WATCHED) as gw:
         owner = await _owner(gw, two_fakes)
         owner.mode = "hang"
         response = await asyncio.wait_for(gw.http.post(
@@ -114,7 +107,7 @@ async def test_a_new_request_to_a_hung_replica_goes_to_the_survivor(
 async def test_a_silent_replica_that_answers_health_is_kept(
         two_fakes: tuple[FakeUpstream, FakeUpstream]) -> None:
     """A long prefill sends nothing for seconds; its engine still answers /health."""
-    async with running_gateway(upstreams=_specs(*two_fakes), routing=WATCHED) as gw:
+    async with running_gateway(upstreams=fake_specs(*two_fakes), routing=WATCHED) as gw:
         owner = await _owner(gw, two_fakes)
         owner.mode = "stall"
         request = asyncio.ensure_future(gw.http.post(
@@ -129,7 +122,7 @@ async def test_a_lone_replica_is_not_given_up_on() -> None:
     """Nowhere to retry: its streams are left to the engine and the health rounds."""
     fake = await FakeUpstream(chunks=40, interval_s=0.02).start()
     try:
-        async with running_gateway(upstreams=_specs(fake), routing=WATCHED) as gw:
+        async with running_gateway(upstreams=fake_specs(fake), routing=WATCHED) as gw:
             response = await gw.http.post(f"{gw.url}/v1/chat/completions", json=BODY)
             read = asyncio.ensure_future(_events(response, 3, fake))
             await asyncio.sleep(10 * WATCHED.stall_s)
