@@ -11,17 +11,16 @@ write, and replace the file atomically, so the gateway never reads half a file.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import fcntl
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from sm121.errors import Sm121Error
+from sm121.file_lock import locked
 from sm121.gateway.config import UpstreamSpec
 from sm121.recipes.schema import RequestPolicy
 
@@ -64,19 +63,19 @@ def gateway_url(path: Path) -> str | None:
 
 
 def create(path: Path, url: str, specs: list[UpstreamSpec]) -> None:
-    with _locked(path):
+    with locked(path):
         _write(path, specs, url)
 
 
 def add(path: Path, spec: UpstreamSpec) -> None:
     """Add (or replace, by name) one upstream."""
-    with _locked(path):
+    with locked(path):
         kept = [s for s in load(path) if s.name != spec.name]
         _write(path, [*kept, spec], gateway_url(path))
 
 
 def remove(path: Path, name: str) -> None:
-    with _locked(path):
+    with locked(path):
         _write(path, [s for s in load(path) if s.name != name], gateway_url(path))
 
 
@@ -87,15 +86,6 @@ def _write(path: Path, specs: list[UpstreamSpec], url: str | None) -> None:
     os.chmod(tmp, 0o600)
     tmp.replace(path)
 
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path.with_name(f".{path.name}.lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 async def watch(path: Path, apply: Callable[[tuple[UpstreamSpec, ...]], None]) -> None:

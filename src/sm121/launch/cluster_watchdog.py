@@ -23,7 +23,7 @@ from sm121.launch.cluster_serve import ClusterLaunch
 from sm121.launch.node_ops import in_parallel, recover_started
 from sm121.launch.readiness import NotReady, health_ok
 from sm121.launch.restarts import Restarts, Stopping, stop_on_sigterm
-from sm121.launch.run_state import NodeProcess, load_plan, load_run, now_iso
+from sm121.launch.run_state import NodeProcess, RunInfo, load_plan, load_run, now_iso, update_run
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
 
@@ -48,10 +48,12 @@ class ClusterWatchdog:
 
     def main(self) -> int:
         mark = processes.identity(os.getpid())
-        run = load_run(self.run_id)
-        run.watchdog_pid = os.getpid()
-        run.watchdog_boot_id, run.watchdog_start_time = mark.boot_id, mark.start_time
-        run.save()
+
+        def record(run: RunInfo) -> None:
+            run.watchdog_pid = os.getpid()
+            run.watchdog_boot_id, run.watchdog_start_time = mark.boot_id, mark.start_time
+
+        update_run(self.run_id, record)
         self.say(f"watching {len(self.engine_nodes)} node(s) of {self.run_id}")
         while True:
             try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sm121.errors import Sm121Error
 from sm121.launch import processes
-from sm121.launch.run_state import NodeProcess, RunInfo, list_runs, load_run, through_transport
+from sm121.launch.run_state import NodeProcess, RunInfo, list_runs, load_run, through_transport, update_run
 
 
 def node_alive(node: NodeProcess) -> bool:
@@ -52,7 +52,7 @@ def stop_run(run: RunInfo) -> list[str]:
         run = load_run(run.run_id)  # the engine's process group as the watchdog left it
     stubborn += stop_nodes(run)
     run.status = "stopped"
-    run.save()
+    update_run(run.run_id, lambda fresh: setattr(fresh, "status", "stopped"))
     return stubborn
 
 

@@ -17,7 +17,7 @@ from sm121.engines.api_key import api_key
 from sm121.errors import Sm121Error
 from sm121.launch import processes
 from sm121.launch.readiness import NotReady, api_answers, port_in_use
-from sm121.launch.run_state import NodeProcess, RunInfo
+from sm121.launch.run_state import NodeProcess, RunInfo, update_run
 
 NAME = "gateway"
 LOG_NAME = "gateway.log"
@@ -50,12 +50,19 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
     pid_file = run.directory / "gateway.pid"
     pid_file.write_text(f"{process.pid}\n")
     started = processes.identity(process.pid)
-    run.nodes.append(NodeProcess(name=NAME, pid=process.pid, pgid=process.pid, log=str(log),
-                                 pid_file=str(pid_file), boot_id=started.boot_id,
-                                 start_time=started.start_time))
+    node = NodeProcess(name=NAME, pid=process.pid, pgid=process.pid, log=str(log),
+                       pid_file=str(pid_file), boot_id=started.boot_id,
+                       start_time=started.start_time)
     url = f"http://127.0.0.1:{port}"
-    run.gateway_url = url
-    run.save()
+
+    def record(current: RunInfo) -> None:
+        current.nodes.append(node)
+        current.gateway_url = url
+
+    record(run)
+    # On the saved run, not the caller's copy: a supervised run's watchdog may have saved a
+    # restarted engine since, and `stop` needs both that engine and this gateway.
+    update_run(run.run_id, record)
     progress(f"gateway: starting on {url} ...")
     deadline = time.monotonic() + _READY_TIMEOUT_S
     # Through the gateway, /v1/models answers from the engine behind it.

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sm121.launch import restart_policy
-from sm121.launch.run_state import Crash, load_run, monotonic, now_iso
+from sm121.launch.run_state import Crash, RunInfo, monotonic, now_iso, update_run
 from sm121.recipes.schema import RestartPolicy
 
 
@@ -41,18 +41,20 @@ class Restarts:
         run is now failed."""
         now = monotonic()
         again = restart_policy.may_restart(self.times, now, self.policy)
-        run = load_run(self.run_id)  # read, change, save: others write run.json too
-        run.crashes.append(Crash(at=now_iso(), incarnation=self.incarnation,
-                                 during=during, how=how, exit_code=exit_code,  # type: ignore[arg-type]
-                                 cause=cause, excerpt=excerpt[-20:], restarted=again))
-        if again:
-            run.restarts += 1
-            run.status = "restarting"
-        else:
-            run.status = "failed"
-            run.failure = (f"gave up after {len(self.times)} restarts within "
-                           f"{self.policy.within_s:g} s: {how}; cause: {cause}")
-        run.save()
+
+        def record(run: RunInfo) -> None:
+            run.crashes.append(Crash(at=now_iso(), incarnation=self.incarnation,
+                                     during=during, how=how, exit_code=exit_code,  # type: ignore[arg-type]
+                                     cause=cause, excerpt=excerpt[-20:], restarted=again))
+            if again:
+                run.restarts += 1
+                run.status = "restarting"
+            else:
+                run.status = "failed"
+                run.failure = (f"gave up after {len(self.times)} restarts within "
+                               f"{self.policy.within_s:g} s: {how}; cause: {cause}")
+
+        update_run(self.run_id, record)  # others write run.json too
         if not again:
             self.say("restart limit reached: the run is failed")
             return False

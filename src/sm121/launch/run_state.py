@@ -14,7 +14,7 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
+from sm121.file_lock import locked
 from sm121.launch.processes import Identity
 from sm121.names import NAME_PATTERN
 from sm121.plan.model import ServePlan
@@ -196,6 +197,17 @@ def load_run(run_id: str) -> RunInfo:
         raise Sm121Error(f"no run {run_id!r}",
                          f"runs: {', '.join(known[-5:]) or '(none)'}; see `sm121 status`")
     return RunInfo.model_validate_json(file.read_text())
+
+
+def update_run(run_id: str, change: Callable[[RunInfo], None]) -> RunInfo:
+    """Read run.json, change it, save it, under the run's lock: serve's gateway launcher, the
+    watchdog and `stop` each write the same file, and a plain load-then-save by one of them
+    would drop what another saved in between (an engine's new pid, a gateway to stop)."""
+    with locked(run_dir(run_id) / "run.json"):
+        run = load_run(run_id)
+        change(run)
+        run.save()
+    return run
 
 
 def list_runs() -> list[RunInfo]:

@@ -23,7 +23,7 @@ from sm121.launch import processes, restart_policy, startup_history
 from sm121.launch.local import LOG_NAME, _local_argv, _local_hooks, engine_environment
 from sm121.launch.readiness import NotReady, health_ok, wait_ready
 from sm121.launch.restarts import Restarts, Stopping, stop_on_sigterm
-from sm121.launch.run_state import RunInfo, load_plan, load_run, monotonic, now_iso
+from sm121.launch.run_state import RunInfo, load_plan, load_run, monotonic, now_iso, update_run
 from sm121.launch.startup_history import build_record, node_startup
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
@@ -52,11 +52,7 @@ class Watchdog:
         print(f"{now_iso()} {message}", flush=True)  # watchdog.log: serve shows these lines
 
     def update(self, change: Callable[[RunInfo], None]) -> RunInfo:
-        """Read, change, save: serve and the gateway launcher write the same run.json."""
-        run = load_run(self.run_id)
-        change(run)
-        run.save()
-        return run
+        return update_run(self.run_id, change)
 
     def main(self) -> int:
         mark = processes.identity(os.getpid())

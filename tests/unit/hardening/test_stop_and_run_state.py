@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,6 +94,28 @@ def test_concurrent_saves_of_one_run(tmp_path: Path) -> None:
     assert errors == []
     assert RunInfo.model_validate_json((run.directory / "run.json").read_text()).run_id == run.run_id
     assert sorted(p.name for p in run.directory.iterdir()) == ["run.json"]  # no temp left
+
+
+_COUNT_UP = """
+import sys
+from sm121.launch.run_state import update_run
+
+def count(run):
+    run.restarts += 1
+
+for _ in range(int(sys.argv[2])):
+    update_run(sys.argv[1], count)
+"""
+
+
+def test_concurrent_updates_of_one_run_from_processes_lose_nothing() -> None:
+    """The watchdog, serve's gateway launcher and `stop` read, change and save one run.json:
+    three processes counting up at once end at the sum (a plain load-then-save loses some)."""
+    run = _run_with(f"updates-{os.urandom(3).hex()}", 1, "ready")
+    writers = [subprocess.Popen([sys.executable, "-c", _COUNT_UP, run.run_id, "60"])
+               for _ in range(3)]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0, 0]
+    assert RunInfo.model_validate_json((run.directory / "run.json").read_text()).restarts == 180
 
 
 @pytest.mark.parametrize("run_id", ["../../x", "..", "a/b", "/etc"])
