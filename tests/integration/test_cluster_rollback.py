@@ -113,12 +113,15 @@ def test_a_failure_in_any_phase_leaves_no_node_running(
     monkeypatch.setattr(cluster_serve, "SETTLE_S", 0.3)
     inject, raised, started = PHASES[phase]
     inject(monkeypatch)
+    earlier = {r.run_id for r in list_runs()}
     with pytest.raises(raised):
         cluster_serve.serve_cluster(plan, trust=True)
     pid_files = list(state.glob("runs/*/node-*/engine.pid"))
     assert len(pid_files) == started
     for pid_file in pid_files:
         assert not group_alive(int(pid_file.read_text())), f"{pid_file.parent.name} left running"
-    run = [r for r in list_runs() if r.recipe == "stand-in-rollback"][-1]
+    # This serve's run, told by its id: `created` has whole seconds, and the phase before
+    # may have made its run in the same second.
+    (run,) = [r for r in list_runs() if r.run_id not in earlier]
     assert run.status == ("stopped" if raised is KeyboardInterrupt else "failed")
     assert run.failure

@@ -91,7 +91,7 @@ def _top_bracketed(url: str, traffic: Traffic
     for _ in range(3):
         finished, before, t0 = traffic.finished, _metrics(url), time.monotonic()
         # In this process: the streams saturate a 2-core host, where a new Python process
-        # waited 2-4 s to run `pass` and `sm121 top` took 7-23 s to start (CI passed 300 s).
+        # took up to 4.3 s to run `pass`, and `sm121 top --once` 7-23 s (CI passed 300 s).
         result = CliRunner().invoke(app, ["top", "--once", "--json", "--url", url,
                                           "--interval", "3"])
         after, t1 = _metrics(url), time.monotonic()
