@@ -87,7 +87,6 @@ def _write(path: Path, specs: list[UpstreamSpec], url: str | None) -> None:
     tmp.replace(path)
 
 
-
 async def watch(path: Path, apply: Callable[[tuple[UpstreamSpec, ...]], None]) -> None:
     """Apply the file's upstreams now and whenever it changes (checked every second: a stat,
     nothing on the request path)."""
