@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from sm121.engines.vllm_log import death_cause, has_error_line, parse_boot_log_file
@@ -51,9 +50,6 @@ class Watchdog:
     def say(self, message: str) -> None:
         print(f"{now_iso()} {message}", flush=True)  # watchdog.log: serve shows these lines
 
-    def update(self, change: Callable[[RunInfo], None]) -> RunInfo:
-        return update_run(self.run_id, change)
-
     def main(self) -> int:
         mark = processes.identity(os.getpid())
 
@@ -61,7 +57,7 @@ class Watchdog:
             run.watchdog_pid = os.getpid()
             run.watchdog_boot_id, run.watchdog_start_time = mark.boot_id, mark.start_time
 
-        self.update(record)
+        update_run(self.run_id, record)
         while True:
             try:
                 self.start()
@@ -95,7 +91,7 @@ class Watchdog:
             run.timings.process_started_s = round(monotonic() - self.started, 2)
             run.timings.port_open_s = run.timings.first_generation_s = None
 
-        self.update(started)
+        update_run(self.run_id, started)
         self.say(f"engine started (pid {pid}, start {self.restarts.incarnation})")
 
     def ready(self) -> None:
@@ -112,7 +108,8 @@ class Watchdog:
             raise Death(f"not ready: {exc}; " + (how if exited else f"stopped by the watchdog "
                                                  f"({how})"), "boot", code) from exc
         self.ready_offset = self.log_path.stat().st_size
-        run = self.update(lambda r: self._ready(r, result.port_open_s, result.first_generation_s))
+        run = update_run(self.run_id, lambda r: self._ready(r, result.port_open_s,
+                                                            result.first_generation_s))
         hooks = _local_hooks(self.plan, run, "after_ready", self.say)
         self._record_startup(run, [h.render() for h in hooks])
         self.say(f"ready: first generation after {result.first_generation_s:.1f} s")
