@@ -56,7 +56,7 @@ def _real_parser() -> Any:
     from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    return make_arg_parser(FlexibleArgumentParser())
+    return make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
 
 
 def _parse_real(tokens: list[str], release: str) -> Parsed:

@@ -81,8 +81,7 @@ SAFE_FLAGS: dict[str, FlagRule] = {
     "performance-mode": _choice("balanced", "interactivity", "throughput"),
     "structured-outputs-config": FlagRule("json", json_keys={
         "backend": "word", "disable_any_whitespace": "bool",
-        "disable_additional_properties": "bool", "disable_fallback": "bool",
-        "enable_in_reasoning": "bool"}),
+        "disable_additional_properties": "bool", "enable_in_reasoning": "bool"}),
 }
 SAFE_DESTS = frozenset(name.replace("-", "_") for name in SAFE_FLAGS)
 
@@ -168,7 +167,7 @@ def value_problem(name: str, value: ArgValue) -> str | None:
         return None if isinstance(value, bool) else "takes a YAML boolean (true or false)"
     if rule.kind in ("int", "number"):
         ok = (isinstance(value, int) if rule.kind == "int" else isinstance(value, int | float))
-        if not ok or isinstance(value, bool) or isinstance(value, str):
+        if not ok or isinstance(value, bool | str):
             return f"takes a YAML {'integer' if rule.kind == 'int' else 'number'}"
         if (rule.low is not None and value < rule.low) or (rule.high is not None
                                                            and value > rule.high):
@@ -214,9 +213,37 @@ def argv_problems(full: list[str], own: list[str], release: str,
     if baseline.error:
         return [f"{baseline.via} does not accept sm121's own argv ({baseline.error})"]
     changed = [dest for dest, value in parsed.values.items()
-               if dest not in SAFE_DESTS and not _same(value, baseline.values.get(dest))]
-    return [f"the rendered argv sets {dest} ({parsed.via}), which needs --trust"
-            for dest in sorted(changed)]
+               if not _same(value, baseline.values.get(dest))]
+    problems = [f"the rendered argv sets {dest} ({parsed.via}), which needs --trust"
+                for dest in sorted(changed) if dest not in SAFE_DESTS]
+    for dest in sorted(set(changed) & _JSON_DESTS):
+        keys = _json_fields(parsed.values[dest]) - _json_fields(baseline.values.get(dest))
+        extra = sorted(keys - set(SAFE_FLAGS[dest.replace("_", "-")].json_keys or {}))
+        if extra:
+            problems.append(f"the rendered argv sets {dest}.{', '.join(extra)} ({parsed.via}), "
+                            "which needs --trust")
+    return problems
+
+
+_JSON_DESTS = frozenset(n.replace("-", "_") for n, r in SAFE_FLAGS.items() if r.kind == "json")
+
+
+def _json_fields(value: object) -> set[str]:
+    """The fields a JSON flag's parsed value sets away from its defaults: the keys of the text
+    (the model keeps it), or the changed fields of the config object (vLLM's parser)."""
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        try:
+            data = json.loads(value)
+        except ValueError:
+            return {"(not JSON)"}
+        return set(data) if isinstance(data, dict) else {"(not an object)"}
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields is None:
+        return {"(unknown value)"}
+    default = type(value)()
+    return {name for name in fields if not _same(getattr(value, name), getattr(default, name))}
 
 
 def _same(a: object, b: object) -> bool:
