@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support import run_cli
 from support.sshd import sshd_available, start_sshd
 from typer.testing import CliRunner, Result
 
@@ -252,3 +253,22 @@ def test_the_bundled_parser_model_reads_every_vector_as_vllm_does() -> None:
                 assert changed <= set(modelled.values), (vector["id"], tokens, changed)
                 agreed += 1
     assert agreed + closed > len(VECTORS) and agreed > 50
+
+
+REPRESENTATIVE = ("issue-env-key-split-string", "issue-bool-string-trust-remote-code",
+                  "issue-engine-flags-runs-command", "hooks-custom")
+
+
+@pytest.mark.parametrize("vector_id", REPRESENTATIVE)
+def test_the_real_process_refuses_before_anything_runs(vector_id: str, tmp_path: Path,
+                                                       cluster_file: Path) -> None:
+    """A few vectors through `sm121` as its own process (exit status 2, the error on stderr):
+    `serve --cluster` over the loopback node and `engine flags`."""
+    vector = next(v for v in VECTORS if v["id"] == vector_id)
+    recipe, mark = _write(vector, tmp_path)
+    for argv in (["serve", str(recipe), "--cluster", str(cluster_file), "--timeout", "5"],
+                 ["engine", "flags", str(recipe), "--cluster", str(cluster_file)]):
+        result = run_cli(*argv, check=False, timeout=120)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert vector["refused_for"] in result.stderr and "Traceback" not in result.stderr
+        assert not mark.exists()
