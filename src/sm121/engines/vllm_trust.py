@@ -112,12 +112,16 @@ ENV_UNSAFE_WORDS = frozenset({
     "ENDPOINT", "PROFILER", "INJECTION64", "INJECTION32", "SERVER", "ASSETS", "CACHE",
     "MODELSCOPE", "INSECURE", "RUNTIME", "LOGGING", "SCRIPT", "CMD", "EXEC",
 })
-# Safe despite a word above: the CPU KV pool size in GiB.
+# Plain settings outside the families (HF_HUB_OFFLINE only stops downloads; the allocator's
+# options name no file), and VLLM_CPU_KVCACHE_SPACE (a size in GiB despite its CACHE).
 ENV_SAFE_NAMES = frozenset({
     "VLLM_CPU_KVCACHE_SPACE", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
     "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "GLOO_SOCKET_IFNAME",
     "PYTORCH_CUDA_ALLOC_CONF", "HF_TOKEN",
 })
+# A secret-named entry hands the engine the launcher's variable of that name: only these two,
+# which the engine needs (gated weights from huggingface.co, the API key it checks).
+ENV_SECRETS = frozenset({"HF_TOKEN", "VLLM_API_KEY"})
 # A value: a word list without `/` (no path, no URL), `$` (no reference) or quotes.
 ENV_VALUE = re.compile(r"[A-Za-z0-9_.,:=^+-]{0,256}")
 
@@ -126,7 +130,10 @@ def env_problem(name: str, value: str, secret: bool) -> str | None:
     """Why a recipe's env entry needs --trust, or None. A secret's value is never used (the
     plan passes the launcher's variable of that name), so only its name counts."""
     problems = []
-    if name not in ENV_SAFE_NAMES:
+    if secret and name not in ENV_SECRETS:
+        problems.append(f"hands the engine this machine's secret {name} (allowed: "
+                        f"{', '.join(sorted(ENV_SECRETS))})")
+    elif name not in ENV_SAFE_NAMES and name not in ENV_SECRETS:
         if not name.startswith(ENV_FAMILIES):
             problems.append("is not an allow-listed variable (VLLM_*, NCCL_*, UCX_*, CUDA_* or "
                             "a few plain settings)")

@@ -68,11 +68,12 @@ def _model_needs(recipe: Recipe) -> list[str]:
 
 
 def _arg_needs(recipe: Recipe, profile: str | None) -> list[str]:
-    known = vllm.known_flags(recipe)
+    # Read as the upstream parser reads it: a name under extra_known_args may abbreviate one.
+    upstream = choose(recipe.engine.version, recipe.runtime.image, recipe_key(recipe)).flags.flags
     needs = []
     for name, value in profile_args(recipe, profile).items():
         if name not in SAFE_FLAGS:
-            target = resolve(name, known) or name
+            target = resolve(name, upstream) or name
             why = WHY.get(target, "is not an allow-listed flag")
             read_as = f" (vLLM reads it as --{target})" if target != name else ""
             needs.append(f"args.{name}{read_as}: {why}")
