@@ -272,3 +272,23 @@ def test_the_real_process_refuses_before_anything_runs(vector_id: str, tmp_path:
         assert result.returncode == 2, result.stdout + result.stderr
         assert vector["refused_for"] in result.stderr and "Traceback" not in result.stderr
         assert not mark.exists()
+
+
+GAPS = [v for v in VECTORS if v.get("gap")]
+
+
+@pytest.mark.parametrize("vector", GAPS, ids=[v["id"] for v in GAPS])
+def test_without_vllm_installed_the_bundled_model_refuses_the_gap_vectors(
+        vector: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the engine is not installed (a docker or remote engine), the final check reads
+    the argv with the bundled model of vLLM's parser: it refuses the same vectors."""
+    monkeypatch.setattr(vllm_parser, "installed_release", lambda: None)
+    _apply_gap(vector.get("gap"), monkeypatch)
+    recipe, mark = _write(vector, tmp_path)
+    result = _invoke("plan", str(recipe))
+    assert isinstance(result.exception, Sm121Error), result.output
+    assert "bundled model" in str(result.exception), str(result.exception)
+    assert not mark.exists()
+    (tmp_path / "clean").mkdir()  # and the model passes a clean recipe: it can pass
+    clean, _ = _write({"recipe": {"args": {"max-num-seqs": 4}}}, tmp_path / "clean")
+    assert _invoke("plan", str(clean)).exit_code == 0

@@ -203,7 +203,12 @@ def parse(tokens: list[str], release: str, names: frozenset[str]) -> Parsed:
     with its own parser when that release is installed here, else with the model (`names`:
     the flag list the recipe is checked against, for a release without a bundled model)."""
     if installed_release() == release:
-        return _parse_real(tokens, release)
+        try:
+            _real_parser()
+        except Exception:  # an install that does not import (a broken build): use the model
+            pass
+        else:
+            return _parse_real(tokens, release)
     return parse_model(model_for(release, names), tokens)
 
 
