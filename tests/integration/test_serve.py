@@ -43,7 +43,7 @@ def test_run_directory_holds_argv_env_and_pid(tiny_engine: TinyEngine) -> None:
     folder = tiny_engine.run_dir
     # One shape for local and cluster runs: per node name.
     argv = json.loads((folder / "argv.json").read_text())["local"]
-    assert "--max-num-batched-tokens" in argv and "2048" in argv
+    assert "--max-num-batched-tokens=2048" in argv
     env = json.loads((folder / "env.json").read_text())["local"]
     assert env["set"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
     pid = int((folder / "engine.pid").read_text())

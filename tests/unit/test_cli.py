@@ -10,9 +10,10 @@ from support import run_cli
 def test_plan_ds4_agent_prints_the_field_values() -> None:
     out = run_cli("plan", "deepseek-v4-flash-eugr-agent", "--profile", "agent").stdout
     assert "needs 2 nodes and no cluster file was given" in out  # whole, never wrapped
-    for expected in ("--max-num-batched-tokens 2048", "--max-num-seqs 6",
-                     "--max-cudagraph-capture-size 36", "--gpu-memory-utilization 0.78",
-                     "--max-model-len 1048576"):
+    # A recipe's args render as one token each (no value can become an argv token).
+    for expected in ("--max-num-batched-tokens=2048", "--max-num-seqs=6",
+                     "--max-cudagraph-capture-size=36", "--gpu-memory-utilization=0.78",
+                     "--max-model-len=1048576"):
         assert expected in out, expected
 
 

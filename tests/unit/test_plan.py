@@ -37,7 +37,10 @@ def plan_for(name: str, profile: str | None = None, cluster: Path | None = None,
 
 
 def flag(argv: list[str], name: str) -> str:
-    return argv[argv.index(f"--{name}") + 1]
+    """The value of an engine arg: one token `--name=value` (a recipe's args), or sm121's own
+    `--name value`."""
+    joined = [a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")]
+    return joined[-1] if joined else argv[argv.index(f"--{name}") + 1]
 
 
 def test_ds4_agent_profile_values(tmp_path: Path) -> None:

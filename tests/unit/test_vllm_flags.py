@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sm121.engines.vllm_flags import bundled, bundled_versions, choose, parse_help, save_cached
+from sm121.engines.vllm_flags import (
+    bundled,
+    bundled_versions,
+    choose,
+    parse_help,
+    recipe_key,
+    save_cached,
+)
 from sm121.launch.engine_flags import read_engine_flags
 from sm121.launch.transport import CommandResult, Transport
 from sm121.plan.validate import validate_recipe
@@ -84,7 +91,8 @@ def test_a_list_read_from_the_image_wins_and_a_mismatch_is_named(
         tmp_path: Path, sm121_home: Path) -> None:
     image = "registry.example/vllm:field"
     saved = save_cached("0.21.0", "sha256:abc", image,
-                        frozenset({"max-model-len", "field-only-flag"}), "docker image sha256:abc")
+                        frozenset({"max-model-len", "field-only-flag"}), "docker image sha256:abc",
+                        recipe="0123456789abcdef", builtin=True)
     request_cleanup = saved.unlink
     choice = choose("0.32.0", image)
     assert "field-only-flag" in choice.flags.flags and choice.flags.version == "0.21.0"
@@ -143,7 +151,7 @@ def test_flags_are_read_from_the_image_and_cached_per_version_and_image_id(
     text = gzip.decompress((FIXTURES / "vllm-help-0.32.0.txt.gz").read_bytes()).decode()
     recipe = load_recipe("deepseek-v4-flash-eugr-agent").recipe
     node = RecordingTransport(text)
-    read = read_engine_flags(recipe, node, "spark1")
+    read = read_engine_flags(recipe, node, "spark1", builtin=True)
     image = recipe.runtime.image
     assert node.calls[0] == ["docker", "image", "inspect", "--format", "{{.Id}}", image]
     assert node.calls[1] == ["docker", "run", "--rm", "--entrypoint", "vllm", image, "--version"]
@@ -154,3 +162,22 @@ def test_flags_are_read_from_the_image_and_cached_per_version_and_image_id(
     choice = choose(recipe.engine.version, image)
     assert choice.warning is None and choice.flags.flags == read.flags
     Path(read.cache_file).unlink()
+
+
+def test_a_foreign_recipes_list_serves_only_that_recipe(sm121_home: Path, tmp_path: Path) -> None:
+    """A list read by running a recipe's own command is that recipe's: another recipe of the
+    same image (or a built-in one) is still checked against the bundled list."""
+    text = gzip.decompress((FIXTURES / "vllm-help-0.32.0.txt.gz").read_bytes()).decode()
+    builtin = load_recipe("deepseek-v4-flash-eugr-agent").recipe
+    foreign = builtin.model_copy(update={"name": "foreign"})
+    read = read_engine_flags(foreign, RecordingTransport(text.replace("--max-num-seqs",
+                                                                      "--only-foreign-x")),
+                             "spark1", builtin=False)
+    image = builtin.runtime.image
+    try:
+        assert "only-foreign-x" in choose(foreign.engine.version, image,
+                                          recipe_key(foreign)).flags.flags
+        for other in (None, recipe_key(builtin)):
+            assert "only-foreign-x" not in choose(builtin.engine.version, image, other).flags.flags
+    finally:
+        Path(read.cache_file).unlink()

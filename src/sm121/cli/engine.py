@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import typer
 
-from sm121.cli.options import CLUSTER, JSON, PROFILE
+from sm121.cli.options import CLUSTER, JSON, PROFILE, TRUST
 from sm121.cli.output import console, err_console, print_json
+from sm121.cluster.spec import load_cluster
 from sm121.engines.vllm_flags import bundled_versions
 from sm121.launch.engine_flags import read_engine_flags
 from sm121.launch.transport import transport_for
-from sm121.plan.build import build_plan
+from sm121.plan.render import PlanRequest, render_plan
+from sm121.plan.trust import require_trust
 from sm121.recipes.loader import load_recipe
 
 app = typer.Typer(help="What the engine that will run accepts.", no_args_is_help=True)
@@ -26,16 +28,21 @@ def flags(
     profile: str | None = PROFILE,
     cluster: str | None = CLUSTER,
     as_json: bool = JSON,
+    trust: bool = TRUST,
 ) -> None:
     """Run the engine's `--help=all` on the head node (the native command, or `docker run --rm`
     of the recipe's image) and cache its flags under $SM121_HOME/engine-flags/ per vLLM version
     and image id. Later checks of this recipe use them; a version that differs from the
-    recipe's engine.version is named."""
-    plan = build_plan(name, profile, cluster)
+    recipe's engine.version is named. It runs the recipe's command or image: a recipe that is
+    not built in gets the same trust check as `serve`, and its list serves only itself."""
+    loaded = load_recipe(name)  # once: the plan checked is the recipe whose command runs
+    plan = render_plan(PlanRequest(recipe=loaded, profile=profile,
+                                   cluster=load_cluster(cluster) if cluster else None))
+    require_trust(plan.recipe, plan.needs_trust, trust)
     head = plan.head
     transport = transport_for(head.ssh, head.ssh_port, head.ssh_config, head.name)
     err_console.print(f"reading the flags of {name}'s engine on {head.name} ...", style="dim")
-    read = read_engine_flags(load_recipe(name).recipe, transport, head.name)
+    read = read_engine_flags(loaded.recipe, transport, head.name, builtin=loaded.builtin)
     diff = read.against_bundled()
     if as_json:
         print_json({"version": read.version, "engine_id": read.engine_id, "image": read.image,

@@ -137,7 +137,8 @@ def _recipe_facts(recipe: str | None, profile: str | None) -> tuple[RequestPolic
         return RequestPolicy(), None
     from sm121.plan.build import build_plan
 
-    plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1")
+    # Read for its request policy only: nothing of it runs here.
+    plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1", argv_check=False)
     seqs = plan.engine_args.get("max-num-seqs")
     return plan.request_policy, seqs if isinstance(seqs, int) else None
 

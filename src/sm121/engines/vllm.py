@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
-from sm121.engines.vllm_flags import choose
+from sm121.engines.vllm_flags import choose, recipe_key
+from sm121.engines.vllm_trust import resolve
 from sm121.findings import Finding, Severity
 from sm121.recipes.schema import ArgValue, Recipe, SpecKRule
 
@@ -29,8 +30,10 @@ OWNED_BY_SM121 = frozenset(
 SECRET_ARGS = {"api-key": "VLLM_API_KEY", "hf-token": "HF_TOKEN"}
 
 
-def render_args(args: Mapping[str, ArgValue]) -> list[str]:
-    """Engine args as argv: `True` is a bare flag, `False` the `--no-` form, `None` omits."""
+def render_args(args: Mapping[str, ArgValue], known: Collection[str] = ()) -> list[str]:
+    """Engine args as argv, one token each, so no value can become a token of its own:
+    `--name=value`; `True` is the bare flag; `False` the `--no-name` form where the engine has
+    one (`known`: its flag list), else omitted (the flag's default is off); `None` omits."""
     argv: list[str] = []
     for name, value in args.items():
         if value is None:
@@ -38,10 +41,18 @@ def render_args(args: Mapping[str, ArgValue]) -> list[str]:
         if value is True:
             argv.append(f"--{name}")
         elif value is False:
-            argv.append(f"--no-{name}")
+            if f"no-{name}" in known:
+                argv.append(f"--no-{name}")
         else:
-            argv += [f"--{name}", value if isinstance(value, str) else json.dumps(value)]
+            argv.append(f"--{name}={value if isinstance(value, str) else json.dumps(value)}")
     return argv
+
+
+def known_flags(recipe: Recipe) -> frozenset[str]:
+    """The flags of the recipe's engine (the list of its engine.version), with the ones a
+    patched build adds (engine.extra_known_args)."""
+    return (choose(recipe.engine.version, recipe.runtime.image, recipe_key(recipe)).flags.flags
+            | frozenset(recipe.engine.extra_known_args))
 
 
 def speculative_k_allowed(rule: SpecKRule, k: int) -> bool:
@@ -72,7 +83,7 @@ def check_args(
 ) -> list[Finding]:
     """Unknown flags (against the list of the recipe's engine.version), flags sm121 owns, and
     typed-twice derived values."""
-    choice = choose(recipe.engine.version, recipe.runtime.image)
+    choice = choose(recipe.engine.version, recipe.runtime.image, recipe_key(recipe))
     known = choice.flags.flags | set(recipe.engine.extra_known_args)
     findings: list[Finding] = []
     if choice.warning and args:
@@ -81,28 +92,35 @@ def check_args(
             message=choice.warning,
             fix="read the list from the engine itself: sm121 engine flags RECIPE [--cluster FILE]",
         ))
-    for name, value in args.items():
+    for given, value in args.items():
+        # vLLM's parser accepts any unique prefix of a flag (allow_abbrev): read the name as it
+        # does, so `hos` is --host and `trust-remote-cod` is --trust-remote-code.
+        target = resolve(given, choice.flags.flags)
+        name = target or given
+        if target is not None and target != given:
+            findings.append(_error(source, f"{field}.{given}", f"abbreviates --{target}, which "
+                                   "vLLM's parser reads for it; write the full name"))
         if name in SECRET_ARGS and value not in (None, True, False):
             findings.append(Finding(
-                severity=Severity.ERROR, source=source, field=f"{field}.{name}",
+                severity=Severity.ERROR, source=source, field=f"{field}.{given}",
                 message="puts a secret on the engine's command line, the plan and the run "
                         "directory",
                 fix=f"remove it and export {SECRET_ARGS[name]} where you run sm121: it reaches "
                     "the engine through its environment, never a command line",
             ))
         elif name in ("host", "port"):
-            findings.append(_error(source, f"{field}.{name}", f"is sm121's own flag: pass "
+            findings.append(_error(source, f"{field}.{given}", f"is sm121's own flag: pass "
                                    f"--{name} to sm121 (status and readiness read it)"))
         elif name in OWNED_BY_SM121:
-            findings.append(_error(source, f"{field}.{name}", "is set by sm121 from the recipe "
+            findings.append(_error(source, f"{field}.{given}", "is set by sm121 from the recipe "
                                    "(model, parallelism, speculative) and the plan; remove it here"))
         elif name in (CAPTURE_SIZE,) and recipe.speculative is not None:
-            findings.append(_error(source, f"{field}.{name}", "is derived as max-num-seqs x (k+1); "
-                                   "do not type it twice"))
-        elif name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=3)
+            findings.append(_error(source, f"{field}.{given}", "is derived as max-num-seqs x "
+                                   "(k+1); do not type it twice"))
+        elif target is None and given not in known:
+            close = difflib.get_close_matches(given, sorted(known), n=3)
             findings.append(Finding(
-                severity=Severity.ERROR, source=source, field=f"{field}.{name}",
+                severity=Severity.ERROR, source=source, field=f"{field}.{given}",
                 message=f"is not a flag of vLLM {choice.flags.version} ({choice.flags.source} list)",
                 allowed=", ".join(close) if close else "a flag of `vllm serve --help=all`",
                 fix="correct the name, or list it under engine.extra_known_args for a patched build",

@@ -9,6 +9,7 @@ check says so, naming both versions.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121 import paths
+from sm121.recipes.schema import Recipe
 
 _BUNDLED = re.compile(r"^vllm-args-(\d+\.\d+\.\d+)\.txt$")
 _RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)((?:rc|\.?dev|\.?post)[\w.]*)?")
@@ -68,18 +70,27 @@ def parse_list(text: str) -> frozenset[str]:
                      if line.strip() and not line.startswith("#"))
 
 
-def choose(engine_version: str | None, image: str | None = None) -> FlagChoice:
+def recipe_key(recipe: Recipe) -> str:
+    """Names a recipe by its content: a list read by running one recipe's engine command serves
+    that recipe (or, read by a built-in recipe, any), never another."""
+    return hashlib.sha256(recipe.model_dump_json().encode()).hexdigest()[:16]
+
+
+def choose(engine_version: str | None, image: str | None = None,
+           recipe: str | None = None) -> FlagChoice:
     """The flag list for a recipe's engine: one read from that engine (cache), the bundled list
-    of its release, or the nearest bundled list with a warning that names both versions."""
+    of its release, or the nearest bundled list with a warning that names both versions.
+    `recipe` (recipe_key) lets a list read by that recipe itself answer; without it only lists
+    read by built-in recipes do."""
     release = release_of(engine_version)
-    if image is not None and (read := cached_for_image(image)) is not None:
+    if image is not None and (read := cached_for_image(image, recipe)) is not None:
         mismatch = None if read.version == release else (
             f"the recipe says vLLM {engine_version or '(no engine.version)'}, but its image "
             f"{image} reported vLLM {read.version}: flags were checked against {read.version}'s "
             "list read from the image")
         return FlagChoice(read, mismatch)
     if release is not None:
-        if image is None and (read := cached_native(release)) is not None:
+        if image is None and (read := cached_native(release, recipe)) is not None:
             return FlagChoice(read, None)
         if release in bundled_versions():
             return FlagChoice(bundled(release), None)
@@ -106,30 +117,38 @@ def cache_dir() -> Path:
     return paths.home() / CACHE_DIR
 
 
-def cache_path(release: str, engine_id: str) -> Path:
+def cache_path(release: str, engine_id: str, recipe: str) -> Path:
     safe = re.sub(r"[^\w.-]", "_", engine_id)[:80]
-    return cache_dir() / f"vllm-{release}-{safe}.json"
+    return cache_dir() / f"vllm-{release}-{safe}-{recipe}.json"
 
 
 def save_cached(release: str, engine_id: str, image: str | None, flags: frozenset[str],
-                how: str) -> Path:
-    """Keep a list read from an engine: per release and engine id (an image id, or the native
-    command and node). `how` says where it came from."""
-    path = cache_path(release, engine_id)
+                how: str, *, recipe: str, builtin: bool) -> Path:
+    """Keep a list read from an engine: per release, engine id (an image id, or the native
+    command and node) and the recipe whose command produced it (recipe_key; `builtin`: one
+    shipped with sm121, whose list may serve every recipe). `how` says where it came from."""
+    path = cache_path(release, engine_id, recipe)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": release, "engine_id": engine_id, "image": image,
-                                "how": how, "flags": sorted(flags)}, indent=1))
+                                "how": how, "recipe": recipe, "builtin": builtin,
+                                "flags": sorted(flags)}, indent=1))
     return path
 
 
-def cached_for_image(image: str) -> FlagList | None:
-    """The newest list read from this image (whatever version it reported)."""
-    return _newest(lambda entry: entry.get("image") == image)
+def _serves(entry: dict[str, Any], recipe: str | None) -> bool:
+    return entry.get("builtin") is True or (recipe is not None and entry.get("recipe") == recipe)
 
 
-def cached_native(release: str) -> FlagList | None:
-    """The newest list read from a native engine of this release."""
-    return _newest(lambda entry: entry.get("image") is None and entry.get("version") == release)
+def cached_for_image(image: str, recipe: str | None = None) -> FlagList | None:
+    """The newest list read from this image (whatever version it reported) that may serve
+    this recipe."""
+    return _newest(lambda entry: entry.get("image") == image and _serves(entry, recipe))
+
+
+def cached_native(release: str, recipe: str | None = None) -> FlagList | None:
+    """The newest list read from a native engine of this release that may serve this recipe."""
+    return _newest(lambda entry: entry.get("image") is None and entry.get("version") == release
+                   and _serves(entry, recipe))
 
 
 def _newest(wanted: Callable[[dict[str, Any]], bool]) -> FlagList | None:

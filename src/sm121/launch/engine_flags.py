@@ -1,7 +1,8 @@
 """Read the flag list from the engine that will run, on its node: `--help=all` of the native
 command, or of the image (`docker run --rm --entrypoint ... IMAGE ... --help=all`), with the
 version the engine reports. The list is cached under $SM121_HOME/engine-flags/ per version and
-engine id (the image id, or node + command), where recipe validation finds it."""
+engine id (the image id, or node + command) and the recipe that produced it, where recipe
+validation finds it: a foreign recipe's list never serves another recipe."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import sys
 from dataclasses import dataclass
 
 from sm121.engines.vllm import DOCKER_COMMAND, NATIVE_COMMAND
-from sm121.engines.vllm_flags import bundled, bundled_versions, parse_help, release_of, save_cached
+from sm121.engines.vllm_flags import (
+    bundled,
+    bundled_versions,
+    parse_help,
+    recipe_key,
+    release_of,
+    save_cached,
+)
 from sm121.errors import Sm121Error
 from sm121.launch.transport import LocalTransport, Transport
 from sm121.recipes.schema import Recipe
@@ -43,7 +51,11 @@ class EngineFlags:
         return self.version, set(self.flags - known), set(known - self.flags)
 
 
-def read_engine_flags(recipe: Recipe, transport: Transport, node: str) -> EngineFlags:
+def read_engine_flags(recipe: Recipe, transport: Transport, node: str,
+                      builtin: bool = False) -> EngineFlags:
+    """Run the engine's --help=all and cache its flags for this recipe (recipe_key; a built-in
+    recipe's list serves every recipe of that engine). The caller checks trust first: this
+    runs the recipe's command or image."""
     if recipe.runtime.kind == "docker":
         image = recipe.runtime.image
         if not image:
@@ -67,7 +79,8 @@ def read_engine_flags(recipe: Recipe, transport: Transport, node: str) -> Engine
     if len(flags) < 20:
         raise Sm121Error(f"the engine's --help=all on {node} listed {len(flags)} flags",
                          "run the command by hand and check it is vLLM's server")
-    path = save_cached(version, engine_id, image, flags, how)
+    path = save_cached(version, engine_id, image, flags, how, recipe=recipe_key(recipe),
+                       builtin=builtin)
     return EngineFlags(version, engine_id, image, flags, how, str(path), recipe.engine.version)
 
 

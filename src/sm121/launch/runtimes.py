@@ -126,7 +126,8 @@ def native_start_script(argv: Sequence[str], env: Mapping[str, str], files: Node
     """Start argv in its own process group with the node's env (references in it expanded on
     the node); print its pid (= group id), the node's boot id and the process's start time,
     so stop can tell it from a later process that reuses the pid."""
-    env_prefix = ["env", *(f"-u {q(REF_PREFIX + n)}" for n in refs),
+    # `--` ends env's options: no assignment can be read as one (`--split-string=...`).
+    env_prefix = ["env", *(f"-u {q(REF_PREFIX + n)}" for n in refs), "--",
                   *(q(f"{k}=") + shell_value(v, refs) for k, v in env.items())]
     command = " ".join([*(env_prefix if env or refs else []), *(q(a) for a in argv)])
     return "\n".join([

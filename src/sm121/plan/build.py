@@ -15,7 +15,7 @@ from sm121.recipes.schema import ArgValue
 
 def build_plan(name: str, profile: str | None = None, cluster: str | None = None,
                overrides: Mapping[str, ArgValue] | None = None, port: int = DEFAULT_PORT,
-               host: str = "127.0.0.1") -> ServePlan:
+               host: str = "127.0.0.1", argv_check: bool = True) -> ServePlan:
     """`name` is a recipe name or a path to a .yaml file; `cluster` a cluster file's path."""
     return render_plan(PlanRequest(
         recipe=load_recipe(name),
@@ -24,4 +24,5 @@ def build_plan(name: str, profile: str | None = None, cluster: str | None = None
         overrides=dict(overrides or {}),
         port=port,
         host=host,
+        argv_check=argv_check,
     ))

@@ -21,7 +21,7 @@ from sm121.plan.runtime_argv import (
     ray_head_argv,
     ray_worker_argv,
 )
-from sm121.plan.trust import trust_needs
+from sm121.plan.trust import argv_needs, trust_needs
 from sm121.plan.validate import validate_overrides, validate_recipe
 from sm121.recipes.loader import LoadedRecipe
 from sm121.recipes.schema import ArgValue, EngineKind, ModelSource, Recipe
@@ -38,6 +38,9 @@ class PlanRequest:
     overrides: Mapping[str, ArgValue] | None = None
     port: int = DEFAULT_PORT
     host: str = "127.0.0.1"
+    # The final check of a foreign recipe's argv by the engine's parser (which may import the
+    # engine, seconds): off only for a caller that runs nothing and reads no needs_trust.
+    argv_check: bool = True
 
 
 def render_plan(request: PlanRequest) -> ServePlan:
@@ -52,7 +55,14 @@ def render_plan(request: PlanRequest) -> ServePlan:
 
     derived = vllm.derived_args(recipe, effective.args)
     engine_args = effective.args | {name: value for name, (value, _) in derived.items()}
-    nodes = _node_plans(request, effective, engine_args, _model_ref(recipe))
+    own_args = {name: value for name, (value, _) in derived.items()}
+    rendered = _node_plans(request, effective, engine_args, own_args, _model_ref(recipe))
+    nodes = [node for node, _, _ in rendered]
+    needs = trust_needs(recipe, profile, request.recipe.builtin)
+    if request.argv_check and not request.recipe.builtin and not needs:
+        # The recipe asks only for allow-listed things: check that the argv as the engine
+        # parses it agrees (the allow-list's own gaps would show here).
+        needs = argv_needs(recipe, [(tail, own) for _, tail, own in rendered])
     return ServePlan(
         recipe=recipe.name,
         profile=profile,
@@ -79,7 +89,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         findings=findings,
         recipe_source=source,
         recipe_spec=_kept_recipe(recipe),
-        needs_trust=trust_needs(recipe, profile, request.recipe.builtin),
+        needs_trust=needs,
     )
 
 
@@ -142,15 +152,22 @@ def _probe_host(request: PlanRequest, nodes: list[NodePlan]) -> str:
 
 
 def _node_plans(request: PlanRequest, effective: EffectiveProfile,
-                engine_args: dict[str, ArgValue], model_ref: str) -> list[NodePlan]:
+                engine_args: dict[str, ArgValue], own_args: dict[str, ArgValue],
+                model_ref: str) -> list[tuple[NodePlan, list[str] | None, list[str]]]:
+    """Each node's plan, with the engine args of its final argv (what follows the engine
+    command; None for a node that runs no engine, a Ray worker) and sm121's own version of
+    them (the recipe's args left out) for the trust check."""
     recipe = request.recipe.recipe
     nodes = _participants(request)
     cluster = request.cluster[0] if request.cluster else None
     head_ip = nodes[0].fabric_ip or request.host
+    known = vllm.known_flags(recipe)
     plans = []
     for rank, node in enumerate(nodes):
-        argv = _engine_argv(request, engine_args, model_ref, rank, len(nodes), head_ip,
-                            node.fabric_ip or request.host)
+        where = (rank, len(nodes), head_ip, node.fabric_ip or request.host)
+        engine, args_at = _engine_argv(request, engine_args, model_ref, known, *where)
+        own, _ = _engine_argv(request, own_args, model_ref, known, *where)
+        argv = engine
         if recipe.runtime.kind == "native" and node.python and argv[0] == "python":
             argv = [node.python, *argv[1:]]
         env, pass_env = _node_env(effective.env, node, len(nodes))
@@ -158,7 +175,9 @@ def _node_plans(request: PlanRequest, effective: EffectiveProfile,
         if recipe.runtime.kind == "docker":
             container = container_name(recipe, node.name)
             argv = docker_argv(recipe, node.name, env, pass_env, argv, home=node.home)
-        plans.append(NodePlan(
+        # The wrappers (docker run, the Ray head's sh) put the engine argv last, unchanged.
+        tail = None if args_at is None else argv[len(argv) - len(engine) + args_at:]
+        plans.append((NodePlan(
             name=node.name, role="head" if rank == 0 else "worker", rank=rank,
             ssh=cluster.ssh_target(node) if cluster else node.ssh,
             runtime=recipe.runtime.kind, argv=argv, env=env, pass_env=pass_env,
@@ -169,12 +188,15 @@ def _node_plans(request: PlanRequest, effective: EffectiveProfile,
             ssh_config=cluster.ssh_config if cluster else None,
             home=node.home, state_dir=cluster.state_dir if cluster else "~/.sm121",
             container=container,
-        ))
+        ), tail, own[args_at:] if args_at is not None else []))
     return plans
 
 
 def _engine_argv(request: PlanRequest, engine_args: dict[str, ArgValue], model_ref: str,
-                 rank: int, node_count: int, head_ip: str, node_ip: str) -> list[str]:
+                 known: frozenset[str], rank: int, node_count: int, head_ip: str,
+                 node_ip: str) -> tuple[list[str], int | None]:
+    """The node's engine argv, and where the engine's own args start in it (after the engine
+    command); None when the node runs no engine (a Ray worker)."""
     recipe = request.recipe.recipe
     docker = recipe.runtime.kind == "docker"
     command = list(recipe.runtime.command
@@ -185,9 +207,10 @@ def _engine_argv(request: PlanRequest, engine_args: dict[str, ArgValue], model_r
                          "the container holds Ray's daemons, so stop removes them all; natively, "
                          "use backend native (vLLM's --nnodes/--node-rank multi-node)")
     if rank > 0 and ray:
-        return ray_worker_argv(head_ip, node_ip)
+        return ray_worker_argv(head_ip, node_ip), None
     if rank > 0 and node_count > 1 and tuple(command) == vllm.NATIVE_COMMAND:
         command = list(HEADLESS_NATIVE_COMMAND)
+    args_at = len(command)
     argv = command + ([model_ref] if command[-1] == "serve" else ["--model", model_ref])
     argv += ["--served-model-name", recipe.model.id, *recipe.model.aliases,
              "--host", request.host, "--port", str(request.port)]
@@ -199,14 +222,16 @@ def _engine_argv(request: PlanRequest, engine_args: dict[str, ArgValue], model_r
         if value > 1:
             argv += [f"--{flag}", str(value)]
     if ray:
-        return ray_head_argv(argv + ["--distributed-executor-backend", "ray"]
-                             + vllm.render_args(engine_args), node_ip)
+        engine = argv + ["--distributed-executor-backend", "ray"] + vllm.render_args(
+            engine_args, known)
+        head = ray_head_argv(engine, node_ip)
+        return head, len(head) - len(engine) + args_at
     if node_count > 1:
         argv += ["--nnodes", str(node_count), "--node-rank", str(rank),
                  "--master-addr", head_ip, "--master-port", str(_master_port(request))]
         if rank > 0:
             argv.append("--headless")
-    return argv + vllm.render_args(engine_args)
+    return argv + vllm.render_args(engine_args, known), args_at
 
 
 def _master_port(request: PlanRequest) -> int:

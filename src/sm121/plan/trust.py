@@ -1,33 +1,33 @@
-"""What a recipe from elsewhere asks a node to run or expose, beyond sm121's built-in engine
-commands and the user's caches. sm121 runs as root over ssh on every node and recipes are
-shared like packages, so each of these needs the user's --trust; built-in recipes are
-trusted. `sm121 plan` lists them, and plan and serve refuse without --trust."""
+"""What a recipe from elsewhere asks a node to run or expose. sm121 runs as root over ssh on
+every node and recipes are shared like packages, so the boundary is an allow-list: a recipe
+that is not built in may set the engine flags and env variables the engine's allow-list
+names (engines/vllm_trust.py), with typed values, and mount the user's caches. Everything
+else is listed here, and plan, serve and engine flags refuse it without --trust: other flags
+and env, references to the launcher's variables, paths outside the model and cache folders,
+extra_known_args, its own command or image, custom hooks.
+
+Then the rendered argv is read by the engine's own parser: whatever it sets beyond sm121's
+own argv must be an allow-listed option. Built-in recipes are trusted."""
 
 from __future__ import annotations
 
 import posixpath
 import shlex
 
+from sm121 import paths
 from sm121.engines import vllm
+from sm121.engines.vllm_flags import choose, recipe_key
+from sm121.engines.vllm_trust import SAFE_FLAGS, WHY, argv_problems, env_problem, resolve, value_problem
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args, profile_env
+from sm121.plan.model import is_secret
 from sm121.recipes.hook_names import BUILTIN_HOOKS
-from sm121.recipes.schema import Hooks, Recipe
+from sm121.recipes.schema import Hooks, ModelSource, Recipe
 
-# Variables that make a dynamic loader or an interpreter load code of the recipe's choice.
-LOADER_ENV = frozenset({
-    "PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONINSPECT",
-    "PYTHONBREAKPOINT", "BASH_ENV", "ENV", "NODE_OPTIONS", "PERL5LIB", "PERL5OPT", "RUBYLIB",
-    "RUBYOPT", "VLLM_PLUGINS",
-})
-LOADER_PREFIXES = ("LD_",)  # LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, ...
-# Engine flags that load code from the model repo or a file, or expose local files.
-CODE_ARGS = frozenset({
-    "trust-remote-code", "middleware", "tool-parser-plugin", "reasoning-parser-plugin",
-    "worker-cls", "worker-extension-cls", "logits-processors", "allowed-local-media-path",
-})
-# Host folders a recipe may mount without trust: the user's caches (weights, compile caches).
+# Host folders a recipe may mount without trust (the user's caches: weights, compile caches),
+# and where in the container: a cache again, never a folder the container runs code from.
 CACHE_ROOT = "~/.cache"
+CONTAINER_CACHE_ROOTS = ("/root/.cache",)
 BUILTIN_COMMANDS = (vllm.NATIVE_COMMAND, vllm.DOCKER_COMMAND)
 
 
@@ -35,25 +35,57 @@ def trust_needs(recipe: Recipe, profile: str | None, builtin: bool) -> list[str]
     """One line per thing that needs --trust: the field and what it would do."""
     if builtin:
         return []
-    runtime = recipe.runtime
-    needs = []
+    return (_runtime_needs(recipe) + _model_needs(recipe) + _arg_needs(recipe, profile)
+            + _env_needs(recipe, profile) + hook_needs(recipe.hooks))
+
+
+def _runtime_needs(recipe: Recipe) -> list[str]:
+    runtime, needs = recipe.runtime, []
     if runtime.command and tuple(runtime.command) not in BUILTIN_COMMANDS:
         needs.append(f"runtime.command: runs `{shlex.join(runtime.command)}` instead of the "
                      "engine")
     if runtime.kind == "docker" and runtime.image:
         needs.append(f"runtime.image: runs the image {runtime.image} on every node")
     for mount in runtime.mounts:
-        if not is_cache_path(mount.host):
+        if not (is_cache_path(mount.host) and _under(mount.container, CONTAINER_CACHE_ROOTS)):
             needs.append(f"runtime.mounts: exposes the host's {mount.host} to the container "
                          f"({mount.mode}) at {mount.container}")
-    for name in profile_env(recipe, profile):
-        if name in LOADER_ENV or name.startswith(LOADER_PREFIXES):
-            needs.append(f"env.{name}: makes the loader or interpreter run code of the "
-                         "recipe's choice")
+    if recipe.engine.extra_known_args:
+        needs.append(f"engine.extra_known_args: passes flags sm121 does not know "
+                     f"({', '.join(recipe.engine.extra_known_args)}) to the engine")
+    return needs
+
+
+def _model_needs(recipe: Recipe) -> list[str]:
+    model = recipe.model
+    if model.source is not ModelSource.PATH or not model.path:
+        return []
+    path = paths.expand_sm121_home(model.path)
+    if _under(path, (str(paths.models_dir()),)) or is_cache_path(path):
+        return []
+    return [f"model.path: makes the engine read {model.path}, outside sm121's model folder "
+            f"({paths.models_dir()}) and {CACHE_ROOT}"]
+
+
+def _arg_needs(recipe: Recipe, profile: str | None) -> list[str]:
+    # Read as the upstream parser reads it: a name under extra_known_args may abbreviate one.
+    upstream = choose(recipe.engine.version, recipe.runtime.image, recipe_key(recipe)).flags.flags
+    needs = []
     for name, value in profile_args(recipe, profile).items():
-        if name in CODE_ARGS and value not in (None, False):
-            needs.append(f"args.{name}: loads code or files named by the model or the recipe")
-    return needs + hook_needs(recipe.hooks)
+        if name not in SAFE_FLAGS:
+            target = resolve(name, upstream) or name
+            why = WHY.get(target, "is not an allow-listed flag")
+            read_as = f" (vLLM reads it as --{target})" if target != name else ""
+            needs.append(f"args.{name}{read_as}: {why}")
+        elif (problem := value_problem(name, value)) is not None:
+            needs.append(f"args.{name}: {problem}, got {value!r}")
+    return needs
+
+
+def _env_needs(recipe: Recipe, profile: str | None) -> list[str]:
+    return [f"env.{name}: {problem}"
+            for name, value in profile_env(recipe, profile).items()
+            if (problem := env_problem(name, value, is_secret(name))) is not None]
 
 
 def hook_needs(hooks: Hooks) -> list[str]:
@@ -63,9 +95,26 @@ def hook_needs(hooks: Hooks) -> list[str]:
             "node" for name in used]
 
 
+def argv_needs(recipe: Recipe, engines: list[tuple[list[str] | None, list[str]]]) -> list[str]:
+    """The final check: each node's engine args (after the engine command) against sm121's
+    own part of them, read by the engine's parser. A node that runs no engine (a Ray
+    worker, sm121's fixed argv) has None."""
+    choice = choose(recipe.engine.version, recipe.runtime.image, recipe_key(recipe))
+    needs: list[str] = []
+    for full, own in engines:
+        if full is not None:
+            needs += argv_problems(full, own, choice.flags.version, choice.flags.flags)
+    return list(dict.fromkeys(needs))
+
+
 def is_cache_path(host: str) -> bool:
-    path = posixpath.normpath(host)
-    return path == CACHE_ROOT or path.startswith(CACHE_ROOT + "/")
+    return _under(host, (CACHE_ROOT,))
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    normal = posixpath.normpath(path)
+    return ".." not in path.split("/") and any(
+        normal == root or normal.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def require_trust(recipe: str, needs: list[str], trust: bool) -> None:

@@ -34,6 +34,17 @@ class ModelSource(StrEnum):
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
+# A Hugging Face repo id or revision: words that never start with `-`, so the engine's parser
+# never reads one as an option (they reach its argv as separate tokens).
+_HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
+_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
+# Env keys reach `env NAME=value` and `docker run -e NAME=value`: a shell variable name only,
+# so a key can never be an option of `env` (`--split-string`) or hold a `=`.
+ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# An engine arg name after normalize_arg: a plain flag word (no `.`: vLLM reads `--a.b` as a
+# key of the JSON flag `a`; no `=` or space: the name must be the whole option).
+ARG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+_SPEC_METHOD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 class ModelSpec(Strict):
@@ -57,6 +68,37 @@ class ModelSpec(Strict):
         if bad:
             raise ValueError(f"model aliases {bad} must be letters, digits and . _ : / -")
         return aliases
+
+    @field_validator("id")
+    @classmethod
+    def _plain_id(cls, value: str) -> str:
+        if not _MODEL_NAME.fullmatch(value):
+            raise ValueError("model.id must start with a letter or digit, then letters, digits "
+                             "and . _ : / -")
+        return value
+
+    @field_validator("hf_id")
+    @classmethod
+    def _plain_hf_id(cls, value: str | None) -> str | None:
+        if value is not None and not _HF_ID.fullmatch(value):
+            raise ValueError("model.hf_id must be a Hugging Face id, ORG/NAME or NAME (letters, "
+                             "digits, . _ -, starting with a letter or digit)")
+        return value
+
+    @field_validator("revision")
+    @classmethod
+    def _plain_revision(cls, value: str | None) -> str | None:
+        if value is not None and not _REVISION.fullmatch(value):
+            raise ValueError("model.revision must be a branch, tag or commit (letters, digits, "
+                             ". _ / -, starting with a letter or digit)")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _path_not_an_option(cls, value: str | None) -> str | None:
+        if value is not None and (not value or value.startswith("-")):
+            raise ValueError("model.path must be a folder path, never starting with `-`")
+        return value
 
 
 class EngineKind(StrEnum):
@@ -100,6 +142,13 @@ class Parallelism(Strict):
 class Speculative(Strict):
     method: str = "mtp"
     k: int = Field(ge=1, description="num_speculative_tokens")
+
+    @field_validator("method")
+    @classmethod
+    def _plain_method(cls, value: str) -> str:
+        if not _SPEC_METHOD.fullmatch(value):
+            raise ValueError("speculative.method must be a method name such as mtp or eagle")
+        return value
 
 
 class PolicyAction(StrEnum):
@@ -162,6 +211,11 @@ class Profile(Strict):
     def _args_without_dashes(cls, value: dict[str, Any]) -> dict[str, Any]:
         return normalize_args(value)
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_env_keys(value)
+
 
 class Readiness(Strict):
     prompt: str = "Say hello."
@@ -204,9 +258,25 @@ class Recipe(Strict):
     def _args_without_dashes(cls, value: dict[str, Any]) -> dict[str, Any]:
         return normalize_args(value)
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_env_keys(value)
+
 
 def normalize_args(args: dict[str, Any]) -> dict[str, Any]:
-    return {normalize_arg(k): v for k, v in args.items()}
+    normal = {normalize_arg(k): v for k, v in args.items()}
+    bad = [k for k in normal if not ARG_NAME.fullmatch(k)]
+    if bad:
+        raise ValueError(f"engine arg names {bad} must be flag words: letters, digits and -")
+    return normal
+
+
+def check_env_keys(env: dict[str, str]) -> dict[str, str]:
+    bad = [k for k in env if not ENV_KEY.fullmatch(k)]
+    if bad:
+        raise ValueError(f"env names {bad} must match {ENV_KEY.pattern} (a shell variable name)")
+    return env
 
 
 def normalize_arg(name: str) -> str:

@@ -92,7 +92,8 @@ VECTORS = [
            refused_for="does not appear to be an IPv4 or IPv6 address"),
     Vector("cluster name: $()", cluster={"name": f"$({TOUCH})"}, refused_for="not a valid name"),
 ]
-FOREIGN = {"name": "foreign", "model": {"id": "m", "source": "path", "path": "/models/m"}}
+# A model under sm121's own model folder: a path elsewhere would need --trust itself.
+FOREIGN = {"name": "foreign", "model": {"id": "m", "source": "path", "path": "$SM121_HOME/models/m"}}
 
 
 def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
