@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from dataclasses import asdict
 from typing import Any
 
 from aiohttp import web
@@ -174,8 +175,10 @@ async def health(request: web.Request) -> web.Response:
 
 async def upstreams(request: web.Request) -> web.Response:
     gw = request.app[GATEWAY]
+    verdict = gw.registry_verdict
     return web.json_response({"routing": gw.config.routing.mode, "models": gw.router.models,
-                              "upstreams": [r.summary() for r in gw.replicas.values()]})
+                              "upstreams": [r.summary() for r in gw.replicas.values()],
+                              "registry": None if verdict is None else asdict(verdict)})
 
 
 async def metrics(request: web.Request) -> web.Response:
