@@ -38,7 +38,8 @@ class Gateway:
         self.replicas: dict[str, Replica] = {}
         self.registry_verdict: registry.Verdict | None = None  # the upstreams file's last read
         self.capture = (Capture(config.capture.directory, config.capture.redact,
-                                on_failure=self.metrics.capture_failures.inc)
+                                on_failure=self.metrics.capture_failures.inc,
+                                session_header=config.session_header)
                         if config.capture.directory else None)
         self._session: aiohttp.ClientSession | None = None
         self._tasks: list[asyncio.Task[None]] = []
