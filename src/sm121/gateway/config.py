@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from sm121.addresses import is_loopback
 from sm121.errors import Sm121Error
 from sm121.gateway.sessions import DEFAULT_SESSION_HEADER
 from sm121.recipes.schema import RequestPolicy
@@ -154,15 +154,6 @@ class GatewayConfig:
     def base_url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def parse_listen(value: str) -> tuple[str, int]:
