@@ -182,3 +182,26 @@ def test_a_leaderless_group_is_not_ours_when_it_started_before_the_record(
         assert len(processes.group_members(pgid)) == 2
         assert not processes.group_alive_as(pgid, other)
     assert processes.group_alive_as(pgid, mark)
+
+
+def test_a_cluster_launch_keeps_what_others_saved_meanwhile() -> None:
+    """ClusterLaunch saved its own copy of the run whole, past update_run's lock: what the
+    watchdog, the restart record or the gateway launcher saved in between was lost."""
+    from sm121.launch.cluster_serve import ClusterLaunch, _roll_back
+    from sm121.launch.run_state import load_run, update_run
+    from sm121.plan.build import build_plan
+
+    plan = build_plan("tiny-cpu", None, None, None, 8000, "127.0.0.1")
+    launch = ClusterLaunch(plan, lambda _: None)
+
+    def elsewhere(run: RunInfo) -> None:  # another process, while the launch is under way
+        run.gateway_url, run.restarts = "http://127.0.0.1:8100", 2
+
+    update_run(launch.run.run_id, elsewhere)
+    launch.run.timings.port_open_s = 1.5
+    with pytest.raises(Sm121Error, match="boom"):
+        _roll_back(launch, Sm121Error("boom", "a node failed"))
+    saved = load_run(launch.run.run_id)
+    assert (saved.gateway_url, saved.restarts) == ("http://127.0.0.1:8100", 2)
+    assert saved.status == "failed" and saved.failure == "boom"
+    assert saved.timings.port_open_s == 1.5  # and what the launch owns is written
