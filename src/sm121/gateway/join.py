@@ -28,11 +28,12 @@ def join(path: Path, spec: UpstreamSpec, key: str | None,
          timeout_s: float = CONFIRM_TIMEOUT_S) -> str:
     """Add `spec`, and return the gateway's URL once its /sm121/upstreams lists it; an
     Sm121Error if the file is refused (here, or by the gateway) or nothing confirms it."""
+    registry.load(path)  # a file the gateway would refuse is refused here, with its reason
     url = registry.gateway_url(path)
     if url is None:
         raise Sm121Error(f"the upstreams file {path} names no gateway URL to confirm the join",
                          "it is written by `sm121 serve --gateway`; start that gateway again")
-    registry.add(path, spec)  # refuses a file that is already bad, before writing
+    registry.add(path, spec)  # checks the file again under the writers' lock
     digest = registry.content_sha256(path)
     deadline = time.monotonic() + timeout_s
     said: str | None = None
