@@ -17,6 +17,7 @@ from gateway_harness import Running, discovered, fake_specs, running_gateway
 
 from sm121.errors import Sm121Error
 from sm121.gateway import registry
+from sm121.gateway import state as gateway_state
 from sm121.gateway.config import RoutingSettings, UpstreamSpec
 from sm121.gateway.join import join
 
@@ -167,3 +168,23 @@ def test_two_entries_of_one_name_are_refused(tmp_path: Path) -> None:
     _write_raw(path, [good, good])
     with pytest.raises(Sm121Error, match="names a twice"):
         registry.load(path)
+
+
+async def test_join_reports_the_gateway_s_own_refusal(
+        tmp_path: Path, fakes: tuple[FakeUpstream, FakeUpstream],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version the writer accepts but the gateway cannot apply: the join reads the gateway's
+    verdict on exactly that version (its content hash) and reports it."""
+    first_spec, second_spec = fake_specs(*fakes)
+    path = tmp_path / registry.FILE_NAME
+    async with running_gateway(registry=path, routing=FAST) as gw:
+        registry.create(path, gw.url, [first_spec])
+        await _until(gw, {"fake-0"})
+
+        def cannot(*_: object) -> None:
+            raise RuntimeError("no room for another replica")
+
+        monkeypatch.setattr(gateway_state, "Replica", cannot)
+        with pytest.raises(Sm121Error, match="refused the upstreams file: .*no room"):
+            await asyncio.to_thread(join, path, second_spec, None, 10)
+        assert set(gw.gateway.replicas) == {"fake-0"}
