@@ -16,6 +16,8 @@ import pytest
 from support import SM121, TinyEngine
 from support.gateway_process import spawned_gateway
 
+from sm121.gateway.sessions import session_id
+
 pytestmark = pytest.mark.integration
 
 
@@ -122,9 +124,10 @@ async def test_locality_report_tells_append_only_from_moving_timestamp(
         gateway_url: str, http: aiohttp.ClientSession) -> None:
     await _session(http, gateway_url, "append-only", moving=False)
     await _session(http, gateway_url, "timestamp-first", moving=True)
-    sessions = await _wait_for_comparisons(http, gateway_url, {"h:append-only",
-                                                               "h:timestamp-first"})
-    good, bad = sessions["h:append-only"], sessions["h:timestamp-first"]
+    append_only, moving = (session_id({"x-session-id": name}, {})
+                           for name in ("append-only", "timestamp-first"))
+    sessions = await _wait_for_comparisons(http, gateway_url, {append_only, moving})
+    good, bad = sessions[append_only], sessions[moving]
     assert good["last"]["changed"] == "appended" and good["last"]["kept_fraction"] > 0.8
     assert bad["last"]["first_block"] == 0 and bad["last"]["reusable_tokens"] == 0
     assert bad["last"]["changed"].startswith("messages[0].content")

@@ -24,6 +24,7 @@ from support import TinyEngine, free_port, run_cli
 from support.gateway_process import spawned_gateway
 
 from sm121.gateway.routing import weight
+from sm121.gateway.sessions import session_id
 
 pytestmark = pytest.mark.integration
 
@@ -78,9 +79,14 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 
 
 def _session_owned_by(run_id: str, other: str) -> str:
-    """An X-Session-Id whose rendezvous owner is `run_id` (the gateway keys it `h:ID`)."""
+    """An X-Session-Id whose rendezvous owner is `run_id` (the gateway keys it by the
+    header's digest, sessions.session_id)."""
     return next(f"agent-{i}" for i in range(1000)
-                if weight(f"h:agent-{i}", run_id) > weight(f"h:agent-{i}", other))
+                if weight(_key(f"agent-{i}"), run_id) > weight(_key(f"agent-{i}"), other))
+
+
+def _key(header: str) -> str:
+    return session_id({"x-session-id": header}, {})
 
 
 async def _turn(http: aiohttp.ClientSession, url: str, session: str,

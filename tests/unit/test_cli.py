@@ -67,3 +67,23 @@ def test_help_explains_commands() -> None:
     out = run_cli("--help").stdout
     for command in ("recipes", "plan", "serve", "status", "logs", "stop"):
         assert command in out
+
+
+def test_serve_warns_of_an_engine_open_to_the_network_without_a_key() -> None:
+    """`serve --host 0.0.0.0` with no VLLM_API_KEY: anyone who reaches the port may use the
+    engine, and the plan says so; loopback, or a key, keeps quiet."""
+    from typer.testing import CliRunner
+
+    from sm121.cli.main import app
+
+    def said(host: str, key: str) -> str:
+        result = CliRunner().invoke(app, ["serve", "tiny-cpu", "--host", host, "--dry-run"],
+                                    env={"VLLM_API_KEY": key})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    warned = said("0.0.0.0", "")
+    assert "listens on 0.0.0.0:8000 without an API key" in warned
+    assert "export VLLM_API_KEY" in warned
+    assert "without an API key" not in said("0.0.0.0", "k-123")
+    assert "without an API key" not in said("127.0.0.1", "")

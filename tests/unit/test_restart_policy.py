@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
 from sm121.launch.restart_policy import backoff_s, describe_exit, may_restart
 from sm121.recipes.schema import RestartPolicy
 
@@ -27,3 +32,25 @@ def test_exit_descriptions() -> None:
     assert describe_exit(-9) == "killed by signal 9"
     assert describe_exit(3) == "exited with status 3"
     assert "unknown" in describe_exit(None)
+
+
+def test_a_tiny_restart_window_is_refused_by_plan(tmp_path: Path) -> None:
+    """`within_s: 0.001` made every earlier restart fall outside the window: unlimited
+    restarts. The recipe is refused at load, naming the field and the floor."""
+    from typer.testing import CliRunner
+
+    from sm121.cli.main import app
+
+    def plan(window: float) -> tuple[int, str]:
+        recipe = tmp_path / f"r-{window:g}.yaml"
+        recipe.write_text("name: tiny-window\nmodel: {id: tiny, source: path, path: /nonexistent}\n"
+                          f"restart: {{policy: on-failure, max: 3, within_s: {window}}}\n")
+        result = CliRunner().invoke(app, ["plan", str(recipe)])
+        return result.exit_code, f"{result.output}{result.exception or ''}"
+
+    for window in (0.001, 1, 59.9):
+        code, said = plan(window)
+        assert code != 0 and "restart.within_s" in said and "at least 60 s" in said, said
+    assert plan(60)[0] == 0
+    with pytest.raises(ValidationError, match="unlimited"):
+        RestartPolicy(within_s=5)

@@ -69,3 +69,33 @@ def test_an_older_model_gets_the_current_template(tmp_path: Path) -> None:
     assert generate_tiny_model(folder) == folder
     assert (folder / "chat_template.jinja").read_text() == CHAT_TEMPLATE
     assert digest(folder) == weights
+
+
+def _tiny_cli(folder: Path) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from sm121.cli.main import app
+
+    result = CliRunner().invoke(app, ["model", "tiny", str(folder)])
+    return result.exit_code, f"{result.output}{result.exception or ''}"
+
+
+def test_model_tiny_refuses_a_folder_it_did_not_write(tmp_path: Path) -> None:
+    """Neither emptied nor edited: a folder of someone's files, or a real model (whose
+    config.json once made `model tiny` rewrite its chat template)."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "notes.txt").write_text("mine")
+    model = tmp_path / "real-model"
+    model.mkdir()
+    (model / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    config = json.dumps({"chat_template": "{{ messages }}"})
+    (model / "tokenizer_config.json").write_text(config)
+    (model / "chat_template.jinja").write_text("{{ messages }}")
+    for folder in (files, model):
+        before = {p.name: p.read_bytes() for p in folder.iterdir()}
+        code, said = _tiny_cli(folder)
+        assert code != 0 and "is not a tiny model sm121 generated" in said, said
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    code, said = _tiny_cli(files / "notes.txt")  # a file is not a folder to fill either
+    assert code != 0 and "is not a tiny model sm121 generated" in said

@@ -20,6 +20,29 @@ SCHEMA = "sm121.bench.results"
 SCHEMA_VERSION = 1
 
 
+# The largest results file committed here is 13 MB of JSON (cpu-testbed ab-overlap); a
+# results file is read whole (json), so what a .gz may expand to is capped well above that.
+MAX_RESULTS_BYTES = 256 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """The file's bytes, decompressed when it is a .gz (a committed copy may be: raw results
+    compress well), streamed in chunks and refused past `limit`: a small .gz can expand to
+    any size, and was decompressed whole into memory."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    out = bytearray()
+    with opener(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            out += chunk
+            if len(out) > limit:
+                raise Sm121Error(f"results {path} are larger than {limit // (1024 * 1024)} MiB"
+                                 + (" once decompressed" if path.suffix == ".gz" else ""),
+                                 "this is not a results file sm121 wrote (the largest are "
+                                 "tens of MB); pass the file `sm121 bench` wrote")
+    return bytes(out)
+
+
 def default_path(scenario: str, folder: Path = Path("bench-results")) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return folder / f"{scenario}-{stamp}.json"
@@ -84,12 +107,10 @@ class ResultsFile:
         self.finish("complete")
 
 
-def load_results(path: Path) -> dict[str, Any]:
+def load_results(path: Path, limit: int | None = None) -> dict[str, Any]:
     try:
-        # Raw results compress well (float columns); a committed copy may be gzipped.
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        data = json.loads(raw)
-    except (OSError, ValueError) as exc:
+        data = json.loads(_read_bounded(path, limit or MAX_RESULTS_BYTES))
+    except (OSError, ValueError, EOFError) as exc:  # EOFError: a truncated .gz
         raise Sm121Error(f"cannot read results {path}: {exc}",
                          "pass a JSON file written by `sm121 bench`") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:

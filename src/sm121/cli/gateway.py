@@ -16,6 +16,7 @@ from rich.table import Table
 
 from sm121.cli.output import console, err_console, print_json
 from sm121.errors import Sm121Error
+from sm121.gateway.api_keys import load_api_keys
 from sm121.gateway.config import (
     DEFAULT_LONG_PROMPT_TOKENS,
     DEFAULT_PORT,
@@ -99,7 +100,8 @@ def gateway(
     config = GatewayConfig(
         upstreams=tuple(specs), registry=registry_file,
         routing=RoutingSettings(mode=routing), host=host, port=port, policy=policy,
-        api_keys=_load_keys(api_key_file), upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV),
+        api_keys=load_api_keys(api_key_file, os.environ.get(KEYS_ENV, "")),
+        upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV),
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         max_inflight=max_inflight or recipe_seqs or 64, max_inflight_per_session=per_session,
         long_prompt_tokens=long_prompt, long_lane=long_lane,
@@ -153,18 +155,6 @@ def _runs(names: list[str]) -> list[RunInfo]:
             raise Sm121Error("--runs all: no run is ready", "start one with `sm121 serve`")
         return found
     return [control.resolve_run(name) for name in wanted]
-
-
-def _load_keys(path: Path | None) -> tuple[str, ...]:
-    keys = [k.strip() for k in os.environ.get(KEYS_ENV, "").split(",") if k.strip()]
-    if path is not None:
-        try:
-            lines = path.read_text().splitlines()
-        except OSError as exc:
-            raise Sm121Error(f"cannot read the API key file {path}: {exc.strerror}",
-                             "give a readable file with one key per line") from exc
-        keys += [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-    return tuple(keys)
 
 
 @gateway_app.command("locality")

@@ -14,6 +14,7 @@ from sm121.cli.progress import LongWait
 from sm121.cli.serve_ready import after_ready, gateway_registry
 from sm121.errors import Sm121Error
 from sm121.launch import control
+from sm121.launch.exposure import open_engine_warning
 from sm121.launch.local import serve_local
 from sm121.launch.run_state import RunInfo, list_runs
 from sm121.plan.build import build_plan
@@ -67,11 +68,14 @@ def serve(
     if timeout is not None:
         plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
             update={"timeout_s": timeout})})
+    exposed = open_engine_warning(plan)
     if dry_run:
         require_trust(plan.recipe, plan.needs_trust, trust)
         print_plan(plan)
+        if exposed is not None:
+            err_console.print(f"[yellow]{exposed.render()}[/]", highlight=False)
         return
-    for finding in plan.findings:
+    for finding in [*plan.findings, *([exposed] if exposed else [])]:
         err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
     if plan.restart is not None and plan.restart.policy != "never":
         from sm121.cli.supervise import serve_supervised_cli

@@ -54,16 +54,17 @@ def gateway_registry(run_id: str) -> Path:
     if not path.is_file() or control.effective_status(run) != "ready":
         raise Sm121Error(f"run {run.run_id} has no running gateway to join",
                          "start one with `sm121 serve NAME --gateway`, then join it")
+    registry.load(path)  # a file the gateway would refuse is refused before the engine starts
     return path
 
 
 def join_gateway(run: RunInfo, plan: ServePlan, path: Path) -> None:
-    from sm121.gateway import registry
+    from sm121.engines.api_key import api_key
+    from sm121.gateway.join import join
     from sm121.gateway.run_upstreams import spec_from_plan
 
-    registry.add(path, spec_from_plan(plan, run.run_id, run.base_url))
-    url = registry.gateway_url(path) or "the gateway"
-    console.print(f"joined {url}: it routes {run.model} to this engine within a few seconds "
+    url = join(path, spec_from_plan(plan, run.run_id, run.base_url), api_key(engine_first=True))
+    console.print(f"joined {url}: it routes {run.model} to this engine "
                   f"(check {url}/sm121/upstreams)", highlight=False)
 
 

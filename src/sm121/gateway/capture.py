@@ -2,7 +2,8 @@
 
 Never on by default. Files are 0600 in a 0700 directory. Secrets (Authorization and similar
 headers) are never written. With redaction (gateway/redact.py) every text value is replaced
-by its length; structure, parameters and usage remain.
+by its length; structure, parameters and usage remain; only an allow-list of request headers
+is kept, the session header as a digest, and the path without its query string.
 
 A capture is a debugging aid, never a reason to fail a request: any error while writing one
 (a full disk, a deleted directory, a body redaction cannot take) is logged once, the record
@@ -12,28 +13,52 @@ is abandoned, and the request goes on as if capture were off.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, ParamSpec, TypeVar
 
 from sm121.gateway.redact import redacted_event, redacted_json
+from sm121.gateway.sessions import DEFAULT_SESSION_HEADER, client_digest
 from sm121.sse import SSEParser
 
 log = logging.getLogger("sm121.gateway")
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie",
                              "x-api-key", "api-key"})
+# Without redaction the content is kept in clear, but credentials never are: besides the
+# names above, any header whose name says it carries one (X-Goog-Api-Key, OpenAI-Organization,
+# X-Auth-Token, ...).
+_SECRET_NAME = re.compile(r"key|token|secret|auth|cookie|passw|credential|signature|"
+                          r"organization|project", re.IGNORECASE)
+# Under redaction only these request headers are kept (an allow-list: whatever the next
+# client sends is not written): what says how the body is framed and encoded, which
+# protocol version it speaks, and which client program sent it.
+REDACTED_REQUEST_HEADERS = frozenset({
+    "content-type", "content-length", "content-encoding", "transfer-encoding", "accept",
+    "accept-encoding", "user-agent", "anthropic-version", "anthropic-beta", "openai-beta",
+})
 _MAX_REDACT_BUFFER = 64 * 1024 * 1024
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
 def safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in _SECRET_HEADERS}
+    return {k: v for k, v in headers.items()
+            if k.lower() not in _SECRET_HEADERS and not _SECRET_NAME.search(k)}
+
+
+def redacted_request_headers(headers: Mapping[str, str], session_header: str) -> dict[str, str]:
+    """The allow-list, plus the session header as the digest the session id is made of (so
+    a capture still groups a session's turns)."""
+    kept = {k: v for k, v in headers.items() if k.lower() in REDACTED_REQUEST_HEADERS}
+    session = headers.get(session_header)
+    if session:
+        kept[session_header] = client_digest(session)
+    return kept
 
 
 def _open_private(path: Path) -> IO[bytes]:
@@ -43,20 +68,27 @@ def _open_private(path: Path) -> IO[bytes]:
 
 class Capture:
     def __init__(self, directory: Path, redact_content: bool,
-                 on_failure: Callable[[], None] = lambda: None) -> None:
+                 on_failure: Callable[[], None] = lambda: None,
+                 session_header: str = DEFAULT_SESSION_HEADER) -> None:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(directory, 0o700)  # an existing directory may have been wider
         self.directory = directory
         self.redact = redact_content
         self.on_failure = on_failure
+        self.session_header = session_header
 
     def start(self, request_id: str, method: str, path: str, headers: Mapping[str, str],
               body: bytes) -> CaptureRecord | None:
         """A record for one exchange, or None when it cannot be written (logged)."""
         try:
+            if self.redact:  # a query string is client text too
+                path, kept = path.partition("?")[0], redacted_request_headers(
+                    headers, self.session_header)
+            else:
+                kept = safe_headers(headers)
             return CaptureRecord(self, request_id, {
                 "id": request_id, "time": time.time(), "method": method, "path": path,
-                "request_headers": safe_headers(headers), "redacted": self.redact,
+                "request_headers": kept, "redacted": self.redact,
             }, body)
         except Exception as exc:
             _failed(self, request_id, exc)
@@ -107,14 +139,8 @@ class CaptureRecord:
 
     def note(self, **fields: Any) -> None:
         """Facts for replay (session id, arrival and first-byte times, token counts): numbers
-        and ids only, never content, so they are kept under redaction too. A session id may
-        come from the client (a header, the `user` field), so under redaction it is kept as a
-        stable digest: replay still groups the turns, and no client text reaches the disk."""
-        session = fields.get("session")
-        if self._redact and isinstance(session, str) and not session.startswith("sha:"):
-            kind, _, value = session.partition(":")  # h: a header, u: the `user` field
-            digest = hashlib.sha256(value.encode()).hexdigest()[:16]
-            fields = fields | {"session": f"{kind}:{digest}"}
+        and ids only, never content, so they are kept under redaction too (a client's own
+        session id is already a digest: sessions.session_id)."""
         self._meta.update(fields)
 
     @_guarded

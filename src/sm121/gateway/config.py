@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from sm121.addresses import is_loopback
 from sm121.errors import Sm121Error
 from sm121.gateway.sessions import DEFAULT_SESSION_HEADER
 from sm121.recipes.schema import RequestPolicy
@@ -47,14 +48,33 @@ class UpstreamSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "url", self.url.rstrip("/"))
-        if not self.url.startswith(("http://", "https://")):
-            raise Sm121Error(f"upstream {self.url!r} is not an http(s) URL",
-                             "example: --upstream http://127.0.0.1:8000")
+        check_upstream_url(self.url)
         if self.long_lane < 1 or self.max_inflight < 1:
             raise Sm121Error("--long-lane and --max-inflight must be at least 1",
                              "K=1 lets one long prefill run at a time")
         if not self.name:
             object.__setattr__(self, "name", self.url)
+
+
+def check_upstream_url(url: str) -> None:
+    """Refuse, here and once, a URL the relay could not connect to: a spec that was built is
+    one a replica can be made of (a bad port found later, inside the upstreams watch, killed
+    it)."""
+    example = "example: --upstream http://127.0.0.1:8000"
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise Sm121Error(f"upstream {url!r} is not an http(s) URL", example)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise Sm121Error(f"upstream {url!r} is not a valid URL: {exc}", example) from exc
+    if not parts.hostname or port == 0:
+        raise Sm121Error(f"upstream {url!r} names no host or port 0", example)
+    if parts.username is not None or parts.password is not None or parts.query \
+            or parts.fragment:
+        raise Sm121Error(f"upstream {url!r} carries credentials, a query or a fragment",
+                         "give scheme://host:port[/path] (the upstream's key travels in a "
+                         "header, never in its URL)")
 
 
 ROUTING_MODES = ("affinity", "round-robin")
@@ -134,15 +154,6 @@ class GatewayConfig:
     def base_url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def parse_listen(value: str) -> tuple[str, int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from dataclasses import asdict
 from typing import Any
 
 from aiohttp import web
@@ -55,8 +56,10 @@ async def generation(request: web.Request) -> web.StreamResponse:
     body = parse_object(raw)
     session = session_id(request.headers, body, gw.config.session_header)
     pool = _pool(gw, body.get("model"))
-    stripped = _apply_policy(gw, body, pool)
-    payload = json.dumps(body).encode() if stripped else raw
+    stripped, changed = _apply_policy(gw, body, pool)
+    # Whatever policy changed (a parameter stripped, a default supplied) is sent re-encoded;
+    # otherwise the client's own bytes go, as they came.
+    payload = json.dumps(body).encode() if changed else raw
     tried: list[Replica] = []
     while True:
         route = gw.router.pick(pool, session, tried)
@@ -174,8 +177,10 @@ async def health(request: web.Request) -> web.Response:
 
 async def upstreams(request: web.Request) -> web.Response:
     gw = request.app[GATEWAY]
+    verdict = gw.registry_verdict
     return web.json_response({"routing": gw.config.routing.mode, "models": gw.router.models,
-                              "upstreams": [r.summary() for r in gw.replicas.values()]})
+                              "upstreams": [r.summary() for r in gw.replicas.values()],
+                              "registry": None if verdict is None else asdict(verdict)})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -238,10 +243,13 @@ def _too_deep() -> Refused:
                                "invalid_request_error"), "too_deep")
 
 
-def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica]) -> list[str]:
+def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica]
+                  ) -> tuple[list[str], bool]:
     """The policy of the model's recipe (of each, should its replicas differ), applied once:
-    a retry on another replica sends the same bytes."""
+    a retry on another replica sends the same bytes. The parameters stripped, and whether
+    the body changed at all."""
     stripped: list[str] = []
+    changed = False
     for policy in {id(r.spec.policy): r.spec.policy for r in pool}.values():
         try:
             outcome = apply_policy(body, policy)
@@ -252,7 +260,8 @@ def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica]) -> lis
         for name in outcome.stripped:
             gw.metrics.stripped.labels(name).inc()
         stripped += outcome.stripped
-    return stripped
+        changed |= outcome.changed
+    return stripped, changed
 
 
 async def _measure(gw: Gateway, replica: Replica, body: dict[str, Any], nbytes: int

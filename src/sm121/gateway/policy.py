@@ -40,6 +40,12 @@ class PolicyOutcome:
     stripped: list[str] = field(default_factory=list)
     supplied: list[str] = field(default_factory=list)  # defaults the client had omitted
 
+    @property
+    def changed(self) -> bool:
+        """The body differs from what the client sent: it must be re-encoded, not relayed
+        as the client's bytes (a supplied default alone is a change)."""
+        return bool(self.stripped or self.supplied)
+
 
 def apply_policy(body: dict[str, Any], policy: RequestPolicy) -> PolicyOutcome:
     """Remove stripped parameters from `body` in place; raise PolicyViolation for a rejected

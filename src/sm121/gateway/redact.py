@@ -6,7 +6,8 @@ suffix). Here only the keys named below keep their string values (roles, object 
 model names, finish reasons, ids the server made); everything else that is a string is
 replaced by "[redacted N chars]". Token ids are text in another form: lists of ints under
 the keys that carry them are replaced by their length too, and the keys of maps keyed by
-tokens (completions logprobs, logit_bias, prompt_logprobs, metadata) are replaced as well.
+tokens (completions logprobs, logit_bias, prompt_logprobs, metadata) are replaced as well, and
+so are the names a JSON schema defines (tool parameters, response formats).
 Numbers, booleans and null stay, so parameters and usage remain readable.
 """
 
@@ -27,6 +28,11 @@ TOKEN_ID_KEYS = frozenset({"prompt", "input", "input_ids", "token_ids", "prompt_
                            "tokens", "bytes"})
 # Maps whose keys are tokens or user data, unless every key is one of the known fields.
 DATA_MAP_KEYS = frozenset({"top_logprobs", "logit_bias", "prompt_logprobs", "metadata"})
+# JSON-schema keywords whose map keys are the schema's own names (a tool's parameters, a
+# response format's fields): a property called `customer_ssn` says what the tool is about.
+# The values under them are schemas again, walked as any other value.
+SCHEMA_NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions",
+                              "dependentRequired", "dependentSchemas", "dependencies"})
 _KNOWN_FIELDS = frozenset({"token", "logprob", "bytes", "top_logprobs", "rank",
                            "decoded_token"})
 MAX_DEPTH = 256  # the gateway lets through at most limits.MAX_JSON_DEPTH; a safety net
@@ -50,10 +56,13 @@ def redact(value: Any, key: str | None = None, depth: int = 0) -> Any:
 
 def _redact_map(value: dict[str, Any], key: str | None, depth: int) -> dict[str, Any]:
     data_keys = key in DATA_MAP_KEYS and (key == "metadata" or not set(value) <= _KNOWN_FIELDS)
+    schema_names = key in SCHEMA_NAME_MAPS
     out: dict[str, Any] = {}
     for index, (name, item) in enumerate(value.items()):
         if data_keys:
             out[f"[redacted key {index}: {len(name)} chars]"] = redact(item, key, depth + 1)
+        elif schema_names:  # the value is a schema (or a list of names): no key of its own
+            out[f"[redacted key {index}: {len(name)} chars]"] = redact(item, None, depth + 1)
         else:
             out[name] = redact(item, name, depth + 1)
     return out

@@ -36,8 +36,10 @@ class Gateway:
         self.metrics = GatewayMetrics()
         self.router = Router(config.routing.mode)
         self.replicas: dict[str, Replica] = {}
+        self.registry_verdict: registry.Verdict | None = None  # the upstreams file's last read
         self.capture = (Capture(config.capture.directory, config.capture.redact,
-                                on_failure=self.metrics.capture_failures.inc)
+                                on_failure=self.metrics.capture_failures.inc,
+                                session_header=config.session_header)
                         if config.capture.directory else None)
         self._session: aiohttp.ClientSession | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -70,14 +72,18 @@ class Gateway:
         """The configured upstreams plus `specs`; a replica whose spec is unchanged keeps its
         state (health, queues, in-flight requests)."""
         wanted = {s.name: s for s in (*self.config.upstreams, *specs)}
+        # The joining replicas are built before anything changes: one that cannot be built
+        # leaves the gateway as it was, not half-applied.
+        joining = {name: Replica(spec, self.metrics, self.config.routing,
+                                 self.config.upstream_connect_timeout_s)
+                   for name, spec in wanted.items()
+                   if name not in self.replicas or self.replicas[name].spec != spec}
         for name in [n for n, r in self.replicas.items() if wanted.get(n) != r.spec]:
             log.info("upstream %s leaves the gateway", name)
             self.replicas.pop(name).pool.close()  # idle connections; requests in flight finish
-        for name, spec in wanted.items():
-            if name not in self.replicas:
-                log.info("upstream %s (%s) joins the gateway", name, spec.url)
-                self.replicas[name] = Replica(spec, self.metrics, self.config.routing,
-                                              self.config.upstream_connect_timeout_s)
+        for name, replica in joining.items():
+            log.info("upstream %s (%s) joins the gateway", name, replica.url)
+            self.replicas[name] = replica
         self.refresh()
 
     def refresh(self) -> None:
@@ -94,7 +100,10 @@ class Gateway:
         self._tasks.append(asyncio.create_task(self.stalls.run()))
         if self.config.registry is not None:
             self._tasks.append(asyncio.create_task(
-                registry.watch(self.config.registry, self.set_upstreams)))
+                registry.watch(self.config.registry, self.set_upstreams, self._registry_read)))
+
+    def _registry_read(self, verdict: registry.Verdict) -> None:
+        self.registry_verdict = verdict
 
     async def stop(self) -> None:
         for task in self._tasks:

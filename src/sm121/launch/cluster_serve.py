@@ -35,6 +35,7 @@ from sm121.launch.run_state import (
     new_run_id,
     now_iso,
     save_launch,
+    update_run,
     wall_clock_now,
 )
 from sm121.launch.runtimes import resolved_argv
@@ -59,42 +60,54 @@ class ClusterLaunch:
         self.started = monotonic()
 
     def launch(self) -> RunInfo:
-        plan, run = self.plan, self.run
-        self.progress(f"run {run.run_id}: {len(plan.nodes)} node(s)")
-        self.slots = in_parallel(plan.nodes, lambda n: prepare_slot(n, run.run_id))
-        engine_nodes = {n.name for n in plan.nodes}
-        # A restart keeps what runs beside the engine (a gateway in front of it).
-        run.nodes = [s.process for s in self.slots] + [n for n in run.nodes
-                                                       if n.name not in engine_nodes]
-        save_launch(run.directory, plan,  # argv as each node runs it; secrets by name only
+        plan = self.plan
+        self.progress(f"run {self.run.run_id}: {len(plan.nodes)} node(s)")
+        self.slots = in_parallel(plan.nodes, lambda n: prepare_slot(n, self.run.run_id))
+        save_launch(self.run.directory, plan,  # argv as each node runs it; secrets by name only
                     {s.plan.name: resolved_argv(s.plan, s.home) for s in self.slots})
-        run.save()
-        self.started, run.timings.started_at = monotonic(), wall_clock_now()
+        self.save()
+        self.started, self.run.timings.started_at = monotonic(), wall_clock_now()
         self._hooks_before()
         self._start_in_order()
         liveness = Liveness(self.slots)
         result = wait_ready(plan.readiness, self.started, alive=liveness,
                             on_phase=self.progress)
-        run.timings.port_open_s = round(result.port_open_s, 2)
-        run.timings.first_generation_s = round(result.first_generation_s, 2)
-        return run
+        self.run.timings.port_open_s = round(result.port_open_s, 2)
+        self.run.timings.first_generation_s = round(result.first_generation_s, 2)
+        return self.run
+
+    def save(self) -> None:
+        """What this launch owns (its engine nodes, timings, boot facts, status, failure),
+        written into run.json as it is now, under update_run's lock: the watchdog, the restart
+        record and the gateway launcher write the same file, and a whole-run save of this
+        launch's copy dropped what they wrote in between (a gateway node `stop` must reach, a
+        crash, the watchdog's pid). A restart keeps what runs beside the engine."""
+        mine, started = self.run, [s.process for s in self.slots]
+        names = {p.name for p in started} or {n.name for n in self.plan.nodes}
+
+        def merge(fresh: RunInfo) -> None:
+            fresh.nodes = started + [n for n in fresh.nodes if n.name not in names]
+            fresh.timings, fresh.boot = mine.timings, mine.boot
+            fresh.status, fresh.failure = mine.status, mine.failure
+
+        self.run = update_run(mine.run_id, merge)
 
     def finish(self) -> None:
         """After the first generation: after_ready hooks, boot facts, the start-up record."""
-        run = self.run
         self.hook_results += self._hooks("after_ready")
-        logs = in_parallel(self.slots, lambda s: save_local_log(run, s))
-        run.boot = parse_boot_log(logs[0])
+        logs = in_parallel(self.slots, lambda s: save_local_log(self.run, s))
+        self.run.boot = parse_boot_log(logs[0])
         nodes = [startup_history.node_startup(s.plan.name, s.plan.role, text, s.hooks_s,
                                               s.started_s)
                  for s, text in zip(self.slots, logs, strict=True)]
-        record = startup_history.build_record(run, nodes, [h.render() for h in self.hook_results],
+        record = startup_history.build_record(self.run, nodes,
+                                              [h.render() for h in self.hook_results],
                                               logs[0]).model_copy(update={"restart": self.restart})
-        startup_history.record(run, record)
-        run.status = "ready"
-        run.save()
+        startup_history.record(self.run, record)
+        self.run.status = "ready"
+        self.save()
         self.progress(f"ready ({record.start} start): first generation after "
-                      f"{run.timings.first_generation_s:.1f} s")
+                      f"{self.run.timings.first_generation_s:.1f} s")
 
     def _hooks_before(self) -> None:
         results = self._hooks("before_serve")
@@ -134,7 +147,7 @@ class ClusterLaunch:
             self.progress(f"start {order + 1}: " + ", ".join(s.label for s in members))
             in_parallel(members, self._start_one)
             self.run.timings.process_started_s = round(monotonic() - self.started, 2)
-            self.run.save()
+            self.save()
             time.sleep(SETTLE_S)
             liveness = Liveness(members, every_s=0)
             if not liveness():
@@ -143,7 +156,7 @@ class ClusterLaunch:
     def _start_one(self, slot: NodeSlot) -> None:
         start_slot(slot)
         slot.started_s = round(monotonic() - self.started, 2)
-        self.run.save()
+        self.save()  # from each thread of a start group: update_run's lock orders them
 
 
 def serve_cluster(plan: ServePlan, progress: Progress = lambda _: None,
@@ -169,11 +182,13 @@ def _roll_back(launch: ClusterLaunch, exc: BaseException) -> None:
     # A node may have started without its pid reaching this machine (the failure came in
     # between): its own files in the run's folder on the node say what was started.
     in_parallel(launch.slots, recover_started)
-    stubborn = control.stop_run(run)
+    launch.save()  # what recover_started found, so that stop_run sees it on disk too
+    stubborn = control.stop_run(launch.run)
     interrupted = isinstance(exc, KeyboardInterrupt)
-    run.status = "stopped" if interrupted else "failed"
-    run.failure = message
-    run.save()
+    launch.run.status = "stopped" if interrupted else "failed"
+    launch.run.failure = message
+    launch.save()
+    run = launch.run
     if not isinstance(exc, Exception):
         raise exc  # Ctrl-C, SystemExit: after the rollback, as they came
     left = f"; could not stop {', '.join(stubborn)}" if stubborn else "; every node was stopped"

@@ -103,7 +103,7 @@ class ClusterWatchdog:
             self.launch.finish()
         except (NotReady, Sm121Error, OSError) as exc:
             in_parallel(self.launch.slots, recover_started)  # started, pid not yet recorded
-            self.launch.run.save()
+            self.launch.save()
             dead = [s.process for s in self.launch.slots
                     if s.process.pgid is not None or s.process.container_id is not None]
             raise Death(f"not ready: {getattr(exc, 'message', exc)}", "boot", dead) from exc
@@ -115,7 +115,7 @@ class ClusterWatchdog:
         """On SIGTERM during a restart: whatever was started goes into the run, for stop."""
         if self.launch is not None:
             in_parallel(self.launch.slots, recover_started)
-            self.launch.run.save()
+            self.launch.save()
 
 
 def _cause(nodes: list[NodeProcess]) -> tuple[str, list[str]]:

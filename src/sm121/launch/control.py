@@ -16,8 +16,7 @@ def node_alive(node: NodeProcess) -> bool:
         from sm121.launch import remote  # the SSH side, kept apart from local processes
 
         return remote.node_alive(node)
-    return (node.pgid is not None and processes.is_same_process(node.pgid, node.identity)
-            and processes.group_alive(node.pgid))
+    return node.pgid is not None and processes.group_alive_as(node.pgid, node.identity)
 
 
 def run_alive(run: RunInfo) -> bool:

@@ -158,8 +158,7 @@ def _local_alive(slot: NodeSlot) -> bool:
     from sm121.launch import processes
 
     process = slot.process
-    return (process.pgid is not None and processes.is_same_process(process.pgid, process.identity)
-            and processes.group_alive(process.pgid))
+    return process.pgid is not None and processes.group_alive_as(process.pgid, process.identity)
 
 
 def _probe_home(transport: Transport, node: NodePlan) -> str:

@@ -55,16 +55,31 @@ def identity(pid: int) -> Identity:
     return Identity(boot_id=boot_id(), start_time=start_time(pid))
 
 
-def is_same_process(pgid: int, recorded: Identity) -> bool:
-    """The group's leader is still the process that was recorded (never true for a record
-    without identity, such as one written by an older sm121)."""
-    if not recorded.boot_id or not recorded.start_time:
+def is_same_group(pgid: int, recorded: Identity) -> bool:
+    """The group sm121 started still has live members: its leader is the recorded process,
+    or the leader has exited and members remain (an engine's workers, a shell's children).
+
+    Why members alone are enough: while any member of a group lives, the kernel gives its id
+    to no new process, so a leaderless group with that id is the recorded one, unless that
+    group died out entirely and the id came back as a new group whose leader exited too. The
+    start times narrow that down: every member started (in this boot) no earlier than the
+    recorded leader. A leader alive with another start time is a reused id: never ours."""
+    if not recorded.boot_id or not recorded.start_time or recorded.boot_id != boot_id():
         return False
-    return recorded.boot_id == boot_id() and start_time(pgid) == recorded.start_time
+    leader = start_time(pgid)
+    if leader is not None:
+        return leader == recorded.start_time
+    starts = [started for _, started in _members(pgid)]
+    return bool(starts) and all(int(t) >= int(recorded.start_time) for t in starts)
 
 
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes of a process group, read from /proc."""
+    return [pid for pid, _ in _members(pgid)]
+
+
+def _members(pgid: int) -> list[tuple[int, str]]:
+    """(pid, start time) of each live (non-zombie) process of the group."""
     members = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -77,7 +92,7 @@ def group_members(pgid: int) -> list[int]:
         fields = stat.rsplit(")", 1)[1].split()
         state, group = fields[0], int(fields[2])
         if group == pgid and state != "Z":
-            members.append(int(entry.name))
+            members.append((int(entry.name), fields[19]))
     return members
 
 
@@ -85,11 +100,17 @@ def group_alive(pgid: int) -> bool:
     return bool(group_members(pgid))
 
 
+def group_alive_as(pgid: int, recorded: Identity) -> bool:
+    """The recorded group is still running (is_same_group), whether or not its leader is."""
+    return is_same_group(pgid, recorded) and group_alive(pgid)
+
+
 def stop_group(pgid: int, recorded: Identity, grace_s: float = 20.0) -> bool:
     """SIGTERM the group, then SIGKILL after grace_s. True when nothing of it is left. Not
-    signalled at all unless its leader is the recorded process; while any member lives, the
-    kernel keeps the group id from reuse, so the later signals reach only that group."""
-    if not is_same_process(pgid, recorded) or not _signal_group(pgid, signal.SIGTERM):
+    signalled at all unless it is the recorded group (is_same_group: its leader, or members
+    that outlived it); while any member lives, the kernel keeps the group id from reuse, so
+    the later signals reach only that group."""
+    if not is_same_group(pgid, recorded) or not _signal_group(pgid, signal.SIGTERM):
         return True
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:

@@ -19,6 +19,7 @@ from typing import Any
 
 from sm121.errors import Sm121Error
 from sm121.models.tiny import ARCHITECTURE as TINY_ARCHITECTURE
+from sm121.models.tiny import MARKER as TINY_MARKER
 from sm121.models.tiny import SEED, require_engine_libs, write_tokenizer
 
 SHAPES: dict[str, dict[str, Any]] = {
@@ -33,7 +34,6 @@ SHAPES: dict[str, dict[str, Any]] = {
                  "max_position_embeddings": 131072, "rope_theta": 500000.0},
 }
 MARKER = "sm121-random.json"
-TINY_MARKER = "sm121-tiny.json"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from sm121.errors import Sm121Error
 
 SEED = 121
+MARKER = "sm121-tiny.json"  # written last into a tiny model: what says sm121 made this folder
 VOCAB_SIZE = 512
 # head_dim must be >= 32 on vLLM's CPU attention (16 boots, then fails at the first request).
 ARCHITECTURE = {
@@ -82,18 +83,24 @@ everything; a timestamp at the top of the prompt destroys that reuse.
 
 
 def generate_tiny_model(dest: Path) -> Path:
-    """Write the tiny model to `dest` (atomically: a failure leaves nothing half-written)."""
+    """Write the tiny model to `dest` (atomically: a failure leaves nothing half-written).
+    A tiny model sm121 wrote there (its marker file) gets this version's chat template; any
+    other folder that holds something is refused, never emptied or edited: it may be a real
+    model (a config.json alone says nothing about who wrote it) or anything else."""
     dest = dest.expanduser().resolve()
-    if (dest / "config.json").is_file():
+    if (dest / MARKER).is_file():
         refresh_chat_template(dest)
         return dest
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise Sm121Error(f"{dest} exists and is not a tiny model sm121 generated",
+                         "choose an empty or new folder; nothing in it was changed")
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".tiny-", dir=dest.parent))
     try:
         write_tokenizer(staging)
         _write_weights(staging)
         if dest.exists():
-            shutil.rmtree(dest)
+            dest.rmdir()  # empty (checked above): rmdir fails rather than delete what came since
         staging.rename(dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -159,7 +166,7 @@ def _write_weights(folder: Path) -> None:
     torch.manual_seed(SEED)
     model = LlamaForCausalLM(config).to(dtype=torch.bfloat16)  # type: ignore[call-arg]
     model.save_pretrained(folder, safe_serialization=True)
-    (folder / "sm121-tiny.json").write_text(json.dumps({"seed": SEED, **ARCHITECTURE}, indent=2))
+    (folder / MARKER).write_text(json.dumps({"seed": SEED, **ARCHITECTURE}, indent=2))
 
 
 # The GPU testbed's first make_model.py imported the private name; `sm121 model random` replaces it.

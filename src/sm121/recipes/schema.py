@@ -223,16 +223,30 @@ class Readiness(Strict):
     timeout_s: float = Field(3600, gt=0)
 
 
+MIN_RESTART_WINDOW_S = 60.0
+
+
 class RestartPolicy(Strict):
     """Supervision (`restart:` in a recipe, or `serve --supervise`): a watchdog restarts an
     engine that died, at most `max` times within `within_s` seconds, then gives up (failed)."""
 
     policy: Literal["on-failure", "never"] = "on-failure"
     max: int = Field(3, ge=0)
-    within_s: float = Field(600, gt=0)
+    within_s: float = 600
     # /health failing this many times in a row counts as a death (a hung engine).
     health_failures: int = Field(3, ge=1)
     health_interval_s: float = Field(5, gt=0)
+
+    @field_validator("within_s")
+    @classmethod
+    def _window_counts_restarts(cls, value: float) -> float:
+        # Each restart takes a backoff (up to 30 s) and a boot: a window shorter than that
+        # never holds two restarts, so `max` would never be reached and restarts never end.
+        if value < MIN_RESTART_WINDOW_S:
+            raise ValueError(f"within_s must be at least {MIN_RESTART_WINDOW_S:g} s: a shorter "
+                             "window counts no earlier restart, which makes restarts "
+                             "unlimited; the default is 600")
+        return value
 
 
 class Recipe(Strict):

@@ -25,6 +25,7 @@ from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Context
 from sm121.errors import Sm121Error
 from sm121.gateway.capture import Capture
+from sm121.gateway.sessions import session_id
 
 
 def _capture(folder: Path, arrivals: dict[str, list[float]], redact: bool = False) -> None:
@@ -36,7 +37,8 @@ def _capture(folder: Path, arrivals: dict[str, list[float]], redact: bool = Fals
                 {"role": "user", "content": f"turn {turn}"}]}
             record = capture.start(f"{session}-{turn}", "POST", "/v1/chat/completions",
                                    {"Authorization": "Bearer sk-x"}, json.dumps(body).encode())
-            record.note(session=f"h:{session}", arrived=arrived, queue_wait_s=0.0)
+            record.note(session=session_id({"x-session-id": session}, {}), arrived=arrived,
+                        queue_wait_s=0.0)
             record.response_head(200, {"Content-Type": "text/event-stream"})
             record.note(prompt_tokens=12, completion_tokens=3)
             record.finish("ok")
@@ -51,7 +53,7 @@ def test_the_capture_keeps_what_replay_needs_privately_and_redacted(tmp_path):
     _capture(folder, {"a": [100.0, 101.0]}, redact=True)
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in folder.iterdir())
     entries = load_capture(folder)
-    # Redacted: a client-chosen session id is kept as a stable digest of its kind, never raw.
+    # A client-chosen session id is a stable digest of its kind, never raw (sessions.py).
     sessions = [e.session for e in entries]
     assert sessions[0] == sessions[1] and sessions[0].startswith("h:") and sessions[0] != "h:a"
     assert entries[0].redacted and entries[0].prompt_tokens == 12
@@ -67,7 +69,7 @@ def test_sessions_keep_their_order_and_gaps_scale_with_speed(tmp_path):
     entries = load_capture(folder)
     sessions = by_session(entries)
     assert [len(v) for v in sessions.values()] == [3, 2]
-    assert [e.arrived for e in sessions["h:a"]] == [10.0, 12.0, 15.0]
+    assert [e.arrived for e in sessions[session_id({"x-session-id": "a"}, {})]] == [10.0, 12.0, 15.0]
     offsets = [round(o, 6) for o, _ in schedule(entries, speed=2.0)]
     assert offsets == [0.0, 0.5, 0.75, 1.0, 2.5]
     with pytest.raises(Sm121Error, match="speed"):
@@ -131,7 +133,7 @@ async def test_a_replay_keeps_the_gaps_over_speed(tmp_path, fake_upstream):
     gaps = summary["gaps"]
     assert gaps["gaps"] == 3 and gaps["within_10pct"] == 3  # 0.2, 0.3 and 0.3 s wanted
     turns = [s for s in results.data["samples"] if s.get("kind") == "turn"]
-    a = sorted((t for t in turns if t["session"] == "h:a"), key=lambda t: t["turn"])
+    a = sorted((t for t in turns if t["session"] == session_id({"x-session-id": "a"}, {})), key=lambda t: t["turn"])
     assert [round(t["scheduled_s"], 3) for t in a] == [0.0, 0.2, 0.5]
     span = max(arrivals) - min(arrivals)
     assert 0.45 <= span <= 0.5 * 1.5  # the whole replay took the capture's 1.0 s over 2

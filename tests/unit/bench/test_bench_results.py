@@ -97,3 +97,40 @@ def test_ab_records_a_failed_boot_goes_on_and_resumes_only_what_is_missing(tmp_p
     ab.run_ab(ab.AbRequest(**{**request.__dict__, "resume": True}))
     assert calls == [(0, "b")]
     assert len(load_results(tmp_path / "ab.json")["samples"]) == 5
+
+
+def _bomb(path, expanded: int) -> None:
+    """A .gz of a few KB that expands to `expanded` bytes."""
+    import gzip
+
+    with gzip.open(path, "wb") as handle:
+        for _ in range(expanded // (1 << 20)):
+            handle.write(b" " * (1 << 20))
+
+
+def test_bench_report_refuses_a_gz_that_expands_past_the_cap(tmp_path, monkeypatch):
+    """Read through the real `bench report`: the .gz is streamed and refused at the cap,
+    never decompressed whole into memory."""
+    import tracemalloc
+
+    from typer.testing import CliRunner
+
+    from sm121.bench import report_md, results  # imported before memory is traced
+    from sm121.cli.main import app
+
+    assert report_md.render_report
+
+    monkeypatch.setattr(results, "MAX_RESULTS_BYTES", 4 << 20, raising=False)
+    bomb = tmp_path / "bomb.json.gz"
+    _bomb(bomb, 64 << 20)
+    assert bomb.stat().st_size < 256 << 10
+    tracemalloc.start()
+    try:
+        outcome = CliRunner().invoke(app, ["bench", "report", str(bomb), "--out",
+                                           str(tmp_path / "out")])  # imports are done
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert outcome.exit_code != 0
+    assert "larger than 4 MiB once decompressed" in str(outcome.exception)
+    assert peak < 32 << 20, f"{peak / 2**20:.0f} MiB held for a 64 MiB bomb"

@@ -17,6 +17,7 @@ from sm121.gateway.app import start_site
 from sm121.gateway.config import GatewayConfig, UpstreamSpec
 from sm121.gateway.handlers import GATEWAY
 from sm121.gateway.replicas import Replica
+from sm121.gateway.sessions import DEFAULT_SESSION_HEADER, session_id
 from sm121.gateway.state import Gateway
 from sm121.recipes.schema import ParamPolicy, PolicyAction, RequestPolicy
 
@@ -50,6 +51,11 @@ class Running:
     async def metric(self, name: str, **labels: str) -> float:
         value = self.gateway.metrics.registry.get_sample_value(name, labels or None)
         return value or 0.0
+
+
+def header_session(value: str) -> str:
+    """The session id the gateway makes of `X-Session-Id: value` (a digest of it)."""
+    return session_id({DEFAULT_SESSION_HEADER: value}, {})
 
 
 def fake_specs(*fakes: FakeUpstream) -> tuple[UpstreamSpec, ...]:

@@ -48,3 +48,8 @@ def test_an_anthropic_body_gets_no_string_tool_choice() -> None:
     outcome = apply_policy(body, POLICY)
     assert "tool_choice" not in body and "parallel_tool_calls" not in body
     assert outcome.supplied == ["chat_template_kwargs"]  # vLLM's /v1/messages takes these
+
+
+def test_the_outcome_says_whether_the_body_changed() -> None:
+    assert apply_policy({"messages": [], "tools": TOOLS}, POLICY).changed  # a default alone
+    assert not apply_policy({"prompt": "hi"}, POLICY).changed

@@ -179,3 +179,64 @@ def test_structure_stays_and_every_other_string_becomes_its_length() -> None:
         "response_format": {"type": "json_schema"}, "prompt": "[redacted 3 token ids]",
         "top_logprobs": [{"[redacted key 0: 3 chars]": -0.5}],
         "metadata": {"[redacted key 0: 3 chars]": "[redacted 2 chars]"}}
+
+
+def _schema_request() -> dict[str, Any]:
+    """A canary as a name a JSON schema defines: tool parameters (nested, $defs, pattern and
+    dependent properties) and a response format's fields."""
+    named = {"type": "object", "properties": {CANARY: {"type": "string"}},
+             "required": [CANARY]}
+    schema = {"type": "object", "properties": {
+        CANARY: {"type": "object", "properties": {CANARY: {"$ref": f"#/$defs/{CANARY}"}}},
+        "properties": named},
+        "patternProperties": {f"^{CANARY}": {"type": "number"}},
+        "dependentRequired": {CANARY: [CANARY]}, "$defs": {CANARY: named}}
+    return {"model": "fake", "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": schema}}],
+            "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "r", "schema": named}}}
+
+
+async def test_redacted_capture_keeps_no_client_header_query_or_schema_name(
+        echo: str, tmp_path: Path) -> None:
+    headers = {"X-Goog-Api-Key": CANARY, "OpenAI-Organization": CANARY, "X-Custom": CANARY,
+               "x-session-id": CANARY, "User-Agent": "agent/1.0"}
+    async with running_gateway(echo, capture=CaptureSettings(tmp_path, redact=True)) as gw:
+        response = await gw.http.post(f"{gw.url}/v1/chat/completions?api-key={CANARY}",
+                                      json=_schema_request(), headers=headers)
+        assert response.status == 200, await response.text()
+    for path in tmp_path.iterdir():
+        assert CANARY.encode() not in path.read_bytes(), (path.name, path.read_bytes()[:2000])
+    meta = json.loads(next(tmp_path.glob("*.meta.json")).read_text())
+    assert meta["path"] == "/v1/chat/completions"
+    kept = {k.lower(): v for k, v in meta["request_headers"].items()}
+    assert "x-goog-api-key" not in kept and "openai-organization" not in kept
+    assert "x-custom" not in kept and kept["user-agent"] == "agent/1.0"
+    # The session header is the digest its session id is made of: the turns still group.
+    assert meta["session"] == f"h:{kept['x-session-id']}"
+    request = json.loads(next(tmp_path.glob("*.request")).read_text())
+    params = request["tools"][0]["function"]["parameters"]
+    assert params["type"] == "object" and len(params["properties"]) == 2
+
+
+async def test_unredacted_capture_still_drops_every_credential_header(
+        echo: str, tmp_path: Path) -> None:
+    headers = {"X-Goog-Api-Key": CANARY, "OpenAI-Organization": CANARY,
+               "X-Auth-Token": CANARY, "Anthropic-Api-Key": CANARY, "X-Custom": "kept"}
+    async with running_gateway(echo, capture=CaptureSettings(tmp_path, redact=False)) as gw:
+        response = await gw.http.post(f"{gw.url}/v1/chat/completions",
+                                      json=_schema_request(), headers=headers)
+        assert response.status == 200
+    meta = json.loads(next(tmp_path.glob("*.meta.json")).read_text())
+    assert CANARY not in json.dumps(meta["request_headers"])
+    assert meta["request_headers"]["X-Custom"] == "kept"
+
+
+def test_schema_names_are_redacted_and_schema_keywords_stay() -> None:
+    schema = {"type": "object", "properties": {"ssn": {"type": "string", "enum": ["a"]}},
+              "required": ["ssn"], "additionalProperties": False}
+    assert redact({"parameters": schema}) == {"parameters": {
+        "type": "object",
+        "properties": {"[redacted key 0: 3 chars]": {"type": "string",
+                                                      "enum": ["[redacted 1 chars]"]}},
+        "required": ["[redacted 3 chars]"], "additionalProperties": False}}

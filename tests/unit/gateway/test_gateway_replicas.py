@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from fake_upstream import FakeUpstream
-from gateway_harness import discovered, fake_specs, running_gateway
+from gateway_harness import discovered, fake_specs, header_session, running_gateway
 
 from sm121.gateway import registry
 from sm121.gateway.config import RoutingSettings
@@ -56,7 +56,7 @@ async def test_a_session_stays_on_its_replica(two_fakes: tuple[FakeUpstream, Fak
                     {"role": "user", "content": f"turn {turn}"}]})
             assert response.status == 200
         assert sorted(f.requests for f in two_fakes) == [0, 6]
-        owner = rendezvous("h:agent-1", list(gw.gateway.replicas.values()))[0]
+        owner = rendezvous(header_session("agent-1"), list(gw.gateway.replicas.values()))[0]
         assert await gw.metric("sm121_gateway_routed_total", upstream=owner.name,
                                how="affinity") == 6
 
@@ -66,7 +66,7 @@ async def test_a_replica_that_dies_mid_stream_is_ejected_and_readmitted(
     async with running_gateway(upstreams=fake_specs(*two_fakes), routing=FAST) as gw:
         await discovered(gw, 2)
         replicas = list(gw.gateway.replicas.values())
-        owner = rendezvous("h:agent-1", replicas)[0]
+        owner = rendezvous(header_session("agent-1"), replicas)[0]
         dying = two_fakes[replicas.index(owner)]
         dying.mode = "die"
         headers = {"X-Session-Id": "agent-1"}
@@ -100,7 +100,7 @@ async def test_a_stopped_replica_is_skipped_without_an_error(
     async with running_gateway(upstreams=fake_specs(*two_fakes), routing=FAST) as gw:
         await discovered(gw, 2)
         replicas = list(gw.gateway.replicas.values())
-        owner = rendezvous("h:agent-2", replicas)[0]
+        owner = rendezvous(header_session("agent-2"), replicas)[0]
         await two_fakes[replicas.index(owner)].stop()
         response = await gw.http.post(f"{gw.url}/v1/chat/completions", headers={
             "X-Session-Id": "agent-2"}, json={"model": "fake", "messages": [

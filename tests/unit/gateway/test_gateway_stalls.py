@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from fake_upstream import FakeUpstream
-from gateway_harness import Running, discovered, fake_specs, running_gateway
+from gateway_harness import Running, discovered, fake_specs, header_session, running_gateway
 
 from sm121.gateway.config import RoutingSettings
 from sm121.gateway.routing import rendezvous
@@ -39,7 +39,7 @@ async def two_fakes() -> AsyncIterator[tuple[FakeUpstream, FakeUpstream]]:
 async def _owner(gw: Running, fakes: tuple[FakeUpstream, ...]) -> FakeUpstream:
     await discovered(gw, len(fakes))
     replicas = list(gw.gateway.replicas.values())
-    return fakes[replicas.index(rendezvous("h:agent-1", replicas)[0])]
+    return fakes[replicas.index(rendezvous(header_session("agent-1"), replicas)[0])]
 
 
 async def _events(response: aiohttp.ClientResponse, hang_after: int, fake: FakeUpstream

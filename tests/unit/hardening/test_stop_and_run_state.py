@@ -138,3 +138,70 @@ def test_node_folders_stay_under_the_state_dir(run_id: str, node: str) -> None:
         runtimes.node_files("~/state", "/home/u", run_id, node)
     assert runtimes.node_files("~/state", "/home/u", "r1", "n1").run_dir == \
         "/home/u/state/runs/r1/n1"
+
+
+@pytest.fixture
+def leaderless_group(tmp_path: Path) -> Iterator[tuple[int, processes.Identity]]:
+    """A group sm121 started whose leader has exited while its children live on (an engine
+    whose API server died and left its workers)."""
+    ready = tmp_path / "children-started"
+    process = processes.spawn(["sh", "-c", f"sleep 300 & sleep 300 & touch {ready}; exit 0"],
+                              os.environ, tmp_path / "log")
+    mark = processes.identity(process.pid)
+    process.wait(timeout=30)  # the leader is gone (reaped), its two children are not
+    for _ in range(100):
+        if ready.exists():
+            break
+        threading.Event().wait(0.05)
+    assert len(processes.group_members(process.pid)) == 2
+    try:
+        yield process.pid, mark
+    finally:
+        if processes.group_alive(process.pid):
+            os.killpg(process.pid, 9)
+
+
+def test_stop_signals_the_group_while_any_member_lives(
+        leaderless_group: tuple[int, processes.Identity]) -> None:
+    pgid, mark = leaderless_group
+    run_id = f"leaderless-{os.urandom(3).hex()}"
+    _run_with(run_id, pgid, "ready", boot_id=mark.boot_id, start_time=mark.start_time)
+    statuses = {r["run_id"]: r["status"] for r in json.loads(run_cli("status", "--json").stdout)}
+    assert statuses[run_id] == "ready"  # not "exited": its workers still hold the engine
+    run_cli("stop", run_id)
+    assert not processes.group_alive(pgid)
+
+
+def test_a_leaderless_group_is_not_ours_when_it_started_before_the_record(
+        leaderless_group: tuple[int, processes.Identity]) -> None:
+    """Its members started before the leader sm121 recorded: the id was reused."""
+    pgid, mark = leaderless_group
+    later = processes.Identity(mark.boot_id, str(int(mark.start_time or 0) + 10**9))
+    for other in (later, processes.Identity("another-boot", mark.start_time)):
+        processes.stop_group(pgid, other, grace_s=0.5)
+        assert len(processes.group_members(pgid)) == 2
+        assert not processes.group_alive_as(pgid, other)
+    assert processes.group_alive_as(pgid, mark)
+
+
+def test_a_cluster_launch_keeps_what_others_saved_meanwhile() -> None:
+    """ClusterLaunch saved its own copy of the run whole, past update_run's lock: what the
+    watchdog, the restart record or the gateway launcher saved in between was lost."""
+    from sm121.launch.cluster_serve import ClusterLaunch, _roll_back
+    from sm121.launch.run_state import load_run, update_run
+    from sm121.plan.build import build_plan
+
+    plan = build_plan("tiny-cpu", None, None, None, 8000, "127.0.0.1")
+    launch = ClusterLaunch(plan, lambda _: None)
+
+    def elsewhere(run: RunInfo) -> None:  # another process, while the launch is under way
+        run.gateway_url, run.restarts = "http://127.0.0.1:8100", 2
+
+    update_run(launch.run.run_id, elsewhere)
+    launch.run.timings.port_open_s = 1.5
+    with pytest.raises(Sm121Error, match="boom"):
+        _roll_back(launch, Sm121Error("boom", "a node failed"))
+    saved = load_run(launch.run.run_id)
+    assert (saved.gateway_url, saved.restarts) == ("http://127.0.0.1:8100", 2)
+    assert saved.status == "failed" and saved.failure == "boom"
+    assert saved.timings.port_open_s == 1.5  # and what the launch owns is written

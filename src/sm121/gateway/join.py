@@ -1,0 +1,72 @@
+"""`serve --gateway-join RUN`: add this engine to the upstreams file RUN's gateway watches,
+then wait until that gateway says it took it, or refused the file.
+
+Why wait: writing the file proves nothing. The gateway reads it on its own schedule and
+may refuse it as a whole (a bad entry, a mode others may write), and a join that printed
+"joined" regardless left engines that were never routed to.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from sm121.engines.api_key import bearer, unauthorized
+from sm121.errors import Sm121Error
+from sm121.gateway import registry
+from sm121.gateway.config import UpstreamSpec
+
+CONFIRM_TIMEOUT_S = 15.0  # the gateway looks every second; a loaded box answers slowly
+_POLL_S = 0.2
+
+
+def join(path: Path, spec: UpstreamSpec, key: str | None,
+         timeout_s: float = CONFIRM_TIMEOUT_S) -> str:
+    """Add `spec`, and return the gateway's URL once its /sm121/upstreams lists it; an
+    Sm121Error if the file is refused (here, or by the gateway) or nothing confirms it."""
+    registry.load(path)  # a file the gateway would refuse is refused here, with its reason
+    url = registry.gateway_url(path)
+    if url is None:
+        raise Sm121Error(f"the upstreams file {path} names no gateway URL to confirm the join",
+                         "it is written by `sm121 serve --gateway`; start that gateway again")
+    registry.add(path, spec)  # checks the file again under the writers' lock
+    digest = registry.content_sha256(path)
+    deadline = time.monotonic() + timeout_s
+    said: str | None = None
+    while True:
+        report = _upstreams(url, key)
+        if any(u.get("name") == spec.name and u.get("url") == spec.url
+               for u in report.get("upstreams") or []):
+            return url
+        verdict = report.get("registry") or {}
+        said = verdict.get("error") if isinstance(verdict, dict) else None
+        if said and verdict.get("sha256") == digest:
+            raise Sm121Error(f"the gateway at {url} refused the upstreams file: {said}",
+                             f"{spec.name} keeps running but gets no requests from it; fix "
+                             "the file, or stop the engine with `sm121 stop`")
+        if time.monotonic() > deadline:
+            raise Sm121Error(f"the gateway at {url} did not take {spec.name} within "
+                             f"{timeout_s:.0f} s" + (f" (it said: {said})" if said else ""),
+                             f"check its log and {url}/sm121/upstreams; the engine keeps "
+                             "running")
+        time.sleep(_POLL_S)
+
+
+def _upstreams(url: str, key: str | None) -> dict[str, Any]:
+    request = urllib.request.Request(f"{url}/sm121/upstreams", headers=bearer(key))
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            data = json.load(response)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise unauthorized(url, exc.code) from exc
+        raise Sm121Error(f"the gateway at {url} answered {exc.code} for /sm121/upstreams",
+                         "is it an sm121 gateway?") from exc
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise Sm121Error(f"no gateway answers at {url}: {exc}",
+                         "is the gateway run still up? see `sm121 status`") from exc
+    return data if isinstance(data, dict) else {}
