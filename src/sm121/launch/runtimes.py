@@ -183,13 +183,25 @@ def started_docker_script(files: NodeFiles) -> str:
 
 
 def same_process_test(pgid: int, boot_id: str | None, start_time: str | None) -> str:
-    """A shell test that holds only while the group leader is the process sm121 started: same
-    boot, same start time. A pid reused after the engine exited (or after a reboot) fails it.
-    A run recorded without them (an older sm121) fails it too: it is never signalled."""
+    """A shell test that holds while the group is the one sm121 started (processes.
+    is_same_group, read on the node): same boot, and the leader is the recorded process (same
+    start time), or the leader has exited and every live member started no earlier than it (an
+    engine's workers outliving the shell that led them). A pid reused after the engine exited
+    (or after a reboot) fails it. A run recorded without them (an older sm121) fails it too: it
+    is never signalled."""
     if not boot_id or not start_time:
         return "false"
+    group, start = int(pgid), int(start_time)
+    leader = START_TIME.format(pid=group)
+    # Each /proc/PID/stat after its last ") ": state is field 1, the group field 3, the start
+    # time field 20. `set --` splits only that tail, which holds no user text.
+    members = ("{ n=0; for f in /proc/[0-9]*/stat; do s=$(cat \"$f\" 2> /dev/null) || continue; "
+               "set -- ${s##*) }; "
+               f'[ "$3" = {group} ] && [ "$1" != Z ] || continue; '
+               f'[ "${{20}}" -ge {start} ] || exit 1; n=1; done; [ "$n" = 1 ]; }}')
     return (f'[ "$(cat {BOOT_ID} 2> /dev/null)" = {q(boot_id)} ] && '
-            f'[ "$({START_TIME.format(pid=int(pgid))})" = {q(start_time)} ]')
+            f'if [ -e /proc/{group}/stat ]; then [ "$({leader})" = {q(start_time)} ]; '
+            f"else ( {members} ); fi")
 
 
 def group_alive_script(pgid: int, boot_id: str | None, start_time: str | None) -> str:
@@ -200,7 +212,7 @@ def group_alive_script(pgid: int, boot_id: str | None, start_time: str | None) -
 def group_stop_script(pgid: int, boot_id: str | None, start_time: str | None,
                       grace_s: float = 20.0) -> str:
     """SIGTERM the group, SIGKILL after the grace time; print what is left. Nothing is
-    signalled unless the leader is still the process sm121 started. While any member lives
+    signalled unless the group is still the one sm121 started (same_process_test). While any member lives
     the kernel keeps its group id from reuse, so the later signals reach only that group."""
     group = f"-{int(pgid)}"
     ticks = max(1, int(grace_s * 5))

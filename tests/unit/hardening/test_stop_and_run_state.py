@@ -205,3 +205,26 @@ def test_a_cluster_launch_keeps_what_others_saved_meanwhile() -> None:
     assert (saved.gateway_url, saved.restarts) == ("http://127.0.0.1:8100", 2)
     assert saved.status == "failed" and saved.failure == "boom"
     assert saved.timings.port_open_s == 1.5  # and what the launch owns is written
+
+
+def test_the_node_scripts_read_a_leaderless_group_as_the_local_stop_does(
+        leaderless_group: tuple[int, processes.Identity]) -> None:
+    """The scripts a cluster node runs over ssh (alive, stop) hold the same rule as
+    processes.is_same_group: the leader gone, live members that started no earlier than it
+    are the group sm121 started; earlier members mean a reused id, never signalled."""
+    from sm121.launch.runtimes import group_alive_script, group_stop_script
+
+    pgid, mark = leaderless_group
+
+    def node(script: str) -> str:
+        return subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                              timeout=60).stdout.split()[-1]
+
+    later = str(int(mark.start_time or 0) + 10**9)
+    assert node(group_alive_script(pgid, mark.boot_id, later)) == "gone"
+    assert node(group_stop_script(pgid, mark.boot_id, later, grace_s=0.5)) == "gone"
+    assert len(processes.group_members(pgid)) == 2
+    assert node(group_alive_script(pgid, "another-boot", mark.start_time)) == "gone"
+    assert node(group_alive_script(pgid, mark.boot_id, mark.start_time)) == "alive"
+    node(group_stop_script(pgid, mark.boot_id, mark.start_time, grace_s=2))
+    assert not processes.group_alive(pgid)
