@@ -7,15 +7,18 @@ import json
 
 import pytest
 from support import run_cli
+from support.timeouts import serves
 
 pytestmark = pytest.mark.integration
 
 
 def test_ab_serves_each_profile_runs_the_scenario_and_compares(tmp_path, sm121_home):
+    """Its own two boots: serving each profile itself is what `bench ab` does. They wait the
+    recipe's readiness timeout (`bench ab` has no --timeout of its own)."""
     out = tmp_path / "ab.json"
     result = run_cli("bench", "ab", "tiny-cpu", "--profiles", "agent,lpt-512", "--reps", "1",
                      "-L", "4096", "--param", "before_s=1", "--short-at", "0.3",
-                     "--out", str(out), timeout=900)
+                     "--out", str(out), timeout=serves(2, work_s=300))
     data = json.loads(out.read_text())
     assert data["kind"] == "ab" and data["status"] == "complete"
     assert [s["profile"] for s in data["samples"]] == ["agent", "lpt-512"]

@@ -81,3 +81,11 @@ class TinyEngine:
 
     def run_info(self) -> dict:
         return json.loads((self.run_dir / "run.json").read_text())
+
+
+@dataclass(frozen=True)
+class FailedBoot:
+    """A serve whose engine booted and was then refused (by readiness) and stopped."""
+
+    result: subprocess.CompletedProcess[str]
+    run_dir: Path
