@@ -62,8 +62,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     history = [h for home in _HOMES if (home / "startup-history.jsonl").is_file()
                for h in map(json.loads, (home / "startup-history.jsonl").read_text().splitlines())]
     times = sorted(h["first_generation_s"] for h in history if h.get("first_generation_s"))
-    if times:
+    if history:
+        spread = (f"first generation after {times[0]:.0f} s (fastest), "
+                  f"{statistics.median(times):.0f} s (median), {times[-1]:.0f} s (slowest)"
+                  if times else "none reached a first generation")
         terminalreporter.write_line(
-            f"engine boots this session: {len(times)}, first generation after "
-            f"{times[0]:.0f} s (fastest), {statistics.median(times):.0f} s (median), "
-            f"{times[-1]:.0f} s (slowest); limit {BOOT_S} s (support/timeouts.py)")
+            f"engine boots this session: {len(history)} ({len(history) - len(times)} without a "
+            f"first generation: refused or stopped); {spread}; limit {BOOT_S} s "
+            "(support/timeouts.py)")
