@@ -8,7 +8,7 @@ DEMO_PORT ?= 8000
 #   make test PIP_EXTRA="--extra-index-url https://download.pytorch.org/whl/cpu"
 PIP_EXTRA ?=
 
-.PHONY: setup demo test unit lint stop-all
+.PHONY: setup demo test unit integration lint stop-all
 
 setup: $(STAMP)
 
@@ -28,8 +28,14 @@ test: setup
 	sh scripts/ensure-sshd.sh
 	$(VENV)/bin/pytest -ra
 
+# The tiers: `test` is both. `unit` boots no engine (a couple of minutes); `integration` boots
+# the real tiny engine, once for the session plus the few that need their own.
 unit: setup
 	$(VENV)/bin/pytest -ra tests/unit
+
+integration: setup
+	sh scripts/ensure-sshd.sh
+	$(VENV)/bin/pytest -ra tests/integration
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks

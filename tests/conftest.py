@@ -1,23 +1,32 @@
 """Session fixtures: an isolated SM121_HOME, and one real tiny vLLM engine for the session.
 
-The engine boots once (about a minute on CPU) through sm121's own launcher, `sm121 serve
-tiny-cpu --profile agent`, and is stopped at the end; the later suites reuse it."""
+The engine boots once (about a minute on a quiet CPU) through sm121's own launcher, `sm121 serve
+tiny-cpu --profile agent`, and is stopped at the end; every test that only needs a running
+engine uses it. A test or fixture that boots its own engine says why in its docstring.
+How long boots may take is in support/timeouts.py; the session's own boot times are printed at
+its end."""
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support import TinyEngine, free_port, run_cli
+from support.timeouts import BOOT_S, SERVE_S
 
 from sm121.launch.processes import group_alive
+
+_HOMES: list[Path] = []
 
 
 @pytest.fixture(scope="session", autouse=True)
 def sm121_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("sm121-home")
+    _HOMES.append(home)
     previous = os.environ.get("SM121_HOME")
     os.environ["SM121_HOME"] = str(home)
     yield home
@@ -33,9 +42,8 @@ def sm121_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def tiny_engine(sm121_home: Path) -> Iterator[TinyEngine]:
     port = free_port()
-    # A shared 2-core host under load has taken 13 minutes to boot it: wait long, once.
-    run_cli("serve", "tiny-cpu", "--profile", "agent", "--port", str(port), "--timeout", "1500",
-            timeout=1600)
+    run_cli("serve", "tiny-cpu", "--profile", "agent", "--port", str(port), "--timeout",
+            str(BOOT_S), timeout=SERVE_S)
     runs = sorted((sm121_home / "runs").glob("tiny-cpu-agent-*/run.json"),
                   key=lambda p: p.stat().st_mtime)
     run_dir = runs[-1].parent
@@ -46,3 +54,21 @@ def tiny_engine(sm121_home: Path) -> Iterator[TinyEngine]:
     pgid = int((run_dir / "engine.pid").read_text())
     run_cli("stop", engine.run_id)
     assert not group_alive(pgid), f"processes of group {pgid} survived `sm121 stop`"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The boots this session made (from sm121's startup history), the distribution that
+    support/timeouts.py is set from."""
+    history = [h for home in _HOMES if (home / "startup-history.jsonl").is_file()
+               for h in map(json.loads, (home / "startup-history.jsonl").read_text().splitlines())
+               # a real serve wrote the run's argv; unit tests record made-up boots
+               if (home / "runs" / h["run_id"] / "argv.json").is_file()]
+    times = sorted(h["first_generation_s"] for h in history if h.get("first_generation_s"))
+    if history:
+        spread = (f"first generation after {times[0]:.0f} s (fastest), "
+                  f"{statistics.median(times):.0f} s (median), {times[-1]:.0f} s (slowest)"
+                  if times else "none reached a first generation")
+        terminalreporter.write_line(
+            f"engine boots this session: {len(history)} ({len(history) - len(times)} without a "
+            f"first generation: refused or stopped); {spread}; limit {BOOT_S} s "
+            "(support/timeouts.py)")

@@ -1,28 +1,27 @@
 """An agent profile that cannot take a tool call is not ready: the serve fails, naming the
-fix, instead of reporting ready (one extra engine boot)."""
+fix, instead of reporting ready. Its boot (`toolless_boot`, tests/integration/conftest.py) is
+its own, since the session engine must take tool calls; test_memory_cpu_pool reads the same
+boot's KV pool."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from support import free_port, run_cli
+from support import FailedBoot
 
 from sm121.launch.processes import group_alive
 
 pytestmark = pytest.mark.integration
 
 
-def test_agent_profile_without_tool_calling_fails_readiness_with_the_fix(sm121_home: Path
-                                                                         ) -> None:
-    result = run_cli("serve", "tiny-cpu", "--profile", "agent", "--port", str(free_port()),
-                     "--set", "enable-auto-tool-choice=false", check=False, timeout=900)
+def test_agent_profile_without_tool_calling_fails_readiness_with_the_fix(
+        toolless_boot: FailedBoot) -> None:
+    result = toolless_boot.result
     assert result.returncode == 2, result.stdout + result.stderr
     assert "refuses tool calls" in result.stderr
     assert "tool-call-parser" in result.stderr and "enable-auto-tool-choice" in result.stderr
-    runs = sorted((sm121_home / "runs").glob("tiny-cpu-agent-*/run.json"),
-                  key=lambda p: p.stat().st_mtime)
-    run = json.loads(runs[-1].read_text())
+    assert toolless_boot.run_dir.name.startswith("tiny-cpu-agent-")
+    run = json.loads((toolless_boot.run_dir / "run.json").read_text())
     assert run["status"] == "failed" and "tool" in run["failure"]
     assert not group_alive(run["nodes"][0]["pgid"])

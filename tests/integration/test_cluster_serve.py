@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from support import free_port, run_cli
 from support.sshd import Sshd
+from support.timeouts import BOOT_S, SERVE_S
 
 from sm121.launch.processes import group_alive
 
@@ -39,7 +40,7 @@ hooks:
   after_ready: [mark]
   custom:
     mark: echo "$SM121_PHASE $SM121_NODE $SM121_RANK" >> "$SM121_RUN_DIR/marks"
-readiness: {timeout_s: 900, max_tokens: 8}
+readiness: {timeout_s: BOOT_S, max_tokens: 8}
 """
 
 
@@ -61,9 +62,11 @@ class ClusterRun:
 @pytest.fixture(scope="module")
 def cluster_run(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory,
                 sm121_home: Path) -> Iterator[ClusterRun]:
+    """Its own boot, once for the module: two nodes over SSH (tensor parallel 2), which the
+    session engine is not; the last tests kill its worker and stop it."""
     folder = tmp_path_factory.mktemp("cluster")
     recipe = folder / "tiny-2node.yaml"
-    recipe.write_text(RECIPE)
+    recipe.write_text(RECIPE.replace("BOOT_S", str(BOOT_S)))
     state_dir = folder / "nodes"
     nodes = [{"name": name, "fabric_if": "lo", "fabric_ip": "127.0.0.1", "hcas": hcas,
               "python": sys.executable} for name, hcas in HCAS.items()]
@@ -71,7 +74,7 @@ def cluster_run(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory,
                                 master_port=free_port())
     port = free_port()
     served = run_cli("serve", str(recipe), "--cluster", str(cluster), "--port", str(port),
-                     "--trust", "--supervise", timeout=1200)
+                     "--trust", "--supervise", timeout=SERVE_S)
     runs = [r for r in json.loads(run_cli("status", "--json").stdout)
             if r["recipe"] == "tiny-2node"]
     info = runs[-1]
@@ -159,7 +162,7 @@ def _wait_status(run_id: str, wanted: str, restarts: int, timeout_s: float) -> d
 def test_a_dead_worker_rolls_the_whole_run_over(cluster_run: ClusterRun) -> None:
     before = {name: cluster_run.node(name)["pgid"] for name in HCAS}
     os.killpg(before["node-b"], signal.SIGKILL)  # the worker crashes: rank 1 is gone
-    row = _wait_status(cluster_run.run_id, "ready", restarts=1, timeout_s=1200)
+    row = _wait_status(cluster_run.run_id, "ready", restarts=1, timeout_s=BOOT_S)
     (crash,) = row["crashes"]
     assert crash["during"] == "serving" and crash["restarted"]
     assert "node node-b" in crash["how"] and crash["cause"].startswith("node-b: ")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support import run_cli
+from support.timeouts import FLAGS_S
 
 from sm121.engines.vllm_flags import bundled, choose
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_flags_read_from_the_native_engine_match_the_bundled_list(sm121_home: Path) -> None:
-    out = json.loads(run_cli("engine", "flags", "tiny-cpu", "--json", timeout=900).stdout)
+    out = json.loads(run_cli("engine", "flags", "tiny-cpu", "--json", timeout=FLAGS_S).stdout)
     assert out["version"] == "0.32.0" and out["mismatch"] is None
     assert out["vs_bundled"] == {"only_engine": [], "only_bundled": []}
     assert Path(out["cache_file"]).is_file()

@@ -1,9 +1,10 @@
 """One gateway in front of two real tiny vLLM engines (`sm121 gateway --runs A,B`).
 
-The session engine (`tiny_engine`, model `tiny`) is replica A. This module boots ONE more
-engine, B, from a copy of the tiny-cpu recipe whose model is `tiny-b` with the alias `tiny`:
-B is both a second model (tiny-b, only there) and a second replica of `tiny`. The last test
-kills B mid-stream (SIGKILL: a crash, not a clean stop)."""
+The session engine (`tiny_engine`, model `tiny`) is replica A. B is one more engine of its
+own (`replica_b`, tests/integration/conftest.py: routing needs two), from a copy of the
+tiny-cpu recipe whose model is `tiny-b` with the alias `tiny`: B is both a second model
+(tiny-b, only there) and a second replica of `tiny`. test_memory_cpu_pool reads the same
+boot's KV pool. The last test kills B mid-stream (SIGKILL: a crash, not a clean stop)."""
 
 from __future__ import annotations
 
@@ -13,43 +14,18 @@ import signal
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-import yaml
-from support import TinyEngine, free_port, run_cli
+from support import TinyEngine
 from support.gateway_process import spawned_gateway
 
 from sm121.gateway.routing import weight
 from sm121.gateway.sessions import session_id
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def replica_b(tiny_engine: TinyEngine, sm121_home: Path,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[TinyEngine]:
-    recipe = yaml.safe_load(resources.files("sm121.recipes.builtin")
-                            .joinpath("tiny-cpu.yaml").read_text())
-    recipe["name"] = "tiny-cpu-b"
-    recipe["model"].update(id="tiny-b", aliases=["tiny"])
-    path = tmp_path_factory.mktemp("recipes") / "tiny-cpu-b.yaml"
-    path.write_text(yaml.safe_dump(recipe))
-    port = free_port()
-    # Our own copy of a built-in recipe: trusted as the built-in is.
-    run_cli("serve", str(path), "--profile", "agent", "--port", str(port), "--trust",
-            "--timeout", "1500", timeout=1600)
-    run_dir = max((sm121_home / "runs").glob("tiny-cpu-b-agent-*"),
-                  key=lambda p: p.stat().st_mtime)
-    engine = TinyEngine(base_url=f"http://127.0.0.1:{port}", model="tiny-b",
-                        run_id=run_dir.name, port=port, run_dir=run_dir)
-    try:
-        yield engine
-    finally:
-        run_cli("stop", engine.run_id, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +104,7 @@ async def test_a_session_keeps_its_replica_and_its_prefix(gateway: str,
         messages.append({"role": "assistant", "content": body["choices"][0]["message"]
                          ["content"]})
     assert len(served) == 1
-    assert min(reuse) > 0.7, reuse  # the engine's own count (its blocks are 128 tokens here)
+    assert min(reuse) > 0.7, reuse  # the engine's own count (blocks of 128 tokens on A, 96 on B)
 
 
 async def test_a_replica_killed_mid_stream(gateway: str, tiny_engine: TinyEngine,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support import SM121, TinyEngine, free_port, run_cli
+from support.timeouts import FAILED_BOOT_S
 
 from sm121.launch.processes import group_alive
 
@@ -62,8 +63,9 @@ def test_second_serve_on_a_busy_port_is_refused(tiny_engine: TinyEngine) -> None
 
 
 def test_boot_failure_is_reported_with_its_cause(sm121_home: Path) -> None:
+    """Its own (failing) boot: vLLM refuses the engine args, so no engine ever runs."""
     result = run_cli("serve", "tiny-cpu", "--port", str(free_port()),
-                     "--set", "max-model-len=99999999", check=False, timeout=600)
+                     "--set", "max-model-len=99999999", check=False, timeout=FAILED_BOOT_S)
     assert result.returncode == 2
     assert "did not become ready" in result.stderr
     assert "cause:" in result.stderr and "max_model_len" in result.stderr
@@ -74,7 +76,8 @@ def test_boot_failure_is_reported_with_its_cause(sm121_home: Path) -> None:
 
 def test_stop_during_boot_leaves_no_process(sm121_home: Path) -> None:
     """`sm121 stop` from another shell while the engine boots: the group is gone and the
-    waiting serve reports that the engine exited."""
+    waiting serve reports that the engine exited. Its own boot, stopped as soon as the engine
+    has a pid: the subject is a boot in progress."""
     serve = subprocess.Popen([*SM121, "serve", "tiny-cpu", "--port", str(free_port())],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=os.environ.copy())
@@ -86,7 +89,8 @@ def test_stop_during_boot_leaves_no_process(sm121_home: Path) -> None:
 
 
 def test_sigterm_during_boot_stops_the_engine(sm121_home: Path) -> None:
-    """A supervisor's SIGTERM takes the Ctrl-C path: the booting engine is stopped too."""
+    """A supervisor's SIGTERM takes the Ctrl-C path: the booting engine is stopped too. Its
+    own boot, stopped as soon as the engine has a pid: the subject is a boot in progress."""
     serve = subprocess.Popen([*SM121, "serve", "tiny-cpu", "--port", str(free_port())],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=os.environ.copy())

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from support import free_port, run_cli
+from support.timeouts import BOOT_S, SERVE_S
 
 from sm121.launch.processes import group_alive
 
@@ -78,12 +79,14 @@ def _stream_lines(url: str, model: str, into: list[str]) -> None:
 
 
 def test_kill_9_under_supervision_restarts_and_stop_leaves_nothing(sm121_home: Path) -> None:
+    """Its own boot: it kills the engine and has it restarted, under its own watchdog and
+    gateway, which the session engine must not go through."""
     port, gateway_port = free_port(), free_port()
-    # A generous readiness timeout: on a loaded shared host a boot has taken 7+ minutes, and
-    # a boot timeout under supervision is a crash (restarted), which this test does not want.
+    # The suite's boot timeout: a boot timeout under supervision is a crash (restarted),
+    # which this test does not want.
     run_cli("serve", "tiny-cpu", "--profile", "agent", "--port", str(port), "--supervise",
-            "--gateway", "--gateway-port", str(gateway_port), "--timeout", "1500",
-            timeout=1600)
+            "--gateway", "--gateway-port", str(gateway_port), "--timeout", str(BOOT_S),
+            timeout=SERVE_S)
     run_id = _latest_run(sm121_home, "tiny-cpu-agent-")
     gateway = f"http://127.0.0.1:{gateway_port}"
     first = _run(run_id)
@@ -107,7 +110,7 @@ def test_kill_9_under_supervision_restarts_and_stop_leaves_nothing(sm121_home: P
                                       {"model": "tiny", "prompt": "hi", "max_tokens": 4})
         assert status == 503 and headers.get("Retry-After") == "5", body[:300]
 
-        row = _wait_status(run_id, "ready", 1500)
+        row = _wait_status(run_id, "ready", BOOT_S)
         assert row["nodes"][0]["pgid"] != engine_pgid and not group_alive(engine_pgid)
         status, _, body = _post(f"{gateway}/v1/completions",
                                 {"model": "tiny", "prompt": "hi", "max_tokens": 4})

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from support import run_cli
+from support import invoke_cli
 
 
 def test_plan_ds4_agent_prints_the_field_values() -> None:
-    out = run_cli("plan", "deepseek-v4-flash-eugr-agent", "--profile", "agent").stdout
+    out = invoke_cli("plan", "deepseek-v4-flash-eugr-agent", "--profile", "agent").stdout
     assert "needs 2 nodes and no cluster file was given" in out  # whole, never wrapped
     # A recipe's args render as one token each (no value can become an argv token).
     for expected in ("--max-num-batched-tokens=2048", "--max-num-seqs=6",
@@ -18,7 +18,7 @@ def test_plan_ds4_agent_prints_the_field_values() -> None:
 
 
 def test_plan_json_is_valid_json() -> None:
-    out = run_cli("plan", "deepseek-v4-flash-eugr-agent", "--profile", "agent", "--json").stdout
+    out = invoke_cli("plan", "deepseek-v4-flash-eugr-agent", "--profile", "agent", "--json").stdout
     plan = json.loads(out)
     assert plan["engine_args"]["max-cudagraph-capture-size"] == 36
     assert len(plan["nodes"]) == 2
@@ -26,19 +26,19 @@ def test_plan_json_is_valid_json() -> None:
 
 
 def test_plan_set_override() -> None:
-    out = run_cli("plan", "tiny-cpu", "--profile", "agent", "--set", "max-num-seqs=3",
+    out = invoke_cli("plan", "tiny-cpu", "--profile", "agent", "--set", "max-num-seqs=3",
                   "--json").stdout
     assert json.loads(out)["engine_args"]["max-num-seqs"] == 3
 
 
 def test_bad_set_value_is_a_clear_error() -> None:
-    result = run_cli("plan", "tiny-cpu", "--set", "max-num-seqs", check=False)
+    result = invoke_cli("plan", "tiny-cpu", "--set", "max-num-seqs", check=False)
     assert result.returncode == 2
     assert "not key=value" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_error_exit_code_and_hint_without_traceback() -> None:
-    result = run_cli("plan", "deepseek-v4-flash-eugr-agent", "--profile", "agent", "--set",
+    result = invoke_cli("plan", "deepseek-v4-flash-eugr-agent", "--profile", "agent", "--set",
                      "gpu-memory-utilization=0.80", check=False)
     assert result.returncode == 2
     assert "gpu-memory-utilization" in result.stderr and "<= 0.78" in result.stderr
@@ -46,15 +46,15 @@ def test_error_exit_code_and_hint_without_traceback() -> None:
 
 
 def test_recipes_list_and_show() -> None:
-    rows = json.loads(run_cli("recipes", "list", "--json").stdout)
+    rows = json.loads(invoke_cli("recipes", "list", "--json").stdout)
     assert {"tiny-cpu", "glm-5.2"} <= {r["name"] for r in rows}
-    shown = json.loads(run_cli("recipes", "show", "glm-5.2", "--json").stdout)
+    shown = json.loads(invoke_cli("recipes", "show", "glm-5.2", "--json").stdout)
     assert shown["parallelism"]["dcp"] == 4
     assert shown["args"]["load-format"] == "instanttensor"
 
 
 def test_recipes_diff_marks_differing_args() -> None:
-    data = json.loads(run_cli("recipes", "diff", "deepseek-v4-flash-eugr-agent", "--profiles",
+    data = json.loads(invoke_cli("recipes", "diff", "deepseek-v4-flash-eugr-agent", "--profiles",
                               "agent,batch", "--json").stdout)
     by_arg = {row["arg"]: row for row in data["args"]}
     assert by_arg["max-num-batched-tokens"]["differs"] is True
@@ -64,7 +64,7 @@ def test_recipes_diff_marks_differing_args() -> None:
 
 
 def test_help_explains_commands() -> None:
-    out = run_cli("--help").stdout
+    out = invoke_cli("--help").stdout
     for command in ("recipes", "plan", "serve", "status", "logs", "stop"):
         assert command in out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from support import run_cli
+from support import invoke_cli
 from typer.main import get_command
 
 from sm121.cli.main import app
@@ -17,8 +17,8 @@ NOT_READ = {"serve", "stop", "logs", "model tiny", "bench report"}
 
 def test_piped_recipes_list_prints_every_name_whole() -> None:
     """Regression: `sm121 recipes list | cat` printed `deepseek-v4-f…`."""
-    names = [r["name"] for r in json.loads(run_cli("recipes", "list", "--json").stdout)]
-    table = run_cli("recipes", "list", env=NARROW).stdout
+    names = [r["name"] for r in json.loads(invoke_cli("recipes", "list", "--json").stdout)]
+    table = invoke_cli("recipes", "list", env=NARROW).stdout
     assert "…" not in table
     rows = [line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│")]
     assert [row for row in rows if row] == names
@@ -27,7 +27,7 @@ def test_piped_recipes_list_prints_every_name_whole() -> None:
 def test_piped_tables_are_never_truncated() -> None:
     for args in (("recipes", "diff", "deepseek-v4-flash-eugr-agent", "--profiles",
                   "agent,batch"), ("plan", "deepseek-v4-flash-eugr-agent", "-p", "agent")):
-        out = run_cli(*args, env=NARROW).stdout
+        out = invoke_cli(*args, env=NARROW).stdout
         assert "…" not in out, args
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import invoke_cli
 
 from sm121.errors import Sm121Error
 from sm121.models.random_model import SHAPES, generate_random_model
@@ -14,8 +14,8 @@ from sm121.plan.build import build_plan
 
 
 def test_the_tiny_shape_is_written_once_and_reused(tmp_path: Path) -> None:
-    out = json.loads(run_cli("model", "random", str(tmp_path / "m"), "--shape", "tiny",
-                             "--device", "cpu", "--json", timeout=600).stdout)
+    out = json.loads(invoke_cli("model", "random", str(tmp_path / "m"), "--shape", "tiny",
+                             "--device", "cpu", "--json").stdout)
     assert out["shape"] == "tiny" and out["device"] == "cpu" and not out["reused"]
     folder = Path(out["path"])
     config = json.loads((folder / "config.json").read_text())

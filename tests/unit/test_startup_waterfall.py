@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import invoke_cli
 
 from sm121.engines.vllm_phases import parse_phases
 from sm121.launch.run_state import Timings
@@ -120,14 +120,14 @@ def test_a_log_alone_starts_at_its_first_line() -> None:
 
 def test_startup_prints_and_plots_the_fixture_logs(tmp_path: Path) -> None:
     png = tmp_path / "waterfall.png"
-    out = run_cli("startup", "--log", str(FIXTURES / "gpu-h200-cold" / "engine.log"),
+    out = invoke_cli("startup", "--log", str(FIXTURES / "gpu-h200-cold" / "engine.log"),
                   "--log", str(FIXTURES / "gpu-h200-warm" / "engine.log"), "--steps",
                   "--plot", str(png)).stdout
     assert "warm-up and profiling" in out and "cache miss" in out and "cache hit" in out
     assert "s/shard" in out and "named" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    data = json.loads(run_cli("startup", "--json", "--log",
+    data = json.loads(invoke_cli("startup", "--json", "--log",
                               str(FIXTURES / "cpu-cold" / "engine.log")).stdout)
     assert data[0]["joined"] == "log only" and data[0]["segments"]
-    missing = run_cli("startup", "--log", str(tmp_path / "nope.log"), check=False)
+    missing = invoke_cli("startup", "--log", str(tmp_path / "nope.log"), check=False)
     assert missing.returncode == 2 and "no log file" in missing.stderr

@@ -74,10 +74,11 @@ def _interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def run() -> None:
-    _interrupt_on_sigterm()
+def main(args: list[str] | None = None) -> None:
+    """The command line with sm121's error handling (exit 2 with the message and its hint),
+    without run()'s process-wide SIGTERM handler: tests call this in their own process."""
     try:
-        app()
+        app(args=args, prog_name="sm121")
     except Sm121Error as exc:
         if os.environ.get("SM121_DEBUG"):
             raise
@@ -88,6 +89,11 @@ def run() -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
+
+
+def run() -> None:
+    _interrupt_on_sigterm()
+    main()
 
 
 if __name__ == "__main__":

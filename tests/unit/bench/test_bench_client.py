@@ -7,7 +7,7 @@ import json
 
 import pytest
 from aiohttp import web
-from support import run_cli
+from support import invoke_cli
 
 from sm121.bench.client import BenchClient
 from sm121.bench.runner import run_together
@@ -133,7 +133,7 @@ async def test_run_together_returns_results_in_order():
 
 async def test_probe_exits_1_on_a_server_without_token_ids(server, tmp_path):
     url, _ = server
-    result = await asyncio.to_thread(run_cli, "bench", "probe", "--url", url, "--model",
+    result = await asyncio.to_thread(invoke_cli, "bench", "probe", "--url", url, "--model",
                                      "noids", "--out", str(tmp_path / "p.json"), "--json",
                                      check=False)
     assert result.returncode == 1
@@ -144,7 +144,7 @@ async def test_probe_exits_1_on_a_server_without_token_ids(server, tmp_path):
 
 async def test_probe_passes_a_countable_server(server, tmp_path):
     url, _ = server
-    result = await asyncio.to_thread(run_cli, "bench", "probe", "--url", url, "--model",
+    result = await asyncio.to_thread(invoke_cli, "bench", "probe", "--url", url, "--model",
                                      "good", "--out", str(tmp_path / "p.json"), "--json")
     assert json.loads(result.stdout)["histogram"] == {"1": 3, "2": 3}
 
@@ -152,7 +152,7 @@ async def test_probe_passes_a_countable_server(server, tmp_path):
 async def test_a_server_dying_mid_scenario_is_a_clear_error_and_keeps_the_file(server, tmp_path):
     url, _ = server
     out = tmp_path / "o.json"
-    result = await asyncio.to_thread(run_cli, "bench", "overlap", "--url", url, "--model", "drop",
+    result = await asyncio.to_thread(invoke_cli, "bench", "overlap", "--url", url, "--model", "drop",
                                      "--out", str(out), check=False)
     assert result.returncode == 2
     assert "failed mid-scenario" in result.stderr and "Traceback" not in result.stderr

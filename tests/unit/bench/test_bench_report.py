@@ -1,6 +1,6 @@
 """`sm121 bench report` turns results files into Markdown with PNG plots."""
 
-from support import run_cli
+from support import invoke_cli
 from test_bench_overlap_metrics import ONGOING, _sample
 
 from sm121.bench.ab import compare
@@ -37,13 +37,13 @@ def test_report_has_the_comparison_table_and_the_plots(tmp_path):
 
 def test_the_cli_writes_the_report(tmp_path):
     path = _ab_file(tmp_path / "ab.json")
-    result = run_cli("bench", "report", str(path), "--out", str(tmp_path / "r"))
+    result = invoke_cli("bench", "report", str(path), "--out", str(tmp_path / "r"))
     assert "report:" in result.stdout
     assert (tmp_path / "r" / "report.md").is_file()
 
 
 def test_bench_commands_are_registered():
-    out = run_cli("bench", "--help").stdout
+    out = invoke_cli("bench", "--help").stdout
     for command in ("probe", "overlap", "decode-scaling", "prefill-scaling", "locality",
                     "retrieval", "ab", "report"):
         assert command in out

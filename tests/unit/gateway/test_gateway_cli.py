@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_upstream import FakeUpstream
-from support import free_port, run_cli
+from support import free_port, invoke_cli
 
 from sm121.gateway import registry
 from sm121.gateway.config import UpstreamSpec
@@ -19,24 +19,24 @@ from sm121.launch.run_state import RunInfo, create_run_dir, now_iso
 
 
 def test_gateway_needs_an_upstream() -> None:
-    result = run_cli("gateway", check=False)
+    result = invoke_cli("gateway", check=False)
     assert result.returncode == 2 and "--upstream" in result.stderr
 
 
 def test_gateway_refuses_a_public_address_without_keys() -> None:
-    result = run_cli("gateway", "--upstream", "http://127.0.0.1:9", "--listen", "0.0.0.0:8199",
+    result = invoke_cli("gateway", "--upstream", "http://127.0.0.1:9", "--listen", "0.0.0.0:8199",
                      check=False, env={"SM121_GATEWAY_API_KEYS": ""})
     assert result.returncode == 2 and "without API keys" in result.stderr
 
 
 def test_locality_without_a_gateway_says_so() -> None:
-    result = run_cli("gateway", "locality", "--url", f"http://127.0.0.1:{free_port()}",
+    result = invoke_cli("gateway", "locality", "--url", f"http://127.0.0.1:{free_port()}",
                      check=False)
     assert result.returncode == 2 and "no gateway answering" in result.stderr
 
 
 def test_serve_offers_the_gateway() -> None:
-    assert "--gateway" in run_cli("serve", "--help").stdout
+    assert "--gateway" in invoke_cli("serve", "--help").stdout
 
 
 async def test_gateway_started_for_a_run_is_stopped_with_it(sm121_home: Path) -> None:
@@ -55,22 +55,22 @@ async def test_gateway_started_for_a_run_is_stopped_with_it(sm121_home: Path) ->
         assert response.headers["X-Sm121-Stripped-Params"] == "repetition_penalty"
         pid = run.nodes[-1].pgid
         assert run.nodes[-1].name == "gateway" and pid is not None and group_alive(pid)
-        out = await asyncio.to_thread(run_cli, "stop", run.run_id)
+        out = await asyncio.to_thread(invoke_cli, "stop", run.run_id)
         assert "stopped" in out.stdout and not group_alive(pid)
     finally:
         await fake.stop()
 
 
 def test_gateway_join_needs_a_run_with_a_gateway(sm121_home: Path) -> None:
-    result = run_cli("serve", "tiny-cpu", "--gateway-join", "no-such-run", check=False)
+    result = invoke_cli("serve", "tiny-cpu", "--gateway-join", "no-such-run", check=False)
     assert result.returncode == 2 and "no run 'no-such-run'" in result.stderr
     run = RunInfo(run_id="fake-no-gateway", recipe="tiny-cpu", profile="agent",
                   created=now_iso(), base_url="http://127.0.0.1:9", model="fake", status="ready")
     create_run_dir(run.run_id)
     run.save()
-    result = run_cli("serve", "tiny-cpu", "--gateway-join", run.run_id, check=False)
+    result = invoke_cli("serve", "tiny-cpu", "--gateway-join", run.run_id, check=False)
     assert result.returncode == 2 and "no running gateway to join" in result.stderr
-    both = run_cli("serve", "tiny-cpu", "--gateway", "--gateway-join", run.run_id, check=False)
+    both = invoke_cli("serve", "tiny-cpu", "--gateway", "--gateway-join", run.run_id, check=False)
     assert both.returncode == 2 and "not both" in both.stderr
 
 
@@ -100,7 +100,7 @@ async def test_a_joined_engine_is_routed_by_the_running_gateway(sm121_home: Path
                                          headers={"Content-Type": "application/json"})
         response = await asyncio.to_thread(urllib.request.urlopen, request, timeout=30)
         assert response.headers["X-Sm121-Upstream"] == "fake-second"
-        await asyncio.to_thread(run_cli, "stop", run.run_id)
+        await asyncio.to_thread(invoke_cli, "stop", run.run_id)
     finally:
         await first.stop()
         await second.stop()

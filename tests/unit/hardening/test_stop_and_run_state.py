@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import run_cli
+from support import invoke_cli
 
 from sm121.errors import Sm121Error
 from sm121.launch import processes, runtimes
@@ -57,11 +57,11 @@ def test_a_reused_pgid_survives_stop_and_stop_all(unrelated_group: int) -> None:
               boot_id="another-boot", start_time=processes.start_time(unrelated_group))
     _run_with(f"reused-legacy-{suffix}", unrelated_group, "ready")
     for run_id in ("stopped", "ready"):
-        run_cli("stop", f"reused-{run_id}-{suffix}")
+        invoke_cli("stop", f"reused-{run_id}-{suffix}")
         assert processes.group_alive(unrelated_group), run_id
-    run_cli("stop", "--all")
+    invoke_cli("stop", "--all")
     assert processes.group_alive(unrelated_group)
-    statuses = {r["run_id"]: r["status"] for r in json.loads(run_cli("status", "--json").stdout)}
+    statuses = {r["run_id"]: r["status"] for r in json.loads(invoke_cli("status", "--json").stdout)}
     assert statuses[f"reused-ready-{suffix}"] in ("stopped", "exited")
 
 
@@ -70,7 +70,7 @@ def test_stop_still_stops_the_process_it_started(tmp_path: Path) -> None:
     mark = processes.identity(process.pid)
     _run_with(f"own-{os.urandom(3).hex()}", process.pid, "ready", boot_id=mark.boot_id,
               start_time=mark.start_time)
-    run_cli("stop", "--all")
+    invoke_cli("stop", "--all")
     process.wait(timeout=30)
     assert not processes.group_alive(process.pid)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import run_cli
+from support import invoke_cli
 
 from sm121.launch.run_state import (
     NodeProcess,
@@ -76,11 +76,11 @@ def test_a_path_recipe_run_calibrates_after_the_file_is_gone(
     folder = _run_from(recipe_path, "gpu-llama-testbed-agent-20261201-062924-e7ff")
     recipe_path.unlink()
     assert load_run_recipe(folder).recipe.name == "gpu-llama-testbed"
-    out = run_cli("memory", "calibrate", folder.name, "--node-gib", "140.4", "--json").stdout
+    out = invoke_cli("memory", "calibrate", folder.name, "--node-gib", "140.4", "--json").stdout
     (check,) = json.loads(out)
     assert check["observed_tokens"] == 781_552  # "GPU KV cache size: 781,552 tokens"
     assert abs(check["error_pct"]) < 1.0, check  # the planner, uncalibrated, within 1%
-    observed = json.loads(run_cli("memory", "observed", "gpu-llama-testbed", "--json").stdout)
+    observed = json.loads(invoke_cli("memory", "observed", "gpu-llama-testbed", "--json").stdout)
     assert [o["source"] for o in observed] == [folder.name]
     assert observed[0]["gmu"] == 0.78 and observed[0]["batched_tokens"] == 2048
 
