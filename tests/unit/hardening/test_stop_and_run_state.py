@@ -166,9 +166,9 @@ def test_stop_signals_the_group_while_any_member_lives(
     pgid, mark = leaderless_group
     run_id = f"leaderless-{os.urandom(3).hex()}"
     _run_with(run_id, pgid, "ready", boot_id=mark.boot_id, start_time=mark.start_time)
-    statuses = {r["run_id"]: r["status"] for r in json.loads(run_cli("status", "--json").stdout)}
+    statuses = {r["run_id"]: r["status"] for r in json.loads(invoke_cli("status", "--json").stdout)}
     assert statuses[run_id] == "ready"  # not "exited": its workers still hold the engine
-    run_cli("stop", run_id)
+    invoke_cli("stop", run_id)
     assert not processes.group_alive(pgid)
 
 
