@@ -43,7 +43,7 @@ def test_a_tiny_restart_window_is_refused_by_plan(tmp_path: Path) -> None:
 
     def plan(window: float) -> tuple[int, str]:
         recipe = tmp_path / f"r-{window:g}.yaml"
-        recipe.write_text("name: tiny-window\nmodel: {id: tiny, source: path, path: /nonexistent}\n"
+        recipe.write_text("name: tiny-window\nmodel: {id: tiny, source: tiny}\n"
                           f"restart: {{policy: on-failure, max: 3, within_s: {window}}}\n")
         result = CliRunner().invoke(app, ["plan", str(recipe)])
         return result.exit_code, f"{result.output}{result.exception or ''}"
