@@ -57,11 +57,15 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
                   ) -> web.StreamResponse:
     headers = up.request_headers(request.headers, gw.config.upstream_api_key,
                                  keep_authorization=not gw.config.api_keys)
+    # A HEAD says nothing of the engine's health that a client could not repeat at will:
+    # it never counts for or against the replica.
+    health = request.method != "HEAD"
     try:
         proto, head = await _send(replica.pool, request.method, ex.path, headers.items(),
                                   ex.body)
     except (OSError, TimeoutError, UpstreamClosed) as exc:
-        replica.failed("unreachable")
+        if health:
+            replica.failed("unreachable")
         return _unreachable(gw, replica, ex, exc)
     except ValueError as exc:  # a line break in the request line or a header: not sent
         ex.outcome = "bad_request"
@@ -71,9 +75,9 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
         raise
     try:
         response = await _relay(gw, request, proto, head, ex)
-        if ex.outcome == "upstream_died":
+        if health and ex.outcome == "upstream_died":
             replica.failed("died")
-        elif ex.outcome != "client_gone":
+        elif health and ex.outcome != "client_gone":
             replica.record(head.status < 500)
         return response
     except asyncio.CancelledError:
@@ -89,24 +93,24 @@ async def _send(pool: UpstreamPool, method: str, path: str,
                 headers: Iterable[tuple[str, str]], body: bytes | None
                 ) -> tuple[RelayProtocol, Head]:
     """Send the request and wait for the response head. A kept-alive connection the server
-    closed just before the request is retried once on a new one (nothing reached it)."""
+    closed just before the request is retried once on a new one (nothing reached it).
+    On every way out but the head's arrival the connection goes back to the pool (which
+    closes an unfinished one, so the engine aborts); after it, the caller releases it."""
     headers = list(headers)
     for attempt in (0, 1):
         proto, reused = await pool.acquire()
         try:
             proto.send(method, pool.prefix + path, pool.host, headers, body)
-        except ValueError:
-            pool.release(proto)
-            raise
-        try:
             return proto, await proto.head
         except UpstreamAbandoned:
+            pool.release(proto)
             raise  # given up on: the same upstream is not asked again
         except UpstreamClosed:
+            pool.release(proto)
             if not reused or attempt:
                 raise
-        except asyncio.CancelledError:
-            pool.release(proto)  # unfinished: closed, so the engine aborts
+        except BaseException:  # a line break refused, a cancelled client, a failed write
+            pool.release(proto)
             raise
     raise AssertionError("unreachable")
 
