@@ -93,12 +93,13 @@ async def _send(pool: UpstreamPool, method: str, path: str,
                 headers: Iterable[tuple[str, str]], body: bytes | None
                 ) -> tuple[RelayProtocol, Head]:
     """Send the request and wait for the response head. A kept-alive connection the server
-    closed just before the request is retried once on a new one (nothing reached it).
+    closed just before the request, without a byte of answer, is retried once on a new one.
     On every way out but the head's arrival the connection goes back to the pool (which
     closes an unfinished one, so the engine aborts); after it, the caller releases it."""
     headers = list(headers)
     for attempt in (0, 1):
         proto, reused = await pool.acquire()
+        reads = proto.reads
         try:
             proto.send(method, pool.prefix + path, pool.host, headers, body)
             return proto, await proto.head
@@ -107,8 +108,8 @@ async def _send(pool: UpstreamPool, method: str, path: str,
             raise  # given up on: the same upstream is not asked again
         except UpstreamClosed:
             pool.release(proto)
-            if not reused or attempt:
-                raise
+            if not reused or attempt or proto.reads != reads:
+                raise  # it answered something (broken framing): the request reached it
         except BaseException:  # a line break refused, a cancelled client, a failed write
             pool.release(proto)
             raise
