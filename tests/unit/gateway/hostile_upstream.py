@@ -12,6 +12,7 @@ header; the answer echoes that id and misbehaves as `plan[id]` (or `default`) sa
     dup_cl       two different Content-Lengths
     continue     100 Continue, then cl
     drip         cl, one byte per write
+    drip_sse     sse, one byte per write
     die_chunk    sse head, the id's event, half a chunk, then the connection closes
     die_json     a chunked JSON body cut mid-chunk
     close        cl with Connection: close, then the close
@@ -54,6 +55,10 @@ SSE_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
 
 def _event(rid: str) -> bytes:
     return b"data: " + _json(rid) + b"\n\n"
+
+
+def _sse(rid: str) -> bytes:
+    return SSE_HEAD + _chunk(_event(rid)) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
 
 
 def stray_response() -> bytes:
@@ -128,8 +133,7 @@ class HostileUpstream:
         if how == "cl":
             writer.write(_response(ok))
         elif how == "sse":
-            writer.write(SSE_HEAD + _chunk(_event(rid)) + _chunk(b"data: [DONE]\n\n")
-                         + b"0\r\n\r\n")
+            writer.write(_sse(rid))
         elif how == "stray_after":
             writer.write(_response(ok) + stray_response())
         elif how == "te_cl":
@@ -141,8 +145,8 @@ class HostileUpstream:
                          % (len(ok), len(ok) + 20, ok + b" " * 20))
         elif how == "continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n" + _response(ok))
-        elif how == "drip":
-            for byte in _response(ok):
+        elif how in ("drip", "drip_sse"):
+            for byte in _response(ok) if how == "drip" else _sse(rid):
                 writer.write(bytes([byte]))
                 await writer.drain()
                 await asyncio.sleep(0)

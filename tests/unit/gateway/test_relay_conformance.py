@@ -45,6 +45,7 @@ CASES = [  # behaviour, streamed, status the client gets, whether the body names
     ("sse", True, 200, True),
     ("continue", False, 200, True),
     ("drip", False, 200, True),
+    ("drip_sse", True, 200, True),
     ("close", False, 200, True),
     ("eof_body", False, 200, True),
     ("stray_after", False, 200, True),
