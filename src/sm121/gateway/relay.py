@@ -66,7 +66,7 @@ class Head:
     reason: str
     headers: CIMultiDict[str]
     chunked: bool
-    length: int | None  # the body's length; None: chunked, or delimited by the close
+    length: int | None  # Content-Length (for HEAD: a GET's); None: chunked, or ends at the close
     keep_alive: bool
 
 
@@ -114,8 +114,10 @@ class RelayProtocol(asyncio.Protocol):
         if not self.head.done():
             self.head.set_exception(failure)
         head = self._head
-        if head is not None and not head.chunked and head.length is None and not self.spoiled:
-            self._finish()  # a body delimited by the connection's end is complete now
+        if (head is not None and not head.chunked and head.length is None and exc is None
+                and not self.spoiled):
+            self._finish()  # a body delimited by the connection's end is complete now (a reset
+            # is not an end: the body may be cut short)
         elif not self.done.done():
             self.done.set_exception(failure)
         # Retrieved or not, a failure must not be logged as "never retrieved".

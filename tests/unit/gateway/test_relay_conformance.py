@@ -144,3 +144,17 @@ async def test_dropped_connections_leave_no_connection_busy() -> None:
         assert not gw.replica.pool.busy  # main left busy=30
         upstream.default = "cl"
         await _then_reuse(upstream, gw)
+
+
+async def test_an_idle_connection_is_asked_for_unread_bytes_before_reuse() -> None:
+    """Bytes the event loop has not handed to the protocol yet (they landed in the socket just
+    now) still spoil the connection: acquire() looks at the socket itself."""
+    async with hostile_gateway() as (upstream, gw):
+        await exchange(gw.url, "a")
+        pool = gw.replica.pool
+        (idle,) = pool._idle
+        upstream.inject_idle()  # in the gateway's socket buffer, not yet read by the loop
+        proto, reused = await pool.acquire()
+        assert proto is not idle and not reused
+        pool.release(proto)
+        assert idle.transport is not None and idle.transport.is_closing()
