@@ -57,8 +57,8 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
                   ) -> web.StreamResponse:
     headers = up.request_headers(request.headers, gw.config.upstream_api_key,
                                  keep_authorization=not gw.config.api_keys)
-    # A HEAD says nothing of the engine's health that a client could not repeat at will:
-    # it never counts for or against the replica.
+    # A HEAD never counts for or against the replica: any client may send them at will,
+    # and each one's answer says nothing of the engine that /health does not.
     health = request.method != "HEAD"
     try:
         proto, head = await _send(replica.pool, request.method, ex.path, headers.items(),
@@ -103,16 +103,13 @@ async def _send(pool: UpstreamPool, method: str, path: str,
         try:
             proto.send(method, pool.prefix + path, pool.host, headers, body)
             return proto, await proto.head
-        except UpstreamAbandoned:
-            pool.release(proto)
-            raise  # given up on: the same upstream is not asked again
-        except UpstreamClosed:
-            pool.release(proto)
-            if not reused or attempt or proto.reads != reads:
-                raise  # it answered something (broken framing): the request reached it
-        except BaseException:  # a line break refused, a cancelled client, a failed write
-            pool.release(proto)
-            raise
+        except BaseException as exc:  # closed, abandoned, a line break refused, cancelled
+            pool.release(proto)  # unfinished: closed, so the engine aborts
+            # Only a kept-alive connection closed without a byte of answer is asked again:
+            # an abandoned upstream is not, and broken framing means the request reached it.
+            if (not isinstance(exc, UpstreamClosed) or isinstance(exc, UpstreamAbandoned)
+                    or not reused or attempt or proto.reads != reads):
+                raise
     raise AssertionError("unreachable")
 
 
