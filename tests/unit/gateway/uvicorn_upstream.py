@@ -34,10 +34,7 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     body = json.dumps(answer).encode()
     await send({"type": "http.response.start", "status": 200, "headers": [
         (b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
-    if scope["method"] != "HEAD":
-        await send({"type": "http.response.body", "body": body})
-    else:
-        await send({"type": "http.response.body", "body": b""})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
 
 
 @asynccontextmanager
