@@ -1,4 +1,4 @@
-"""The relay against hostile upstreams (raw bytes from hostile_upstream.py), through the real
+"""The relay against hostile upstreams (raw bytes from fake_hostile_upstream.py), through the real
 gateway, read by h11 as a correct client must: every answer is well framed (or its connection
 closed), goes to the client that asked, and the connection a misbehaving answer came on is
 never used again: the next request, after each case, gets its own answer."""
@@ -10,14 +10,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
+from fake_hostile_upstream import STRAY, FakeHostileUpstream
 from gateway_harness import Running, discovered, running_gateway
-from hostile_upstream import STRAY, HostileUpstream
 from wire_client import Answer, exchange
 
 
 @asynccontextmanager
-async def hostile_gateway() -> AsyncIterator[tuple[HostileUpstream, Running]]:
-    upstream = await HostileUpstream().start()
+async def hostile_gateway() -> AsyncIterator[tuple[FakeHostileUpstream, Running]]:
+    upstream = await FakeHostileUpstream().start()
     try:
         async with running_gateway(upstream.url) as gw:
             await discovered(gw, 1)
@@ -26,7 +26,7 @@ async def hostile_gateway() -> AsyncIterator[tuple[HostileUpstream, Running]]:
         await upstream.stop()
 
 
-async def _then_reuse(upstream: HostileUpstream, gw: Running, n: int = 3) -> None:
+async def _then_reuse(upstream: FakeHostileUpstream, gw: Running, n: int = 3) -> None:
     """After any case: answers go to their own clients, and no connection stays busy."""
     for i in range(n):
         answer = await exchange(gw.url, f"next-{i}")

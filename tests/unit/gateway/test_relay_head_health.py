@@ -11,8 +11,8 @@ import asyncio
 import time
 
 import aiohttp
+from fake_uvicorn_upstream import KEEP_ALIVE_S, fake_uvicorn_upstream
 from gateway_harness import discovered, running_gateway
-from uvicorn_upstream import KEEP_ALIVE_S, uvicorn_upstream
 
 from sm121.gateway.config import UpstreamSpec
 
@@ -20,7 +20,7 @@ SECONDS = 2 * KEEP_ALIVE_S + 2
 
 
 async def test_a_head_every_second_ejects_no_replica() -> None:
-    async with uvicorn_upstream() as first, uvicorn_upstream() as second:
+    async with fake_uvicorn_upstream() as first, fake_uvicorn_upstream() as second:
         specs = (UpstreamSpec(url=first, name="fake-0"), UpstreamSpec(url=second, name="fake-1"))
         async with running_gateway(upstreams=specs) as gw:
             await discovered(gw, 2)

@@ -10,8 +10,8 @@ import asyncio
 import random
 import time
 
+from fake_hostile_upstream import FakeHostileUpstream
 from gateway_harness import discovered, running_gateway
-from hostile_upstream import HostileUpstream
 from wire_client import exchange
 
 SEQUENCES = 1000
@@ -24,7 +24,7 @@ NONE = ("te_cl", "dup_cl", "drop", "die_json", "s204")
 
 async def test_no_answer_reaches_the_wrong_client_in_1000_random_sequences() -> None:
     rng = random.Random(19)
-    upstream = await HostileUpstream().start()
+    upstream = await FakeHostileUpstream().start()
     wrong, lost, unframed, hung, answers = [], [], [], [], 0
     started = time.monotonic()
     try:

@@ -38,7 +38,7 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 @asynccontextmanager
-async def uvicorn_upstream() -> AsyncIterator[str]:
+async def fake_uvicorn_upstream() -> AsyncIterator[str]:
     port = free_port()
     config = uvicorn.Config(_app, host="127.0.0.1", port=port, lifespan="off",
                             timeout_keep_alive=KEEP_ALIVE_S, log_level="warning")

@@ -66,7 +66,7 @@ def stray_response() -> bytes:
 
 
 @dataclass
-class HostileUpstream:
+class FakeHostileUpstream:
     default: str = "cl"
     plan: dict[str, str] = field(default_factory=dict)
     port: int = 0
@@ -79,7 +79,7 @@ class HostileUpstream:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def start(self) -> HostileUpstream:
+    async def start(self) -> FakeHostileUpstream:
         self.port = free_port()
         self._server = await asyncio.start_server(self._connection, "127.0.0.1", self.port)
         return self
