@@ -57,11 +57,15 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
                   ) -> web.StreamResponse:
     headers = up.request_headers(request.headers, gw.config.upstream_api_key,
                                  keep_authorization=not gw.config.api_keys)
+    # A HEAD never counts for or against the replica: any client may send them at will,
+    # and each one's answer says nothing of the engine that /health does not.
+    health = request.method != "HEAD"
     try:
         proto, head = await _send(replica.pool, request.method, ex.path, headers.items(),
                                   ex.body)
     except (OSError, TimeoutError, UpstreamClosed) as exc:
-        replica.failed("unreachable")
+        if health:
+            replica.failed("unreachable")
         return _unreachable(gw, replica, ex, exc)
     except ValueError as exc:  # a line break in the request line or a header: not sent
         ex.outcome = "bad_request"
@@ -71,9 +75,9 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
         raise
     try:
         response = await _relay(gw, request, proto, head, ex)
-        if ex.outcome == "upstream_died":
+        if health and ex.outcome == "upstream_died":
             replica.failed("died")
-        elif ex.outcome != "client_gone":
+        elif health and ex.outcome != "client_gone":
             replica.record(head.status < 500)
         return response
     except asyncio.CancelledError:
@@ -89,25 +93,23 @@ async def _send(pool: UpstreamPool, method: str, path: str,
                 headers: Iterable[tuple[str, str]], body: bytes | None
                 ) -> tuple[RelayProtocol, Head]:
     """Send the request and wait for the response head. A kept-alive connection the server
-    closed just before the request is retried once on a new one (nothing reached it)."""
+    closed just before the request, without a byte of answer, is retried once on a new one.
+    On every way out but the head's arrival the connection goes back to the pool (which
+    closes an unfinished one, so the engine aborts); after it, the caller releases it."""
     headers = list(headers)
     for attempt in (0, 1):
         proto, reused = await pool.acquire()
+        reads = proto.reads
         try:
             proto.send(method, pool.prefix + path, pool.host, headers, body)
-        except ValueError:
-            pool.release(proto)
-            raise
-        try:
             return proto, await proto.head
-        except UpstreamAbandoned:
-            raise  # given up on: the same upstream is not asked again
-        except UpstreamClosed:
-            if not reused or attempt:
-                raise
-        except asyncio.CancelledError:
+        except BaseException as exc:  # closed, abandoned, a line break refused, cancelled
             pool.release(proto)  # unfinished: closed, so the engine aborts
-            raise
+            # Only a kept-alive connection closed without a byte of answer is asked again:
+            # an abandoned upstream is not, and broken framing means the request reached it.
+            if (not isinstance(exc, UpstreamClosed) or isinstance(exc, UpstreamAbandoned)
+                    or not reused or attempt or proto.reads != reads):
+                raise
     raise AssertionError("unreachable")
 
 

@@ -3,10 +3,19 @@ response body that goes from the upstream socket to the client socket inside one
 
 Why not aiohttp's client here: per streamed chunk it parses, queues the bytes in a
 StreamReader, wakes a coroutine that reads them and awaits a write: several Python frames
-and an event-loop round trip per chunk. Here data_received() finds the chunk boundaries (to
-know the end, and to hand the payload to the observer) and writes the bytes on at once. When
-both sides use chunked encoding the upstream's framed bytes are forwarded as they are (no
-re-framing copy); only the final zero-length chunk is left for the client writer to add.
+and an event-loop round trip per chunk. Here data_received() feeds llhttp (httptools, the
+parser uvicorn uses in vLLM itself) and writes what it found on at once, one write per read.
+
+The framing is the parser's, strict: both Transfer-Encoding and Content-Length, two
+Content-Lengths, a malformed chunk, bytes past the end of a response or bytes on an idle
+connection make the connection unusable: it is closed, never reused, so what an upstream
+sends can never be read as the answer to another client's request. The relay knows the
+request's method: the answer to HEAD (like 1xx, 204 and 304) has no body.
+
+A chunked body goes on as the upstream's chunks, each once it is complete (the same framing
+uvicorn writes: `%x\r\n`, data, CRLF); only the final zero-length chunk is left for the client
+writer to add. Holding an incomplete chunk back means an upstream that dies mid-chunk leaves
+the client's framing whole: the error event that follows is a chunk of its own.
 
 Backpressure stays: when the client socket's buffer passes a bound, reading from the upstream
 pauses until the client has drained (TCP then slows the engine), so a slow client never grows
@@ -17,30 +26,38 @@ abort the request.
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import httptools
 from multidict import CIMultiDict
 
 _HEAD_LIMIT = 64 * 1024
+_CHUNK_HOLD = 64 * 1024  # an incomplete chunk past this goes on as a chunk of its own
 _IDLE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
 _CLIENT_BUFFER = 256 * 1024  # pause the upstream above this much unsent to the client
 _NO_BODY = frozenset({204, 304})
 
-_SIZE, _DATA, _DATA_END, _TRAILER = range(4)  # a chunked body: size line, data, CRLF, trailers
 Sink = Callable[[bytes, bytes], None]  # (bytes to forward as they are, payload for observers)
 
 
 class UpstreamClosed(Exception):
-    """The upstream closed the connection before the response was complete."""
+    """The upstream closed the connection before the response was complete, or broke the
+    framing (then the gateway closed it)."""
 
 
 class UpstreamAbandoned(UpstreamClosed):
     """The gateway gave up on the upstream (silent and not answering /health): not retried
     on the same upstream."""
+
+
+class _Stray(Exception):
+    """Bytes after the end of the response: raised inside a parser callback to stop it
+    (httptools turns it into an HttpParserCallbackError)."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +66,7 @@ class Head:
     reason: str
     headers: CIMultiDict[str]
     chunked: bool
-    length: int | None
+    length: int | None  # Content-Length (for HEAD: a GET's); None: chunked, or ends at the close
     keep_alive: bool
 
 
@@ -61,6 +78,7 @@ class RelayProtocol(asyncio.Protocol):
         self._loop = loop
         self.transport: asyncio.Transport | None = None
         self.closed = False
+        self.spoiled = False  # broken framing or stray bytes: never to be reused
         self.idle_since = 0.0
         self.reads = 0  # data_received calls: the stall watch's sign of life (stalls.py)
         self.reads_seen = 0
@@ -69,10 +87,18 @@ class RelayProtocol(asyncio.Protocol):
     def _reset(self) -> None:
         self.head: asyncio.Future[Head] = self._loop.create_future()
         self.done: asyncio.Future[None] = self._loop.create_future()
-        self._buf = b""
+        self._parser = httptools.HttpResponseParser(self)
+        self._method = ""  # set by send(); bytes before it are bytes on an idle connection
+        self._reason = b""
+        self._fields: list[tuple[bytes, bytes]] = []
         self._head: Head | None = None
-        self._remaining = 0  # bytes of the current chunk (or of a Content-Length body)
-        self._state = _SIZE  # where a chunked body's parse stands
+        self._head_bytes = 0
+        self._complete = False  # the response is whole: anything more is stray
+        self._interim = False  # inside a 1xx response
+        self._held: list[bytes] = []  # the current chunk's payload so far
+        self._held_size = 0
+        self._raw: list[bytes] = []  # what this read found, to go on in one write
+        self._payload: list[bytes] = []
         self._sink: Sink | None = None
         self._early: list[tuple[bytes, bytes]] = []
 
@@ -87,8 +113,11 @@ class RelayProtocol(asyncio.Protocol):
                                  if exc else "the upstream closed the connection")
         if not self.head.done():
             self.head.set_exception(failure)
-        if self._head is not None and not self._head.chunked and self._head.length is None:
-            self._finish()  # a body delimited by the connection's end is complete now
+        head = self._head
+        if (head is not None and not head.chunked and head.length is None and exc is None
+                and not self.spoiled):
+            self._finish()  # a body delimited by the connection's end is complete now (a reset
+            # is not an end: the body may be cut short)
         elif not self.done.done():
             self.done.set_exception(failure)
         # Retrieved or not, a failure must not be logged as "never retrieved".
@@ -98,14 +127,93 @@ class RelayProtocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.reads += 1
+        if self._complete or not self._method:
+            self._spoil()  # past the end, or on an idle connection: nobody's answer
+            return
         if self._head is None:
-            data = self._parse_head(self._buf + data if self._buf else data)
-            if self._head is None or not data:
+            self._head_bytes += len(data)
+            if self._head_bytes > _HEAD_LIMIT:
+                self._fail("the upstream's response head is too large")
                 return
-        if self._head.chunked:
-            self._chunked(data)
-        else:
-            self._plain(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail("the upstream switched protocols, which the gateway never asks for")
+        except httptools.HttpParserError as exc:
+            if self._complete:  # the response is whole; what follows it is nobody's
+                self._spoil()
+            else:
+                self._fail(f"the upstream broke HTTP framing ({exc})")
+        finally:
+            if self._payload:
+                self._deliver()
+        if self.spoiled and self.transport is not None:
+            self.transport.close()
+
+    # ---- httptools callbacks ------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self._complete:
+            self._stray()
+
+    def on_status(self, reason: bytes) -> None:
+        self._reason += reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._head is None:  # trailers come here too: they are dropped
+            self._fields.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        if self._complete:
+            self._stray()
+        status = self._parser.get_status_code()
+        if 100 <= status < 200 and status != 101:  # 100 Continue and friends: the real head follows
+            self._interim, self._fields, self._reason = True, [], b""
+            return
+        headers: CIMultiDict[str] = CIMultiDict(
+            (n.decode("latin-1"), v.decode("latin-1")) for n, v in self._fields)
+        # llhttp has refused a Transfer-Encoding beside a Content-Length, and any other
+        # coding than chunked last is a body delimited by the close.
+        coding = headers.get("Transfer-Encoding", "")
+        chunked = bool(coding) and coding.rsplit(",", 1)[-1].strip().lower() == "chunked"
+        length_text = headers.get("Content-Length")
+        length = None if coding or length_text is None else int(length_text)
+        bodyless = self._method == "HEAD" or status in _NO_BODY
+        if status in _NO_BODY:
+            chunked, length = False, 0
+        keep = self._parser.should_keep_alive() and (chunked or length is not None or bodyless)
+        self._head = Head(status, self._reason.decode("latin-1"), headers, chunked, length, keep)
+        self.head.set_result(self._head)
+        if bodyless:
+            self.on_message_complete()  # whatever follows is stray (llhttp reads it as a body)
+
+    def on_body(self, data: bytes) -> None:
+        if self._complete:
+            self._stray()
+        assert self._head is not None
+        if not self._head.chunked:
+            self._raw.append(data)
+            self._payload.append(data)
+            return
+        self._held.append(data)
+        self._held_size += len(data)
+        if self._held_size > _CHUNK_HOLD:
+            self.on_chunk_complete()
+
+    def on_chunk_complete(self) -> None:
+        if not self._held_size:
+            return
+        payload = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+        self._held, self._held_size = [], 0
+        self._raw.append(b"%x\r\n%b\r\n" % (len(payload), payload))
+        self._payload.append(payload)
+
+    def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False
+            return
+        self._complete = True
+        self._finish()
 
     # ---- request ------------------------------------------------------------------------
 
@@ -122,6 +230,7 @@ class RelayProtocol(asyncio.Protocol):
             raise ValueError("refusing to send a request line or header with a line break")
         head = (text + "\r\n\r\n").encode("latin-1")
         assert self.transport is not None
+        self._method = method.upper()
         self.transport.write(head + body if body else head)
 
     def attach(self, sink: Sink) -> None:
@@ -131,110 +240,26 @@ class RelayProtocol(asyncio.Protocol):
         for raw, payload in early:
             sink(raw, payload)
 
-    # ---- response parsing ---------------------------------------------------------------
+    # ---- delivery and ends --------------------------------------------------------------
 
-    def _parse_head(self, data: bytes) -> bytes:
-        end = data.find(b"\r\n\r\n")
-        if end < 0:
-            if len(data) > _HEAD_LIMIT:
-                self._fail("the upstream's response head is too large")
-            self._buf = data
-            return b""
-        self._buf = b""
-        lines = data[:end].decode("latin-1").split("\r\n")
-        version, _, rest = lines[0].partition(" ")
-        code, _, reason = rest.partition(" ")
-        if not code.isdigit():
-            self._fail(f"the upstream sent no HTTP status line ({lines[0][:80]!r})")
-            return b""
-        status = int(code)
-        if 100 <= status < 200:  # 100 Continue and friends: the real head follows
-            return self._parse_head(data[end + 4:])
-        headers: CIMultiDict[str] = CIMultiDict()
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers.add(name.strip(), value.strip())
-        chunked = "chunked" in headers.get("Transfer-Encoding", "").lower()
-        length_text = headers.get("Content-Length")
-        length = int(length_text) if length_text and length_text.isdigit() else None
-        if status in _NO_BODY:
-            chunked, length = False, 0
-        keep = (version == "HTTP/1.1"
-                and "close" not in headers.get("Connection", "").lower()
-                and (chunked or length is not None))
-        self._head = Head(status, reason, headers, chunked, length, keep)
-        self._remaining = length or 0
-        self.head.set_result(self._head)
-        if length == 0:
-            self._finish()
-        return data[end + 4:]
-
-    def _plain(self, data: bytes) -> None:
-        assert self._head is not None
-        if self._head.length is not None:
-            data = data[:self._remaining]
-            self._remaining -= len(data)
-        if data:
-            self._deliver(data, data)
-        if self._head.length is not None and self._remaining == 0:
-            self._finish()
-
-    def _chunked(self, data: bytes) -> None:
-        """Find the chunk boundaries: forward the framed bytes up to the last chunk (the
-        client writer adds its own), hand the payload to the observers, know the end."""
-        buf = self._buf + data if self._buf else data
-        in_trailers = self._state == _TRAILER
-        pos, size, payload, last_at, complete = 0, len(buf), [], -1, False
-        while pos < size:
-            state = self._state
-            if state == _DATA:
-                take = min(self._remaining, size - pos)
-                payload.append(buf[pos:pos + take])
-                pos += take
-                self._remaining -= take
-                if not self._remaining:
-                    self._state = _DATA_END
-            elif state == _DATA_END:
-                if size - pos < 2:
-                    break
-                pos += 2
-                self._state = _SIZE
-            else:
-                eol = buf.find(b"\r\n", pos)
-                if eol < 0:
-                    break
-                if state == _TRAILER:
-                    complete = eol == pos  # the blank line after the last chunk
-                    pos = eol + 2
-                    if complete:
-                        break
-                    continue
-                try:
-                    self._remaining = int(buf[pos:eol].split(b";", 1)[0], 16)
-                except ValueError:
-                    self._fail("the upstream sent a malformed chunk size")
-                    return
-                if self._remaining == 0:
-                    last_at, self._state = pos, _TRAILER
-                else:
-                    self._state = _DATA
-                pos = eol + 2
-        self._buf = buf[pos:]  # an incomplete size line or CRLF: completed by the next read
-        if len(self._buf) > _HEAD_LIMIT:  # a size line without an end: not HTTP
-            self._fail("the upstream sent a chunk size line without an end")
-            return
-        raw = b"" if in_trailers else buf[:last_at] if last_at >= 0 else buf[:pos]
-        self._deliver(raw, b"".join(payload) if len(payload) != 1 else payload[0])
-        if complete:
-            self._finish()
-
-    def _deliver(self, raw: bytes, payload: bytes) -> None:
-        if not raw and not payload:
-            return
+    def _deliver(self) -> None:
+        raw, payload = self._raw, self._payload
+        self._raw, self._payload = [], []
+        joined = (raw[0] if len(raw) == 1 else b"".join(raw),
+                  payload[0] if len(payload) == 1 else b"".join(payload))
         if self._sink is None:
-            self._early.append((raw, payload))
+            self._early.append(joined)
         else:
-            self._sink(raw, payload)
+            self._sink(*joined)
+
+    def _stray(self) -> None:
+        self.spoiled = True
+        raise _Stray
+
+    def _spoil(self) -> None:
+        self.spoiled = True
+        if self.transport is not None:
+            self.transport.close()
 
     def _finish(self) -> None:
         if not self.done.done():
@@ -242,12 +267,12 @@ class RelayProtocol(asyncio.Protocol):
 
     def _fail(self, message: str, kind: type[UpstreamClosed] = UpstreamClosed) -> None:
         failure = kind(message)
+        self._held, self._held_size, self._complete = [], 0, True  # nothing more goes on
         for future in (self.head, self.done):
             if not future.done():
                 future.set_exception(failure)
                 future.exception()
-        if self.transport is not None:
-            self.transport.close()
+        self._spoil()
 
     def abandon(self, why: str) -> None:
         """End the exchange now, as if the upstream had died: a stream gets its error event,
@@ -255,8 +280,20 @@ class RelayProtocol(asyncio.Protocol):
         self._fail(why, UpstreamAbandoned)
 
     def reusable(self) -> bool:
-        return (not self.closed and self._head is not None and self._head.keep_alive
-                and self.done.done() and not self.done.exception() and not self._buf)
+        return (not self.closed and not self.spoiled and self._head is not None
+                and self._head.keep_alive and self._complete and self.done.done()
+                and not self.done.exception())
+
+    def quiet(self) -> bool:
+        """Nothing to read and no end seen: an idle connection fit to carry a request. The
+        socket is asked too, for bytes that arrived since the loop last looked."""
+        if self.closed or self.spoiled or self.transport is None:
+            return False
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return False
+        readable, _, _ = select.select([sock.fileno()], [], [], 0)
+        return not readable
 
     def recycle(self) -> None:
         self._reset()
@@ -284,10 +321,10 @@ class UpstreamPool:
         now = time.monotonic()
         while self._idle:
             proto = self._idle.pop()
-            if not proto.closed and now - proto.idle_since < _IDLE_S:
+            if now - proto.idle_since < _IDLE_S and proto.quiet():
                 self.busy.add(proto)
                 return proto, True
-            if proto.transport is not None:
+            if proto.transport is not None:  # closed, spoiled, or it spoke while idle
                 proto.transport.close()
         loop = asyncio.get_running_loop()
         _, proto = await asyncio.wait_for(
@@ -297,6 +334,7 @@ class UpstreamPool:
         return proto, False
 
     def release(self, proto: RelayProtocol) -> None:
+        """Every acquire ends here, on every path: a connection not fit for reuse closes."""
         self.busy.discard(proto)
         if proto.reusable():
             proto.recycle()
