@@ -26,7 +26,7 @@ demo: setup
 test: setup
 	@# The cluster tests run a real sshd on loopback; install openssh-server when missing.
 	sh scripts/ensure-sshd.sh
-	$(VENV)/bin/pytest -ra
+	$(VENV)/bin/pytest -ra --durations=25
 
 # The tiers: `test` is both. `unit` boots no engine (a couple of minutes); `integration` boots
 # the real tiny engine, once for the session plus the few that need their own.
