@@ -22,7 +22,8 @@ from sm121.gateway.state import Gateway
 log = logging.getLogger("sm121.gateway")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PASSTHROUGH_GET = ("/version",)
-PASSTHROUGH_POST = ("/tokenize", "/detokenize")
+# Engine routes that generate nothing: no policy, no admission, a replica of the body's model.
+PASSTHROUGH_POST = ("/tokenize", "/detokenize", "/v1/messages/count_tokens")
 OWN_ROUTES = ("/v1/models", "/health", "/metrics", "/sm121/locality", "/sm121/upstreams")
 
 

@@ -121,8 +121,9 @@ def _count_route(route: Route) -> None:
 
 
 async def passthrough(request: web.Request) -> web.StreamResponse:
-    """Routes with no policy and no admission: /tokenize, /detokenize, /version, sent to a
-    replica of the body's model (or any healthy one)."""
+    """Routes with no policy and no admission: /tokenize, /detokenize, Anthropic's
+    /v1/messages/count_tokens, /version, sent to a replica of the body's model (or any
+    healthy one)."""
     gw = request.app[GATEWAY]
     raw = await read_body(request, gw) if request.can_read_body else None
     replica = gw.any_replica(_model_of(raw))

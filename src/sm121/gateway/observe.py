@@ -6,6 +6,13 @@ Per chunk the work is a byte count in C: usage and a reported error come in the 
 of a stream, so only a bounded tail is kept, and at the end only the last event naming usage
 and the last naming an error are found (from the end) and decoded. A full SSE parse of every
 chunk, and later of the whole tail, cost the gateway a noticeable share of its CPU.
+
+Usage is read in each protocol's shape: `prompt_tokens`/`completion_tokens` (chat,
+completions), `input_tokens`/`output_tokens` (Responses, under `response` in its events), and
+Anthropic Messages, whose `input_tokens` leaves out the cached prompt tokens (counted apart as
+`cache_read_input_tokens` and `cache_creation_input_tokens`) and whose stream may tell the
+input only in its first event (`message_start`, under `message`): so the head of a stream is
+kept too, bounded.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from typing import Any
 
 _MAX_JSON_COPY = 8 * 1024 * 1024  # a non-stream body larger than this is not parsed for usage
 _TAIL = 16 * 1024  # the last events of a stream: usage, finish, or an error
+_HEAD = 16 * 1024  # the first events of a stream: Anthropic's message_start
+_ANTHROPIC_CACHED = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 @dataclass
@@ -30,6 +39,7 @@ class ResponseObserver:
     def __init__(self, event_stream: bool) -> None:
         self._event_stream = event_stream
         self._kept = bytearray()
+        self._head = bytearray()
         self._events = 0
         self._last = b""
         self.result = Observed()
@@ -39,6 +49,8 @@ class ResponseObserver:
             # JSON escapes newlines, so a blank line only ever ends an event.
             self._events += chunk.count(b"\n\n") + (self._last == b"\n" and chunk[:1] == b"\n")
             self._last = chunk[-1:]
+            if len(self._head) < _HEAD:
+                self._head += chunk[:_HEAD - len(self._head)]
             self._kept += chunk
             if len(self._kept) > 2 * _TAIL:
                 del self._kept[:-_TAIL]
@@ -58,30 +70,73 @@ class ResponseObserver:
             data = _event_data(tail, tail.rfind(marker))
             if data is not None:
                 self._inspect(data)
+        if self.result.prompt_tokens is None:
+            # Anthropic's message_delta may carry only output_tokens; the input is then in
+            # message_start. Only the prompt is taken from it: its output count is a start.
+            head = bytes(self._head)
+            start = _decoded(_event_data(head, head.find(b'"message_start"')))
+            if start is not None:
+                self.result.prompt_tokens = _prompt_tokens(_usage_in(start))
         return self.result
 
     def _inspect(self, text: str) -> None:
-        try:
-            data = json.loads(text)
-        except ValueError:
+        data = _decoded(text)
+        if data is None:
             return
-        if isinstance(data, dict):
-            self._usage(data.get("usage"))
-            error = data.get("error")
-            if isinstance(error, dict):
-                self.result.error = str(error.get("message") or error)[:500]
-            elif isinstance(data.get("response"), dict):  # responses API events
-                self._usage(data["response"].get("usage"))
-
-    def _usage(self, usage: Any) -> None:
-        if not isinstance(usage, dict):
-            return
-        prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
-        completion = usage.get("completion_tokens", usage.get("output_tokens"))
-        if isinstance(prompt, int):
+        usage = _usage_in(data)
+        prompt, completion = _prompt_tokens(usage), _completion_tokens(usage)
+        if prompt is not None:
             self.result.prompt_tokens = prompt
-        if isinstance(completion, int):
+        if completion is not None:
             self.result.completion_tokens = completion
+        error = data.get("error")
+        if isinstance(error, dict):
+            self.result.error = str(error.get("message") or error)[:500]
+
+
+def _decoded(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _usage_in(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Usage at the top (chat, completions, a Messages body, message_delta), under `response`
+    (Responses events) or under `message` (Anthropic's message_start)."""
+    for holder in (data, data.get("response"), data.get("message")):
+        if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
+            return holder["usage"]  # type: ignore[no-any-return]
+    return None
+
+
+def _prompt_tokens(usage: dict[str, Any] | None) -> int | None:
+    if usage is None:
+        return None
+    if _is_count(usage.get("prompt_tokens")):
+        return int(usage["prompt_tokens"])
+    if not _is_count(usage.get("input_tokens")):
+        return None
+    # Anthropic's input_tokens leaves the cached prompt tokens out; Responses has no such
+    # fields (its input_tokens already holds the cached ones).
+    return int(usage["input_tokens"]) + sum(int(usage[k]) for k in _ANTHROPIC_CACHED
+                                            if _is_count(usage.get(k)))
+
+
+def _completion_tokens(usage: dict[str, Any] | None) -> int | None:
+    if usage is None:
+        return None
+    for name in ("completion_tokens", "output_tokens"):
+        if _is_count(usage.get(name)):
+            return int(usage[name])
+    return None
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _event_data(tail: bytes, at: int) -> str | None:
