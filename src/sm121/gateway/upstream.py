@@ -22,7 +22,9 @@ log = logging.getLogger("sm121.gateway")
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
                   "trailer", "transfer-encoding", "upgrade", "host", "content-length",
                   "proxy-connection"})
-_REQUEST_DROP = _HOP | {"accept-encoding", "authorization"}
+# Credentials: the Bearer header, and the X-Api-Key header Anthropic clients send theirs in.
+_CREDENTIALS = ("authorization", "x-api-key")
+_REQUEST_DROP = _HOP | {"accept-encoding", *_CREDENTIALS}
 # Content-Encoding passes with the bytes it describes: the gateway never decompresses.
 _RESPONSE_DROP = _HOP | {"server", "date"}
 
@@ -36,8 +38,9 @@ def new_session(connect_timeout_s: float) -> aiohttp.ClientSession:
 
 def request_headers(incoming: Mapping[str, str], upstream_key: str | None,
                     keep_authorization: bool) -> CIMultiDict[str]:
-    """Client headers for the upstream. The client's Authorization passes only when the gateway
-    has no keys of its own (then it may be meant for the upstream); a gateway key never does."""
+    """Client headers for the upstream. The client's credentials (Authorization, X-Api-Key)
+    pass only when the gateway has no keys of its own (then they may be meant for the
+    upstream); a gateway key never does, in either header."""
     drop = _REQUEST_DROP | _connection_named(incoming)
     headers = CIMultiDict((k, v) for k, v in incoming.items() if k.lower() not in drop)
     # The gateway reads what it relays (usage, errors, captures): without this aiohttp asks
@@ -47,6 +50,8 @@ def request_headers(incoming: Mapping[str, str], upstream_key: str | None,
         headers["Authorization"] = f"Bearer {upstream_key}"
     elif keep_authorization and "authorization" in incoming:
         headers["Authorization"] = incoming["authorization"]
+    if keep_authorization and "x-api-key" in incoming:
+        headers["X-Api-Key"] = incoming["x-api-key"]
     return headers
 
 

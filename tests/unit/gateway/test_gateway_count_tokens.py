@@ -118,3 +118,21 @@ async def test_count_tokens_needs_the_gateway_key_which_never_reaches_the_engine
         assert await response.json() == {"input_tokens": len(raw)}
         assert first.received[0].headers["Authorization"] == "Bearer engine-key"
         assert first.received[0].body == raw
+
+
+async def test_a_key_in_x_api_key_reaches_the_engine_only_from_a_keyless_gateway(
+        engines: tuple[FakeAnthropicEngine, FakeAnthropicEngine]) -> None:
+    """Anthropic clients (Claude Code with ANTHROPIC_API_KEY) send their key as X-Api-Key.
+    A gateway with keys of its own relayed it as it came: the client's key reached the engine.
+    Without gateway keys it may be meant for the engine, like Authorization, and passes."""
+    first, _ = engines
+    raw = BODY % b"model-a"
+    async with running_gateway(first.url, api_keys=("gateway-key",)) as gw:
+        response = await _count(gw, raw, Authorization="Bearer gateway-key",
+                                **{"X-Api-Key": "gateway-key"})
+        assert response.status == 200
+        assert "x-api-key" not in {k.lower() for k in first.received[-1].headers}
+    async with running_gateway(first.url) as gw:
+        response = await _count(gw, raw, **{"X-Api-Key": "engine-key"})
+        assert response.status == 200
+        assert first.received[-1].headers["X-Api-Key"] == "engine-key"
