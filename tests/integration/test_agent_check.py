@@ -69,7 +69,9 @@ def test_agent_check_passes_direct_and_gives_the_same_through_the_gateway(
         assert found[case] == "pass", case
     assert found["reasoning.separated"] == "unsupported"  # tiny-cpu has no reasoning parser
     proxied = asyncio.run(run_agent_check(gateway, None, long_tokens=LONG_TOKENS))
-    assert statuses(proxied) == found
+    differing = {c["name"]: (c["status"], c["reason"]) for c in proxied["cases"]
+                 if found.get(c["name"]) != c["status"]}
+    assert statuses(proxied) == found, differing  # the reasons say why a case differs
 
 
 def test_cli_writes_the_report_and_exits_0(tiny_engine: TinyEngine, tmp_path: Path) -> None:
