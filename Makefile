@@ -26,9 +26,10 @@ demo: setup
 test: setup
 	@# The cluster tests run a real sshd on loopback; install openssh-server when missing.
 	sh scripts/ensure-sshd.sh
-	$(VENV)/bin/pytest -ra --durations=25
+	sh scripts/test-tiers.sh $(VENV)/bin/pytest
 
-# The tiers: `test` is both. `unit` boots no engine (a couple of minutes); `integration` boots
+# The tiers: `test` is both, side by side (scripts/test-tiers.sh says why).
+# `unit` boots no engine (a couple of minutes); `integration` boots
 # the real tiny engine, once for the session plus the few that need their own.
 unit: setup
 	$(VENV)/bin/pytest -ra tests/unit
