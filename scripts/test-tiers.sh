@@ -6,9 +6,9 @@
 # and the engine tier leaves a core idle much of the time (a boot is one process importing,
 # a tiny model's generation is short), so the two overlap instead of queueing. Two sessions
 # rather than pytest-xdist: xdist's --dist loadgroup, which would keep every engine test on
-# one worker (one session engine, as now), does not group under pytest 9 (the group suffix it
-# writes into item._nodeid is not read back), and --dist load would boot the session engine
-# once per worker. The rest's output is kept and printed after the engine tier's.
+# one worker (one session engine, as now), did not group here (pytest 9.2, xdist 3.8: one
+# file's integration tests still went to both workers, each booting the session engine), and
+# --dist load would boot the session engine once per worker by design. The rest's output is kept and printed after the engine tier's.
 # Usage: sh scripts/test-tiers.sh PYTEST [pytest options for both]
 set -u
 pytest_bin=$1; shift
