@@ -7,7 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from support import TinyEngine, run_cli
+from support import TinyEngine, invoke_cli, run_cli
+
+from sm121.bench import scenarios
+from sm121.bench.report_md import render_report
+from sm121.bench.scenario_spec import Param, ScenarioSpec
+from sm121.bench.typed import parse_results
 
 pytestmark = pytest.mark.integration
 
@@ -18,6 +23,7 @@ def _bench(engine: TinyEngine, tmp_path: Path, scenario: str, *args: str) -> dic
     data = json.loads(out.read_text())
     assert data["schema"] == "sm121.bench.results" and data["schema_version"] == 1
     assert data["status"] == "complete" and data["sm121_version"] and data["created"]
+    assert parse_results(data).to_json() == data  # the scenario's models read what it wrote
     return data
 
 
@@ -96,3 +102,35 @@ def test_retrieval_scores_every_case(tiny_engine, tmp_path):
     data = _bench(tiny_engine, tmp_path, "retrieval", "--lengths", "1024")
     assert data["summary"]["cases"] == 3
     assert all("found" in s and s["prompt_tokens"] > 900 for s in data["samples"])
+
+
+async def _echo(ctx, params):  # a scenario of this module: one request per word
+    for word in params["words"].split(","):
+        record = await ctx.client.complete(word, params["max_tokens"], f"echo-{word}")
+        ctx.add({"word": word, "completion_tokens": record.completion_tokens})
+    return {"requests": len(params["words"].split(","))}
+
+
+def _echo_section(data, files):
+    return [f"Echoed {data['summary']['requests']} words.", ""]
+
+
+def test_a_scenario_registered_here_runs_through_the_cli_and_reports(tiny_engine, tmp_path):
+    """A new scenario is one module plus one registry entry: nothing else changes."""
+    scenarios.register(ScenarioSpec(
+        "echo", _echo, "One request per word.", needs_stream=False,
+        params=(Param("words", "--words", str, "a,b"), Param("max_tokens", "--max-tokens", int,
+                                                              4)),
+        section=_echo_section))
+    try:
+        out = tmp_path / "echo.json"
+        invoke_cli("bench", "echo", "--url", tiny_engine.base_url, "--words", "x,y,z",
+                   "--max-tokens", "3", "--out", str(out))
+        data = json.loads(out.read_text())
+        assert data["scenario"] == "echo" and data["status"] == "complete"
+        assert data["params"] == {"words": "x,y,z", "max_tokens": 3}
+        assert [s["completion_tokens"] for s in data["samples"]] == [3, 3, 3]
+        report = render_report([out], tmp_path / "r", "t").read_text()
+        assert "Echoed 3 words." in report
+    finally:
+        scenarios.SCENARIOS.pop("echo")

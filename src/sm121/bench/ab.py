@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.compare import compare_with
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
-from sm121.bench.scenarios import SCENARIOS
-from sm121.bench.stats import summarize
+from sm121.bench.scenarios import get
 from sm121.recipes.schema import ArgValue
 
 Say = Callable[[str], None]
@@ -79,11 +79,11 @@ def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> 
     run, process = serve_local(plan, progress=lambda m: say(f"  {profile}: {m}"),
                                trust=request.trust)
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
-    spec = SCENARIOS[request.scenario]
+    spec = get(request.scenario)
     try:
         say(f"  {profile}: ready, running {request.scenario}")
         scenario_results = asyncio.run(run_scenario(
-            request.scenario, spec.run, Target(plan.base_url, plan.readiness.model,
+            request.scenario, spec.scenario(), Target(plan.base_url, plan.readiness.model,
                                                api=spec.api),
             {**request.params, "reps": 1}, sub_out,
             progress=lambda m, _d, _t: say(f"  {profile}: {m}"),
@@ -97,25 +97,11 @@ def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> 
             "timings": run.timings.model_dump(mode="json"), "results_file": str(sub_out),
             "server": data["server"], "probe": data["probe"], "samples": data["samples"],
             "summary": data["summary"],
-            "metrics": spec.flatten(data["samples"])}
+            "metrics": spec.flat(data["samples"])}
 
 
 def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str
             ) -> dict[str, Any]:
     """Per metric and profile: median, min, max, n over repetitions, and the ratio of each
     median to the first profile's (the baseline)."""
-    spec = SCENARIOS[scenario]
-    table: dict[str, Any] = {"baseline": profiles[0], "metrics": {}}
-    for key, *_ in spec.headline:
-        row = {p: summarize([s["metrics"].get(key) for s in samples if s["profile"] == p])
-               for p in profiles}
-        base = row[profiles[0]]["median"]
-        ratios = {p: _ratio(row[p]["median"], base) for p in profiles}
-        table["metrics"][key] = {"profiles": row, "ratio_to_baseline": ratios}
-    if spec.verdict is not None:
-        table["verdict"] = spec.verdict(samples, profiles)
-    return table
-
-
-def _ratio(value: float | int | None, base: float | int | None) -> float | None:
-    return value / base if value is not None and base else None
+    return compare_with(get(scenario), samples, profiles)

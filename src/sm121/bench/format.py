@@ -35,21 +35,30 @@ def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """(headers, rows) of an A/B comparison or of an overlap summary; empty when none."""
     spec = SCENARIOS.get(data["scenario"])
     summary = data.get("summary") or {}
-    if spec is None or not spec.headline:
+    headline = spec.headline_rows() if spec is not None else ()
+    if spec is None or not headline:
         return [], []
     if data["kind"] == "ab" and summary.get("metrics"):
         profiles = data["params"]["profiles"]
         base = profiles[0]
         headers = ["metric", *profiles, *[f"{p}/{base}" for p in profiles[1:]]]
         rows = []
-        for key, label, kind, _better in spec.headline:
+        for key, label, kind, _better in headline:
             entry = summary["metrics"].get(key)
             if not entry:
                 continue
             ratios = [fmt(entry["ratio_to_baseline"].get(p), "x") for p in profiles[1:]]
             rows.append([label, *[cell(entry["profiles"][p], kind) for p in profiles], *ratios])
         return headers, rows
-    if data["scenario"] == "overlap":
+    if spec.rep_stats:  # a scenario's own summary: stats of the headline over repetitions
         return ["metric", "median [min-max]"], [
-            [label, cell(summary.get(key, {}), kind)] for key, label, kind, _ in spec.headline]
+            [label, cell(summary.get(key, {}), kind)] for key, label, kind, _ in headline]
     return [], []
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table and the blank line after it; nothing when there are no rows."""
+    if not rows:
+        return []
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
+            *["| " + " | ".join(r) + " |" for r in rows], ""]

@@ -137,3 +137,9 @@ def summarize_reps(metrics: list[dict[str, Any]]) -> dict[str, Any]:
     valid = [m for m in metrics if m.get("valid")]
     return {"reps": len(metrics), "valid_reps": len(valid),
             **{key: summarize([m.get(key) for m in valid]) for key, *_ in HEADLINE}}
+
+
+def flatten_last_valid(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """One boot runs one overlap repetition (an A/B entry): its metrics, when valid."""
+    valid = [s["metrics"] for s in samples if s["metrics"].get("valid")]
+    return {k: valid[-1].get(k) for k, *_ in HEADLINE} if valid else {}

@@ -1,132 +1,21 @@
-"""`sm121 bench report`: Markdown with tables and PNG plots, from one or more results files."""
+"""`sm121 bench report`: Markdown with tables and PNG plots, from one or more results files.
+What a scenario's section holds comes from its registry entry (`scenarios`): this module
+knows no scenario by name."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from sm121.bench import plots
-from sm121.bench.ab import compare
-from sm121.bench.agents import report as agents_report
-from sm121.bench.format import fmt, table_rows
-from sm121.bench.overlap_metrics import overlap_metrics, summarize_reps
+from sm121.bench.agents.report import timestamp_ratio
+from sm121.bench.format import markdown_table, table_rows
 from sm121.bench.results import load_results
+from sm121.bench.scenario_spec import ScenarioSpec, resolve
 from sm121.bench.scenarios import SCENARIOS
-
-WINDOWS_NOTE = (
-    "Windows: the *client* window runs from the long request's submission to its first token;"
-    " the *engine* window starts at the first long gap in the ongoing stream, found as the "
-    "knee of its delivered-token curve (the engine began the prefill; before that the API "
-    "server was tokenising, or flushing output it had fallen behind on, and the stream decoded "
-    "undisturbed). **Headline metrics use the engine window**; decode tokens and share are "
-    "given for both. Decode share = decode rate in the window / rate before it on the same "
-    "stream. Gaps are clipped to the window. A repetition counts only when the ongoing stream "
-    "outlived the window, the long prompt had exactly L tokens (usage cross-check) and a "
-    "baseline existed; a short request counts only when it was sent inside the engine window. "
-    "Decode metrics (share, tokens, gaps) count only from repetitions whose stream arrived as "
-    "it was generated: a baseline of at least half the before-time without a stall over 1 s, "
-    "and no burst inside the engine window above half a second of undisturbed decode (a "
-    "starved API server flushing backlog); the n in each cell says how many repetitions "
-    "qualified.")
+from sm121.bench.timeline import timeline_section
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    if not rows:
-        return []
-    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
-            *["| " + " | ".join(r) + " |" for r in rows], ""]
-
-
-def _measured(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """A/B entries that measured something (a failed boot is recorded with its error)."""
-    return [e for e in data["samples"] if not e.get("error")]
-
-
-def recompute_overlap(data: dict[str, Any]) -> dict[str, Any]:
-    """Metrics again from the raw samples, with this sm121's metric functions (they are pure,
-    so an improved window detector applies to results measured before it)."""
-    if data["kind"] == "ab":
-        for entry in _measured(data):
-            for sample in entry["samples"]:
-                sample["metrics"] = overlap_metrics(sample)
-            entry["metrics"] = SCENARIOS["overlap"].flatten(entry["samples"])
-        data["summary"] = compare(_measured(data), data["params"]["profiles"], "overlap")
-    else:
-        for sample in data["samples"]:
-            sample["metrics"] = overlap_metrics(sample)
-        data["summary"] = summarize_reps([s["metrics"] for s in data["samples"]])
-    return data
-
-
-def _overlap_groups(data: dict[str, Any]) -> plots.Groups:
-    if data["kind"] == "ab":
-        groups: plots.Groups = {p: [] for p in data["params"]["profiles"]}
-        for entry in _measured(data):
-            groups[entry["profile"]].extend(entry["samples"])
-        return groups
-    return {data.get("label") or data["server"].get("url", "run"): data["samples"]}
-
-
-def _rep_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    headers = ["profile", "rep", "order", "valid", "share (engine)", "share (client)",
-               "decode tok (engine)", "decode tok (client)", "p95 gap", "prefill tok/s",
-               "short TTFT", "admission"]
-    rows = []
-    entries = _measured(data) if data["kind"] == "ab" else [
-        {"profile": "-", "rep": s["rep"], "samples": [s]} for s in data["samples"]]
-    for index, entry in enumerate(entries):
-        for sample in entry["samples"]:
-            m = sample["metrics"]
-            retry = " (retry)" if sample.get("attempt") else ""
-            rows.append([entry["profile"], f"{entry['rep'] + 1}{retry}", str(index + 1),
-                         "yes" if m["valid"] else "no", fmt(m["decode_share"], "pct"),
-                         fmt(m["decode_share_client"], "pct"), fmt(m["decode_tokens"], "int"),
-                         fmt(m["decode_tokens_client"], "int"), fmt(m["gap_p95"], "s"),
-                         fmt(m["prefill_tok_s"], "int"), fmt(m["short_ttft_s"], "s"),
-                         fmt(m["admission_ratio"], "x")])
-    return headers, rows
-
-
-def _overlap_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
-    groups = _overlap_groups(recompute_overlap(data))
-    files = [plots.decode_timeline(groups, out / f"{stem}-decode-timeline.png"),
-             plots.gap_distribution(groups, out / f"{stem}-gaps.png"),
-             plots.admission(groups, out / f"{stem}-admission.png")]
-    lines = [WINDOWS_NOTE, "", *_table(*table_rows(data))]
-    lines += ["Per repetition (order = run order; A/B order alternates between repetitions):",
-              "", *_table(*_rep_rows(data))]
-    lines += [f"![{f.stem}]({f.name})" for f in files] + [""]
-    if data["kind"] == "ab":
-        lines += ["Engine args per profile (as served by sm121):", ""]
-        seen: dict[str, Any] = {}
-        for entry in _measured(data):
-            seen.setdefault(entry["profile"], entry["engine_args"])
-        failed = [e for e in data["samples"] if e.get("error")]
-        lines += [f"Failed and re-run: rep {e['rep'] + 1} {e['profile']}: {e['error']}"
-                  for e in failed] + ([""] if failed else [])
-        lines += [f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
-                                           if k.startswith(("max-num", "long-prefill")))
-                  for p, args in seen.items()] + [""]
-    return lines
-
-
-def _scaling_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
-    rows = [s["metrics"] for s in data["samples"]]
-    kind = "decode" if data["scenario"] == "decode-scaling" else "prefill"
-    key = "aggregate_tok_s" if kind == "decode" else "prefill_tok_s"
-    curve = {kind: {data["server"].get("url", "run"): [(r["n"], r[key]) for r in rows]}}
-    path = plots.scaling(curve, out / f"{stem}-scaling.png")
-    headers = list(rows[0]) if rows else []
-    body = [[fmt(r.get(h)) for h in headers] for r in rows]
-    return [*_table(headers, body), f"![{path.stem}]({path.name})", ""]
-
-
-def _rows_section(data: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
-    rows = [[fmt(s.get(k)) for k in keys] for s in data["samples"]]
-    return _table(list(keys), rows)
-
-
-def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
+def _head(data: dict[str, Any], stem: str) -> list[str]:
     head = [f"## {data['scenario']} ({data['kind']}) — `{stem}.json`", "",
             f"status {data['status']}, sm121 {data['sm121_version']}, created {data['created']}; "
             f"params: `{data['params']}`", ""]
@@ -135,21 +24,24 @@ def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
     if probe:
         head += [f"Probe: token ids {probe.get('token_ids')}, safe {probe.get('safe')}, "
                  f"tokens per chunk {probe.get('histogram')}.", ""]
-    scenario = data["scenario"]
-    if scenario in agents_report.AGENT_SCENARIOS:
-        data = agents_report.recompute(data)
-        return head + _table(*table_rows(data)) + agents_report.section(data, out, stem)
-    if scenario == "overlap":
-        return head + _overlap_section(data, out, stem)
-    if scenario in ("decode-scaling", "prefill-scaling") and data["kind"] == "scenario":
-        return head + _scaling_section(data, out, stem)
-    if scenario == "locality":
-        return head + _rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",
-                                           "cached_tokens", "reuse_usage", "reuse_metrics"))
-    if scenario == "retrieval":
-        return head + _rows_section(data, ("length", "depth", "prompt_tokens", "found",
-                                           "distractors_returned"))
-    return head + _table(*table_rows(data))
+    return head
+
+
+def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
+    head = _head(data, stem)
+    spec = SCENARIOS.get(data["scenario"])
+    if spec is None or spec.section is None:  # no section of its own: the headline table
+        return head + markdown_table(*table_rows(data))
+    if spec.recompute is not None:
+        data = resolve(spec.recompute)(data)
+    files = resolve(spec.plots)(data, out, stem) if spec.plots is not None else []
+    lines: list[str] = resolve(spec.section)(data, files)
+    return head + lines
+
+
+def _rejudge(spec: ScenarioSpec | None, data: dict[str, Any], slo: str | None) -> None:
+    if slo and spec is not None and spec.rejudge is not None:
+        resolve(spec.rejudge)(data, slo)
 
 
 def render_report(paths: list[Path], out: Path, title: str, slo: str | None = None) -> Path:
@@ -159,16 +51,13 @@ def render_report(paths: list[Path], out: Path, title: str, slo: str | None = No
     runs = []
     for path in paths:
         if path.suffix == ".jsonl":  # a time series: `sm121 top --record`, `bench soak`
-            from sm121.bench.timeline import timeline_section
-
             lines += timeline_section(path, out)
             continue
         stem = path.name.removesuffix(".gz").removesuffix(".json")
         runs.append(load_results(path))
-        if slo and runs[-1]["scenario"] in agents_report.AGENT_SCENARIOS:
-            agents_report.rejudge(runs[-1], slo)
+        _rejudge(SCENARIOS.get(runs[-1]["scenario"]), runs[-1], slo)
         lines += _section(runs[-1], out, stem)
-    lines += agents_report.timestamp_ratio(runs)
+    lines += timestamp_ratio(runs)
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     return report

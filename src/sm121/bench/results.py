@@ -12,13 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from sm121 import __version__
+from sm121.bench.result_models import SCHEMA, SCHEMA_VERSION, Envelope
 from sm121.errors import Sm121Error
 from sm121.launch.run_state import write_json_atomic
-
-SCHEMA = "sm121.bench.results"
-SCHEMA_VERSION = 1
-
 
 # The largest results file committed here is 13 MB of JSON (cpu-testbed ab-overlap); a
 # results file is read whole (json), so what a .gz may expand to is capped well above that.
@@ -49,7 +48,8 @@ def default_path(scenario: str, folder: Path = Path("bench-results")) -> Path:
 
 
 class ResultsFile:
-    """One scenario run (kind "scenario") or one A/B (kind "ab") on disk.
+    """One scenario run (kind "scenario"), one A/B (kind "ab") or a sweep on disk; its
+    models are in `result_models`.
 
     Layout: schema, schema_version, kind, scenario, sm121_version, created, status
     (running | complete | interrupted | failed), params, server, probe, samples (raw, one
@@ -119,4 +119,11 @@ def load_results(path: Path, limit: int | None = None) -> dict[str, Any]:
     if data.get("schema_version", 0) > SCHEMA_VERSION:
         raise Sm121Error(f"{path} has schema version {data['schema_version']}; this sm121 "
                          f"reads up to {SCHEMA_VERSION}", "upgrade sm121")
+    try:
+        Envelope.model_validate(data)  # the fields every kind has (`typed` types the rest)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"])
+        raise Sm121Error(f"{path}: field {field!r}: {error['msg']}",
+                         "pass a results file written by `sm121 bench` (unchanged)") from exc
     return data

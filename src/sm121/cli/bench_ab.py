@@ -9,8 +9,9 @@ from typing import Any
 import typer
 
 from sm121.bench.results import default_path
+from sm121.bench.scenarios import get
 from sm121.cli.options import TRUST
-from sm121.cli.output import console, parse_sets, print_json
+from sm121.cli.output import console, console_summary, parse_sets, print_json
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
 
@@ -64,17 +65,15 @@ def ab(
     """Serve each profile through sm121's launcher, run the scenario, stop, alternate the
     order, and print one comparison table of medians, spread and ratios."""
     from sm121.bench.ab import AbRequest, run_ab
-    from sm121.bench.scenarios import SCENARIOS
 
-    if scenario not in SCENARIOS:
-        raise Sm121Error(f"unknown scenario {scenario!r}", f"one of: {', '.join(SCENARIOS)}")
+    get(scenario)  # an unknown scenario fails before anything is served
     names = [p.strip() for p in profiles.split(",") if p.strip()]
     if len(names) < 1 or reps < 1:
         raise Sm121Error("ab needs at least one profile and one repetition",
                          "example: --profiles agent,batch --reps 3")
     scenario_params = _params(prefill_tokens, short_at, params)
     if scenario == "agents":
-        from sm121.cli.bench_agents import agent_params
+        from sm121.bench.agents.params import agent_params  # numpy, pydantic: only for agents
 
         scenario_params = {**agent_params(agents, turns, None, workload, slo), **scenario_params}
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
@@ -85,8 +84,6 @@ def ab(
     if as_json:
         print_json(results.data["summary"])
         return
-    from sm121.cli.output import console_summary
-
     console_summary(results.data)
     console.print(f"results: {request.out}")
 

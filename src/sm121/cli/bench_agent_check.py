@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from sm121.cli.bench_common import progress_bar
 from sm121.cli.output import console, print_json
 
 
@@ -42,7 +43,6 @@ def agent_check(
     Each case: pass, fail or unsupported, with the evidence. Exits 1 when a case fails."""
     from sm121.bench.agent_check import run_agent_check
     from sm121.bench.agent_check.report import markdown
-    from sm121.cli.bench import progress_bar
 
     only = [c.strip() for c in cases.split(",") if c.strip()]
     with progress_bar() as update:

@@ -51,12 +51,16 @@ def console_summary(data: dict[str, Any]) -> None:
     """A results file's comparison (ab) or scenario summary, as a rich table."""
     from rich.table import Table
 
-    from sm121.bench.agents.report import AGENT_SCENARIOS, console_lines
     from sm121.bench.format import table_rows
+    from sm121.bench.scenario_spec import resolve
+    from sm121.bench.scenarios import SCENARIOS
 
     summary = data.get("summary") or {}
-    if data["scenario"] in AGENT_SCENARIOS and data["kind"] == "scenario" and summary.get("slo"):
-        for line in console_lines(summary):
+    spec = SCENARIOS.get(data["scenario"])
+    lines = resolve(spec.console)(summary) if spec and spec.console and \
+        data["kind"] == "scenario" else []
+    if lines:
+        for line in lines:
             console.print(line, highlight=False)
         return
     if summary.get("verdict"):

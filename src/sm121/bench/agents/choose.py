@@ -41,3 +41,14 @@ def verdict(samples: list[dict[str, Any]], profiles: list[str]) -> dict[str, Any
             f", {term} observed {_show(value)}" for term, value in per[p]["terms"].items())
         for p in ranked)
     return {"best": best, "why": f"median over repetitions: {why}.", "profiles": per}
+
+
+def largest_meeting(points: list[dict[str, Any]]) -> int | None:
+    """The largest N that meets the SLO with every smaller N meeting it too: a lucky run
+    above a failing one is not capacity."""
+    best = None
+    for point in sorted(points, key=lambda p: p["agents"]):
+        if not point["metrics"].get("slo_met"):
+            break
+        best = point["agents"]
+    return best

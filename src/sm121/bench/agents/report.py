@@ -8,17 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.agents import plots
+from sm121.bench.agents.choose import largest_meeting
 from sm121.bench.agents.summary import flatten, summarize_agents, turns_of
-from sm121.bench.format import fmt
-
-AGENT_SCENARIOS = ("agents", "replay")
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    if not rows:
-        return []
-    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
-            *["| " + " | ".join(r) + " |" for r in rows], ""]
+from sm121.bench.compare import compare_with
+from sm121.bench.format import fmt, table_rows
+from sm121.bench.format import markdown_table as _table
+from sm121.bench.scenarios import get
 
 
 def _ttft(p: dict[str, Any]) -> list[str]:
@@ -41,18 +36,15 @@ def rejudge(data: dict[str, Any], slo: str) -> dict[str, Any]:
 
 def recompute(data: dict[str, Any]) -> dict[str, Any]:
     """An A/B's or sweep's metrics again from the raw turns, with this sm121's functions."""
-    from sm121.bench.ab import compare
-
     if data["kind"] in ("ab", "sweep"):
         for entry in data["samples"]:
             if not entry.get("error"):
                 entry["metrics"] = flatten(entry["samples"])
     if data["kind"] == "ab":
         measured = [e for e in data["samples"] if not e.get("error")]
-        data["summary"] = compare(measured, data["params"]["profiles"], data["scenario"])
+        data["summary"] = compare_with(get(data["scenario"]), measured,
+                                       data["params"]["profiles"])
     if data["kind"] == "sweep":
-        from sm121.bench.agents.sweep import largest_meeting
-
         data.setdefault("summary", {})["largest_n"] = largest_meeting(data["samples"])
     return data
 
@@ -124,13 +116,16 @@ def _replay_lines(summary: dict[str, Any]) -> list[str]:
             " after its scheduled time.", ""]
 
 
-def scenario_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
+def _scenario_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
+    groups = {stem: data["samples"]}
+    return [plots.timeline(groups, out / f"{stem}-timeline.png"),
+            plots.ttft_cdf(groups, out / f"{stem}-ttft-cdf.png"),
+            plots.reuse_per_turn(groups, out / f"{stem}-reuse.png")]
+
+
+def scenario_section(data: dict[str, Any], files: list[Path]) -> list[str]:
     samples = data["samples"]
     summary = {**(data.get("summary") or {}), **summarize_agents(samples)}
-    groups = {stem: samples}
-    files = [plots.timeline(groups, out / f"{stem}-timeline.png"),
-             plots.ttft_cdf(groups, out / f"{stem}-ttft-cdf.png"),
-             plots.reuse_per_turn(groups, out / f"{stem}-reuse.png")]
     return [*summary_lines(summary), *_engine_lines(summary), *_replay_lines(summary),
             *[f"![{f.stem}]({f.name})" for f in files], ""]
 
@@ -147,11 +142,14 @@ def ab_groups(data: dict[str, Any]) -> dict[str, plots.Groups]:
     return {"first": first, "every": every}
 
 
-def ab_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
+def _ab_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
     groups = ab_groups(data)
-    files = [plots.timeline(groups["first"], out / f"{stem}-timeline.png"),
-             plots.ttft_cdf(groups["every"], out / f"{stem}-ttft-cdf.png"),
-             plots.reuse_per_turn(groups["every"], out / f"{stem}-reuse.png")]
+    return [plots.timeline(groups["first"], out / f"{stem}-timeline.png"),
+            plots.ttft_cdf(groups["every"], out / f"{stem}-ttft-cdf.png"),
+            plots.reuse_per_turn(groups["every"], out / f"{stem}-reuse.png")]
+
+
+def ab_section(data: dict[str, Any], files: list[Path]) -> list[str]:
     verdict = (data.get("summary") or {}).get("verdict") or {}
     lines = [f"**Best profile by goodput: {verdict.get('best', '-')}**. "
              f"{verdict.get('why', '')}", ""] if verdict else []
@@ -184,10 +182,17 @@ def ab_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
     return lines + [""] + [f"![{f.stem}]({f.name})" for f in files] + [""]
 
 
-def sweep_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
-    points = [{"agents": s["agents"], **s["metrics"]} for s in data["samples"]
-              if not s.get("error")]
-    path = plots.knee(points, out / f"{stem}-knee.png")
+def _points(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"agents": s["agents"], **s["metrics"]} for s in data["samples"]
+            if not s.get("error")]
+
+
+def _sweep_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
+    return [plots.knee(_points(data), out / f"{stem}-knee.png")]
+
+
+def sweep_section(data: dict[str, Any], files: list[Path]) -> list[str]:
+    points = _points(data)
     summary = data.get("summary") or {}
     lines = [f"Largest N meeting `{summary.get('slo')}`: **{summary.get('largest_n', '-')}**.",
              ""]
@@ -195,15 +200,19 @@ def sweep_section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
         [str(p["agents"]), fmt(p.get("goodput"), "pct"), "yes" if p.get("slo_met") else "no",
          fmt(p.get("ttft_p50_s"), "s"), fmt(p.get("ttft_p95_s"), "s"), fmt(p.get("decode_p50"))]
         for p in points])
-    return lines + [f"![{path.stem}]({path.name})", ""]
+    return lines + [f"![{f.stem}]({f.name})" for f in files] + [""]
 
 
-def section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
-    if data["kind"] == "ab":
-        return ab_section(data, out, stem)
-    if data["kind"] == "sweep":
-        return sweep_section(data, out, stem)
-    return scenario_section(data, out, stem)
+def plots_of(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
+    """The PNGs of an agents or replay run, an A/B of them or a sweep (the registry's plots)."""
+    draw = {"ab": _ab_plots, "sweep": _sweep_plots}.get(data["kind"], _scenario_plots)
+    return draw(data, out, stem)
+
+
+def section(data: dict[str, Any], files: list[Path]) -> list[str]:
+    """The registry's section: the headline table, then the run, A/B or sweep in detail."""
+    text = {"ab": ab_section, "sweep": sweep_section}.get(data["kind"], scenario_section)
+    return _table(*table_rows(data)) + text(data, files)
 
 
 def timestamp_ratio(runs: list[dict[str, Any]]) -> list[str]:
@@ -254,3 +263,8 @@ def console_lines(summary: dict[str, Any]) -> list[str]:
                      f"TTFT p95 during its prefill {fmt(background['ttft_during']['p95'], 's')}, "
                      f"outside {fmt(background['ttft_outside']['p95'], 's')}")
     return lines
+
+
+def console(summary: dict[str, Any]) -> list[str]:
+    """The registry's terminal summary of one run; none while the run has no verdict yet."""
+    return console_lines(summary) if summary.get("slo") else []

@@ -7,21 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.agents.choose import largest_meeting
 from sm121.bench.agents.summary import flatten
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Progress, Target, run_scenario
-from sm121.bench.scenarios import SCENARIOS
+from sm121.bench.scenarios import get
 
-
-def largest_meeting(points: list[dict[str, Any]]) -> int | None:
-    """The largest N that meets the SLO with every smaller N meeting it too: a lucky run
-    above a failing one is not capacity."""
-    best = None
-    for point in sorted(points, key=lambda p: p["agents"]):
-        if not point["metrics"].get("slo_met"):
-            break
-        best = point["agents"]
-    return best
+__all__ = ["largest_meeting", "run_sweep"]
 
 
 def _prefixed(progress: Progress, prefix: str) -> Progress:
@@ -33,12 +25,12 @@ def _prefixed(progress: Progress, prefix: str) -> Progress:
 
 async def run_sweep(target: Target, ns: list[int], params: dict[str, Any], out: Path,
                     progress: Progress) -> ResultsFile:
-    spec = SCENARIOS["agents"]
+    spec = get("agents")
     results = ResultsFile(out, "sweep", "agents", {**params, "agents": ns})
     with results.recording():
         for n in ns:
             sub = out.with_suffix("") / f"agents-{n}.json"
-            run = await run_scenario("agents", spec.run, target, {**params, "agents": n}, sub,
+            run = await run_scenario("agents", spec.scenario(), target, {**params, "agents": n}, sub,
                                      progress=_prefixed(progress, f"N={n}: "),
                                      needs_stream=spec.needs_stream)
             results.add_sample({"agents": n, "results_file": str(sub),

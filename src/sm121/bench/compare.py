@@ -1,0 +1,30 @@
+"""The A/B comparison: per headline metric and profile, median, min, max and n over the
+repetitions, and each median's ratio to the first profile's (the baseline). It takes the
+scenario's spec, not its name, so that report sections can recompute a comparison without
+reaching back up into the registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sm121.bench.scenario_spec import ScenarioSpec
+from sm121.bench.stats import summarize
+
+
+def compare_with(spec: ScenarioSpec, samples: list[dict[str, Any]], profiles: list[str]
+                 ) -> dict[str, Any]:
+    table: dict[str, Any] = {"baseline": profiles[0], "metrics": {}}
+    for key, *_ in spec.headline_rows():
+        row = {p: summarize([s["metrics"].get(key) for s in samples if s["profile"] == p])
+               for p in profiles}
+        base = row[profiles[0]]["median"]
+        ratios = {p: _ratio(row[p]["median"], base) for p in profiles}
+        table["metrics"][key] = {"profiles": row, "ratio_to_baseline": ratios}
+    verdict = spec.verdict_fn()
+    if verdict is not None:
+        table["verdict"] = verdict(samples, profiles)
+    return table
+
+
+def _ratio(value: float | int | None, base: float | int | None) -> float | None:
+    return value / base if value is not None and base else None

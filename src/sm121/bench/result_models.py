@@ -1,0 +1,193 @@
+"""The results files `sm121 bench` writes, as pydantic models: one scenario run (kind
+"scenario"), an A/B across profiles ("ab") and a sweep over N ("sweep"), generic in the
+scenario's sample model (`sample_models`, named by the scenario's registry entry).
+
+The JSON on disk is the contract: every model keeps keys it does not know (`extra="allow"`:
+a file from a newer sm121, a field a scenario adds) and dumps with `exclude_unset`, so a
+file read and written back has the same keys. `results.ResultsFile` writes plain dicts (a
+sample at a time, atomically); `typed.load_typed` reads a file into these models."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA = "sm121.bench.results"
+SCHEMA_VERSION = 1
+
+Status = Literal["running", "complete", "interrupted", "failed"]
+Number = float | int
+
+
+class Open(BaseModel):
+    """A record that keeps the keys it does not name."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+class Stats(Open):
+    """median, min, max and n over repetitions (`stats.summarize`)."""
+
+    median: Number | None
+    min: Number | None
+    max: Number | None
+    n: int
+
+
+class ApiCheck(Open):
+    ok: bool
+    reason: str | None = None
+
+
+class ProbeReport(Open):
+    """`bench probe`: can streams be counted to the token?"""
+
+    safe: bool
+    reason: str | None = None
+    requests: int | None = None
+    token_ids: bool | None = None
+    usage_matches: bool | None = None
+    histogram: dict[str, int] | None = None
+    tokens_per_chunk: Number | None = None
+    cache_salt: bool | None = None
+    apis: dict[str, ApiCheck] | None = None
+
+
+class ServerInfo(Open):
+    """What the server said about itself when the run began (`server.server_info`)."""
+
+    url: str | None = None
+    model: str | None = None
+    models: dict[str, Any] | None = None
+    version: str | None = None
+    max_model_len: int | None = None
+    cache_config: dict[str, Any] | None = None
+
+
+class MetricComparison(Open):
+    profiles: dict[str, Stats]
+    ratio_to_baseline: dict[str, Number | None]
+
+
+class ProfileVerdict(Open):
+    goodput: Number | None = None
+    ttft_p95_s: Number | None = None
+    terms: dict[str, Number | None] = Field(default_factory=dict)
+    reps: int = 0
+
+
+class Verdict(Open):
+    """The agents A/B's choice (`agents.choose.verdict`)."""
+
+    best: str | None
+    why: str
+    profiles: dict[str, ProfileVerdict] = Field(default_factory=dict)
+
+
+class AbSummary(Open):
+    """`compare.compare_with`: per headline metric and profile, stats and ratios."""
+
+    baseline: str
+    metrics: dict[str, MetricComparison]
+    verdict: Verdict | None = None
+
+
+class AbParams(Open):
+    recipe: str
+    profiles: list[str]
+    reps: int
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    scenario_params: dict[str, Any] = Field(default_factory=dict)
+    order: list[str] = Field(default_factory=list)
+
+
+S = TypeVar("S")  # the scenario's sample model
+U = TypeVar("U")  # the scenario's summary model
+
+
+class Header(Open):
+    """The fields every results file has, whatever its kind."""
+
+    schema_: Literal["sm121.bench.results"] = Field(alias="schema")  # BaseModel has .schema
+    schema_version: int = Field(ge=1, le=SCHEMA_VERSION)
+    kind: Literal["scenario", "ab", "sweep"]
+    scenario: str
+    sm121_version: str
+    created: str
+    status: Status
+    server: ServerInfo | dict[str, Any] = Field(default_factory=dict)
+    probe: ProbeReport | None = None
+    error: str | None = None
+    finished: str | None = None
+    stream: bool | None = None  # set by the scenario runner
+    api: str | None = None
+    label: str | None = None
+
+
+class Envelope(Header):
+    """Any results file, its params and summary unread (checked when a file is loaded)."""
+
+    params: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScenarioResults(Header, Generic[S, U]):
+    """`sm121 bench NAME`: one run; samples as the scenario recorded them."""
+
+    kind: Literal["scenario"]
+    params: dict[str, Any] = Field(default_factory=dict)
+    samples: list[S] = Field(default_factory=list)
+    summary: U
+
+
+class AbEntry(Open, Generic[S]):
+    """One (repetition, profile) of an A/B: the boot and the run on it."""
+
+    profile: str
+    rep: int
+    metrics: dict[str, Any] = Field(default_factory=dict)  # the scenario's flattened headline
+    run_id: str | None = None
+    engine_args: dict[str, Any] = Field(default_factory=dict)
+    boot: dict[str, Any] = Field(default_factory=dict)
+    timings: dict[str, Any] = Field(default_factory=dict)
+    results_file: str | None = None
+    server: ServerInfo | dict[str, Any] = Field(default_factory=dict)
+    probe: ProbeReport | None = None
+    samples: list[S] = Field(default_factory=list)
+    summary: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None  # a boot or run that failed: recorded, and the A/B went on
+
+
+class AbResults(Header, Generic[S]):
+    """`sm121 bench ab`: every profile served and measured, in alternating order."""
+
+    kind: Literal["ab"]
+    params: AbParams
+    samples: list[AbEntry[S]] = Field(default_factory=list)
+    summary: AbSummary | dict[str, Any] = Field(default_factory=dict)  # {} before a sample
+
+
+class SweepEntry(Open, Generic[S]):
+    agents: int
+    results_file: str | None = None
+    samples: list[S] = Field(default_factory=list)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+class SweepSummary(Open):
+    slo: str
+    largest_n: int | None = None
+    points: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SweepResults(Header, Generic[S]):
+    """`sm121 bench sweep`: the agents scenario at each N."""
+
+    kind: Literal["sweep"]
+    params: dict[str, Any] = Field(default_factory=dict)
+    samples: list[SweepEntry[S]] = Field(default_factory=list)
+    summary: SweepSummary | dict[str, Any] = Field(default_factory=dict)
