@@ -132,6 +132,7 @@ class Envelope(Header):
     """Any results file, its params and summary unread (checked when a file is loaded)."""
 
     params: dict[str, Any] = Field(default_factory=dict)
+    samples: list[Any] = Field(default_factory=list)
     summary: dict[str, Any] = Field(default_factory=dict)
 
 

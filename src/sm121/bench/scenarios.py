@@ -58,23 +58,22 @@ register(ScenarioSpec(
     section=f"{_SECTIONS}:overlap_section", sample=f"{_MODELS}:OverlapSample",
     summary=f"{_MODELS}:OverlapSummary"))
 
-register(ScenarioSpec(
-    "decode-scaling", "sm121.bench.scaling:decode_scaling",
-    "Aggregate and per-stream decode rates, TTFT, p50/p95 intervals over N streams.",
-    needs_stream=False, stream_option=True,
-    params=(_N, Param("max_tokens", "--max-tokens", int, 256)),
-    headline="sm121.bench.scaling:DECODE_HEADLINE", flatten="sm121.bench.scaling:flatten",
-    plots=f"{_SECTIONS}:scaling_plots", section=f"{_SECTIONS}:scaling_section",
-    sample=f"{_MODELS}:ScalingSample", summary=f"{_MODELS}:ScalingSummary"))
 
-register(ScenarioSpec(
-    "prefill-scaling", "sm121.bench.scaling:prefill_scaling",
-    "Prompt tokens per second with N concurrent prefills.",
-    needs_stream=False, stream_option=True,
-    params=(_N, Param("prompt_tokens", "--prompt-tokens", int, 4096)),
-    headline="sm121.bench.scaling:PREFILL_HEADLINE", flatten="sm121.bench.scaling:flatten",
-    plots=f"{_SECTIONS}:scaling_plots", section=f"{_SECTIONS}:scaling_section",
-    sample=f"{_MODELS}:ScalingSample", summary=f"{_MODELS}:ScalingSummary"))
+def _scaling(kind: str, help: str, size: Param) -> ScenarioSpec:
+    """N concurrent requests for each N: decode or prefill (`scaling`)."""
+    return ScenarioSpec(
+        f"{kind}-scaling", f"sm121.bench.scaling:{kind}_scaling", help, needs_stream=False,
+        stream_option=True, params=(_N, size),
+        headline=f"sm121.bench.scaling:{kind.upper()}_HEADLINE",
+        flatten="sm121.bench.scaling:flatten", plots=f"{_SECTIONS}:scaling_plots",
+        section=f"{_SECTIONS}:scaling_section", sample=f"{_MODELS}:ScalingSample",
+        summary=f"{_MODELS}:ScalingSummary")
+
+
+register(_scaling("decode", "Aggregate and per-stream decode rates, TTFT, p50/p95 intervals "
+                  "over N streams.", Param("max_tokens", "--max-tokens", int, 256)))
+register(_scaling("prefill", "Prompt tokens per second with N concurrent prefills.",
+                  Param("prompt_tokens", "--prompt-tokens", int, 4096)))
 
 register(ScenarioSpec(
     "locality", "sm121.bench.locality:locality",

@@ -98,3 +98,21 @@ def test_an_empty_list_parameter_is_refused_by_name():
     result = invoke_cli("bench", "retrieval", "--url", "http://127.0.0.1:9", "--lengths", "",
                         check=False)
     assert result.returncode == 2 and "--lengths is empty" in result.stderr
+
+
+def test_every_reference_in_the_registry_resolves():
+    from sm121.bench.scenario_spec import resolve
+
+    for spec in scenarios.SCENARIOS.values():
+        for ref in (spec.run, spec.prepare, spec.headline, spec.flatten, spec.verdict,
+                    spec.recompute, spec.rejudge, spec.plots, spec.section, spec.console,
+                    spec.sample, spec.summary):
+            if ref is not None:
+                assert resolve(ref) is not None, (spec.name, ref)
+
+
+def test_a_bad_reference_is_a_clear_error():
+    from sm121.bench.scenario_spec import resolve
+
+    with pytest.raises(Sm121Error, match="cannot load 'sm121.bench.nothing:here'"):
+        resolve("sm121.bench.nothing:here")
