@@ -9,6 +9,8 @@ import pytest
 from support import run_cli
 from support.timeouts import serves
 
+from sm121.bench.typed import parse_results
+
 pytestmark = pytest.mark.integration
 
 
@@ -23,6 +25,7 @@ def test_ab_serves_each_profile_runs_the_scenario_and_compares(tmp_path):
                      "--out", str(out), timeout=serves(2, work_s=300))
     data = json.loads(out.read_text())
     assert data["kind"] == "ab" and data["status"] == "complete"
+    assert parse_results(data).to_json() == data  # the A/B's models read what it wrote
     assert [s["profile"] for s in data["samples"]] == ["agent", "lpt-512"]
     assert [s.get("error") for s in data["samples"]] == [None, None]
     served = {s["profile"]: s["engine_args"] for s in data["samples"]}

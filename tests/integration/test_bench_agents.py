@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from support import TinyEngine, run_cli
+
+from sm121.bench.typed import parse_results
 from support.gateway_process import spawned_gateway
 
 pytestmark = pytest.mark.integration
@@ -55,6 +57,7 @@ def test_agents_run_concurrently_append_only_and_counted(tiny_engine, workload, 
                      "--out", str(out), timeout=600)
     data = json.loads(out.read_text())
     assert data["status"] == "complete" and data["api"] == "chat"
+    assert parse_results(data).to_json() == data  # the agents models read what it wrote
     turns = _turns(data)
     assert len(turns) == 6 and {t["agent"] for t in turns} == {0, 1}
     assert all(t["usage_checked"] and t["prompt_exact"] for t in turns)
@@ -93,6 +96,7 @@ def test_a_capture_through_the_gateway_replays_in_order_with_its_gaps(
             str(replayed), timeout=600)
     data = json.loads(replayed.read_text())
     assert data["status"] == "complete"
+    assert parse_results(data).to_json() == data
     agent_turns = [t for t in _turns(data) if t["session"].startswith("h:")]
     assert len(agent_turns) == 6  # the two agents' sessions, keyed by their session ids
     for session in {t["session"] for t in agent_turns}:

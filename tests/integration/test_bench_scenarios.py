@@ -107,7 +107,7 @@ def test_retrieval_scores_every_case(tiny_engine, tmp_path):
 async def _echo(ctx, params):  # a scenario of this module: one request per word
     for word in params["words"].split(","):
         record = await ctx.client.complete(word, params["max_tokens"], f"echo-{word}")
-        ctx.add({"word": word, "completion_tokens": record.completion_tokens})
+        ctx.add({"word": word, "completion_tokens": record.tokens})
     return {"requests": len(params["words"].split(","))}
 
 

@@ -82,7 +82,7 @@ class RetrievalSample(Open):
     code: str | None = None
     answer: str | None = None
     found: bool | None = None
-    distractors_returned: int | None = None
+    distractors_returned: list[str] = Field(default_factory=list)  # codes it answered instead
 
 
 class AgentsConfig(Open):
