@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from support import TinyEngine, run_cli
+from support.gateway_process import spawned_gateway
 
 from sm121.bench.typed import parse_results
-from support.gateway_process import spawned_gateway
 
 pytestmark = pytest.mark.integration
 
