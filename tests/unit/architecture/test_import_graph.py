@@ -1,0 +1,57 @@
+"""The import graph of src/sm121, every import counted (function-level ones too, since they
+only dodge a circle at import time): no circles, and the library never imports the CLI.
+The floors count is printed, not bounded yet (`python scripts/look.py` shows the chain)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def look() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("look", PROJECT / "scripts" / "look.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["look"] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_import_circles(look: ModuleType) -> None:
+    assert look.circles(look.build(PROJECT / "src")) == []
+
+
+def test_no_arrows_back_up_into_the_cli(look: ModuleType) -> None:
+    assert look.arrows_up(look.build(PROJECT / "src")) == []
+
+
+def test_floors_are_counted(look: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    chain = look.floors(look.build(PROJECT / "src"))
+    with capsys.disabled():
+        print(f"\nfloors below cli: {len(chain)}: {' -> '.join(chain)}")
+    assert chain and chain[-1] == "base"
+
+
+def test_a_function_level_import_closes_a_circle(look: ModuleType, tmp_path: Path) -> None:
+    """The walk sees imports inside functions, relative ones resolved."""
+    package = tmp_path / "sm121"
+    (package / "a").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a" / "__init__.py").write_text("")
+    (package / "a" / "one.py").write_text("from sm121.a.two import X\n")
+    (package / "a" / "two.py").write_text("def f():\n    from .one import Y\nX = 1\n")
+    (package / "lib.py").write_text("def g():\n    import sm121.cli.main\n")
+    (package / "cli").mkdir()
+    (package / "cli" / "__init__.py").write_text("")
+    (package / "cli" / "main.py").write_text("from sm121 import lib\n")
+    graph = look.build(tmp_path)
+    assert look.circles(graph) == [["sm121.a.one", "sm121.a.two"],
+                                   ["sm121.cli.main", "sm121.lib"]]
+    assert look.arrows_up(graph) == [("sm121.lib", "sm121.cli.main")]
