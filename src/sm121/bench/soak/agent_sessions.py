@@ -19,7 +19,7 @@ from sm121.bench.agents.scenario import tools_mode
 from sm121.bench.agents.session import piece_counter, send
 from sm121.bench.agents.workload import Workload, fit, load_workload, turns_that_fit
 from sm121.bench.client import BenchClient
-from sm121.bench.soak.workload import TurnOutcome
+from sm121.bench.soak.turn import TurnOutcome
 from sm121.engines.client import max_model_len
 from sm121.errors import Sm121Error
 
@@ -38,7 +38,7 @@ class AgentSessions:
 
     async def prepare(self, client: BenchClient) -> None:
         """Fit the preset to the engine's context and settle how the tools travel."""
-        limit = max_model_len(await client.get_json("/v1/models"), client.model)
+        limit = max_model_len(await client.engine.models(), client.model)
         if not limit:
             raise Sm121Error("the server does not report its max_model_len in /v1/models",
                              "the coding-agent soak fits its sessions to the context; use "

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from sm121.bench.soak.workload import TurnOutcome
+from sm121.bench.soak.turn import TurnOutcome
 
 
 @dataclass

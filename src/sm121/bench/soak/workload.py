@@ -11,40 +11,21 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 
 from sm121.bench.client import BenchClient
+from sm121.bench.soak.agent_sessions import AgentSessions
+from sm121.bench.soak.turn import TurnOutcome, Workload
 from sm121.errors import Sm121Error
+
+__all__ = ["WORKLOADS", "ChatLoop", "TurnOutcome", "Workload", "workload"]
 
 _SYSTEM = ("You are a coding agent. Tools: read_file(path), write_file(path, text), "
            "run(command), search(query). Answer with one tool call per turn. ") * 8
 _TOOL_OUTPUT = ("def handler(request):\n    data = parse(request.body)\n    if not data:\n"
                 "        return error(400)\n    return ok(process(data))\n") * 6
-
-
-@dataclass(frozen=True)
-class TurnOutcome:
-    ok: bool
-    completion_tokens: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    latency_s: float = 0.0
-    error: str | None = None
-
-
-class Workload(Protocol):
-    name: str
-    api: str  # what the soak's client speaks for it: chat or completions
-
-    async def prepare(self, client: BenchClient) -> None:
-        """Once, before the agents start (sizes fitted to the server, tools)."""
-        ...
-
-    async def step(self, client: BenchClient, agent: int) -> TurnOutcome:
-        """One request of agent `agent`; never raises for a failed request."""
-        ...
 
 
 @dataclass
@@ -96,8 +77,6 @@ class ChatLoop:
 def workload(name: str, max_tokens: int | None) -> Workload:
     """The soak workload of this name; max_tokens None: its own output sizes."""
     if name == "coding-agent":
-        from sm121.bench.soak.agent_sessions import AgentSessions  # it builds on TurnOutcome
-
         return AgentSessions(max_tokens=max_tokens)
     if name == "chat-loop":
         return ChatLoop(max_tokens=max_tokens or ChatLoop.max_tokens)
