@@ -9,9 +9,7 @@ import sys
 import typer
 
 from sm121 import __version__
-from sm121.cli import plan as plan_cli
-from sm121.cli import recipes as recipes_cli
-from sm121.cli import serve as serve_cli
+from sm121.cli.commands import LazyCommands
 from sm121.cli.output import err_console
 from sm121.errors import Sm121Error
 
@@ -19,33 +17,13 @@ app = typer.Typer(
     name="sm121",
     help="Serve LLMs to coding agents on DGX Spark clusters, and prove with measurements that "
     "the endpoint is fit for agents: plan -> doctor -> serve -> gateway -> bench.",
+    cls=LazyCommands,  # the commands, from cli/commands.py's table, load on first use
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     # Markdown reflows docstrings, so help text wraps to the terminal instead of the source.
     rich_markup_mode="markdown",
 )
-app.add_typer(recipes_cli.app, name="recipes")
-plan_cli.register(app)
-serve_cli.register(app)
-
-
-def _register_optional() -> None:
-    """Command groups built in their own modules (bench, gateway, memory, doctor, cluster)."""
-    import importlib
-
-    for module_name in ("bench", "gateway", "memory", "doctor", "cluster", "startup", "engine",
-                        "model", "top"):
-        try:
-            module = importlib.import_module(f"sm121.cli.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"sm121.cli.{module_name}":
-                continue
-            raise
-        module.register(app)
-
-
-_register_optional()
 
 
 def _version(value: bool) -> None:

@@ -16,6 +16,10 @@ app = typer.Typer(help="List, show and compare serve recipes.", no_args_is_help=
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="recipes")
+
+
 @app.command("list")
 def list_recipes(as_json: bool = JSON) -> None:
     """List the recipes sm121 knows: built-in ones and those in $SM121_HOME/recipes."""
