@@ -20,7 +20,7 @@ import aiohttp
 from sm121.bench.tokens import check_usage, chunk_tokens
 from sm121.engines.api_key import api_key as engine_api_key
 from sm121.engines.api_key import bearer
-from sm121.engines.client import raise_for_status
+from sm121.engines.client import EngineClient, raise_for_status
 from sm121.errors import Sm121Error
 from sm121.sse import SSEParser
 
@@ -222,6 +222,11 @@ class BenchClient:
         tokens = check_usage(counted, record.usage, record.label) if counted is not None \
             else int((record.usage or {}).get("completion_tokens") or 0)
         record.chunk_times, record.chunk_tokens = [record.finished], [tokens]
+
+    @property
+    def engine(self) -> EngineClient:
+        """The engine client over this session: /v1/models, /tokenize, /metrics."""
+        return EngineClient(self.session, self.base_url)
 
     async def get_json(self, path: str) -> Any:
         async with self.session.get(f"{self.base_url}{path}") as response:

@@ -25,7 +25,7 @@ async def count_tokens(client: BenchClient, text: str, special: bool = True) -> 
     """Tokens of `text` as the server counts them; special=False leaves out BOS and the like
     (for a piece of a chat message, where the template adds them once)."""
     body = {"model": client.model, "prompt": text, "add_special_tokens": special}
-    result = await client.post_json("/tokenize", body)
+    result = await client.engine.tokenize(body)
     return int(result["count"])
 
 
@@ -85,7 +85,7 @@ async def _pad(count: Counter, text: str, counted: int, target: int) -> str | No
 
 
 async def _ids(client: BenchClient, text: str, n_tokens: int) -> list[int]:
-    result = await client.post_json("/tokenize", {"model": client.model, "prompt": text})
+    result = await client.engine.tokenize({"model": client.model, "prompt": text})
     ids = [int(i) for i in result["tokens"]]
     if len(ids) < n_tokens:
         raise Sm121Error(f"could not build a prompt of {n_tokens} tokens",

@@ -74,7 +74,7 @@ async def resolve_model(url: str, model: str | None) -> str:
         return model
     async with BenchClient(url, "?") as client:
         try:
-            data = (await client.get_json("/v1/models")).get("data") or []
+            data = (await client.engine.models()).get("data") or []
         except aiohttp.ClientError as exc:
             raise Sm121Error(f"cannot reach {url}: {exc}",
                              "check --url; `sm121 status` lists sm121's runs") from exc

@@ -39,7 +39,7 @@ def prefix_reuse(deltas: dict[str, float]) -> float | None:
 
 
 def engine_of(client: BenchClient) -> EngineClient:
-    return EngineClient(client.session, client.base_url)
+    return client.engine
 
 
 async def read_counters(client: BenchClient) -> dict[str, float]:

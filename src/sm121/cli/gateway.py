@@ -3,11 +3,8 @@ prefix locality report."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,8 @@ import typer
 from rich.table import Table
 
 from sm121.cli.output import console, err_console, print_json
+from sm121.engines.client_sync import SyncEngineClient
+from sm121.engines.engine_error import EngineError
 from sm121.errors import Sm121Error
 from sm121.gateway.api_keys import load_api_keys
 from sm121.gateway.config import (
@@ -177,18 +176,15 @@ def locality(
 
 
 def _fetch_report(url: str, path: str) -> dict[str, Any]:
-    request = urllib.request.Request(f"{url}{path}")
     key = os.environ.get(CLIENT_KEY_ENV)
-    if key:
-        request.add_header("Authorization", f"Bearer {key}")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return dict(json.load(response))
-    except urllib.error.HTTPError as exc:
-        hint = f"set {CLIENT_KEY_ENV}" if exc.code == 401 else "is it an sm121 gateway?"
-        raise Sm121Error(f"{url} answered {exc.code}", hint) from exc
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise Sm121Error(f"no gateway answering at {url}: {exc}",
+        return SyncEngineClient(url, headers).get_json(path)
+    except EngineError as exc:
+        if exc.status not in (None, 200):  # 200: an answer, but no JSON (not a gateway)
+            hint = f"set {CLIENT_KEY_ENV}" if exc.status == 401 else "is it an sm121 gateway?"
+            raise Sm121Error(f"{url} answered {exc.status}", hint) from exc
+        raise Sm121Error(f"no gateway answering at {url}: {exc.message}",
                          f"start one with `sm121 gateway --upstream URL`, or pass --url "
                          f"(or ${URL_ENV})") from exc
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from sm121.errors import Sm121Error
+from sm121.engines.engine_error import EngineError
 
 ENGINE_KEY_ENV = "VLLM_API_KEY"
 CLIENT_KEY_ENV = "SM121_API_KEY"
@@ -28,9 +28,9 @@ def bearer(key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-def unauthorized(url: str, status: int) -> Sm121Error:
+def unauthorized(url: str, status: int) -> EngineError:
     said = "401 Unauthorized" if status == 401 else f"{status} Forbidden"
-    return Sm121Error(f"{url} answered {said}: it requires an API key, and the key sm121 sent "
+    return EngineError(f"{url} answered {said}: it requires an API key, and the key sm121 sent "
                       "(if any) was refused",
                       f"export {ENGINE_KEY_ENV} (the key the engine was started with) or "
-                      f"{CLIENT_KEY_ENV}; sm121 sends it as a Bearer token")
+                      f"{CLIENT_KEY_ENV}; sm121 sends it as a Bearer token", status)

@@ -1,8 +1,10 @@
 """The one async engine client: what a server says about itself (/v1/models, /metrics,
-/tokenize, /version), and the one rule each fact is read by.
+/tokenize, /health, /version), and the one rule each fact is read by. Its sync twin, for
+callers without an event loop, is client_sync.py; both raise EngineError (engine_error.py).
 
 The gateway (best effort, while an upstream boots) and the bench (strict: a measurement needs
-the facts) both ask through it, so max_model_len and block_size mean the same to both."""
+the facts) both ask through it, so max_model_len and block_size mean the same to both. (The
+gateway's relay of client requests is not this client: relay.py frames those bytes.)"""
 
 from __future__ import annotations
 
@@ -12,11 +14,10 @@ from typing import Any
 import aiohttp
 
 from sm121.engines.api_key import unauthorized
+from sm121.engines.engine_error import EngineError
 from sm121.engines.prometheus import metric_labels
-from sm121.errors import Sm121Error
 
 CACHE_CONFIG = "vllm:cache_config_info"
-_HINT = "check --url and --model (`curl URL/v1/models` lists the served models)"
 
 
 class EngineClient:
@@ -28,18 +29,25 @@ class EngineClient:
         self.headers = dict(headers or {})
 
     async def models(self) -> dict[str, Any]:
-        """/v1/models; an answer other than 200 is an Sm121Error naming status and body."""
+        """/v1/models; an answer other than 200 is an EngineError naming status and body."""
         async with self.session.get(f"{self.base_url}/v1/models", headers=self.headers) as resp:
             await raise_for_status(resp, "/v1/models")
             data: dict[str, Any] = await resp.json()
             return data
 
-    async def tokenize(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def tokenize(self, body: Mapping[str, Any],
+                       timeout_s: float | None = None) -> dict[str, Any]:
+        """/tokenize; an answer other than 200, or one without a JSON object, is an
+        EngineError (no answer at all is aiohttp's error, as for every method here)."""
+        timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s else None
         async with self.session.post(f"{self.base_url}/tokenize", json=dict(body),
-                                     headers=self.headers) as resp:
+                                     headers=self.headers, timeout=timeout) as resp:
             await raise_for_status(resp, "/tokenize")
-            data: dict[str, Any] = await resp.json()
-            return data
+            data = await resp.json()
+        if not isinstance(data, dict):
+            raise EngineError(f"/tokenize at {self.base_url} returned no JSON object",
+                              status=200)
+        return data
 
     async def metrics_text(self) -> str | None:
         """/metrics, or None where the server (or a proxy in front) does not serve it."""
@@ -90,11 +98,12 @@ def block_size(metrics_text: str) -> int | None:
 
 
 async def raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
-    """An answer other than 200 as an Sm121Error naming the status and the body; a 401/403
+    """An answer other than 200 as an EngineError naming the status and the body; a 401/403
     says at once that the key is missing or wrong (waiting or retrying cannot fix it)."""
     if response.status == 200:
         return
     if response.status in (401, 403):
         raise unauthorized(str(response.url), response.status)
     detail = (await response.text())[:400]
-    raise Sm121Error(f"{label}: HTTP {response.status} from {response.url}: {detail}", _HINT)
+    raise EngineError(f"{label}: HTTP {response.status} from {response.url}: {detail}",
+                      status=response.status)

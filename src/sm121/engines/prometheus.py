@@ -1,12 +1,17 @@
-"""Prometheus text as vLLM's /metrics serves it: counters summed over label sets, and the
-labels of info gauges (e.g. `vllm:cache_config_info` carries the KV block size)."""
+"""Prometheus text as an engine's /metrics serves it, read by prometheus_client's own parser:
+counters summed over label sets, and the labels of info gauges (e.g. vLLM's
+`cache_config_info` carries the KV block size).
+
+A page the parser refuses as a whole (a proxy's truncated answer, one malformed line) is read
+line by line, keeping every sample that parses: a monitor shows what it can."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterator
 
-_SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(\{[^}]*\})?\s+(\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+from prometheus_client.parser import text_string_to_metric_families
+
+Sample = tuple[str, dict[str, str], float]
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -19,25 +24,29 @@ def parse_metrics(text: str) -> dict[str, float]:
 
 def metric_labels(text: str, name: str) -> dict[str, str]:
     """The labels of the first sample of `name` (info gauges such as cache_config_info)."""
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match and match.group(1) == name and match.group(2):
-            return dict(_LABEL.findall(match.group(2)))
-    return {}
+    return next((labels for sample, labels, _ in parse_samples(text)
+                 if sample == name and labels), {})
 
 
-def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+def parse_samples(text: str) -> list[Sample]:
     """Every sample with its labels: (name, labels, value). Histograms need this form, since
     their buckets differ only by the `le` label."""
-    samples = []
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match is None:
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        labels = dict(_LABEL.findall(match.group(2))) if match.group(2) else {}
-        samples.append((match.group(1), labels, value))
-    return samples
+    try:
+        return list(_samples(text))
+    except ValueError:
+        return [sample for line in text.splitlines() for sample in _line_samples(line)]
+
+
+def _samples(text: str) -> Iterator[Sample]:
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            yield sample.name, dict(sample.labels), float(sample.value)
+
+
+def _line_samples(line: str) -> list[Sample]:
+    if not line.strip() or line.startswith("#"):
+        return []
+    try:
+        return list(_samples(line + "\n"))
+    except ValueError:
+        return []

@@ -8,14 +8,13 @@ may refuse it as a whole (a bad entry, a mode others may write), and a join that
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from sm121.engines.api_key import bearer, unauthorized
+from sm121.engines.api_key import bearer
+from sm121.engines.client_sync import SyncEngineClient
+from sm121.engines.engine_error import EngineError
 from sm121.errors import Sm121Error
 from sm121.gateway import registry
 from sm121.gateway.config import UpstreamSpec
@@ -57,16 +56,13 @@ def join(path: Path, spec: UpstreamSpec, key: str | None,
 
 
 def _upstreams(url: str, key: str | None) -> dict[str, Any]:
-    request = urllib.request.Request(f"{url}/sm121/upstreams", headers=bearer(key))
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            data = json.load(response)
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise unauthorized(url, exc.code) from exc
-        raise Sm121Error(f"the gateway at {url} answered {exc.code} for /sm121/upstreams",
-                         "is it an sm121 gateway?") from exc
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise Sm121Error(f"no gateway answers at {url}: {exc}",
+        return SyncEngineClient(url, bearer(key), timeout_s=5).get_json("/sm121/upstreams")
+    except EngineError as exc:
+        if exc.status in (401, 403):
+            raise
+        if exc.status is not None:
+            raise Sm121Error(f"the gateway at {url} answered {exc.status} for "
+                             "/sm121/upstreams", "is it an sm121 gateway?") from exc
+        raise Sm121Error(f"no gateway answers at {url}: {exc.message}",
                          "is the gateway run still up? see `sm121 status`") from exc
-    return data if isinstance(data, dict) else {}

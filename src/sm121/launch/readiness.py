@@ -14,6 +14,8 @@ from typing import TypeVar
 from urllib.parse import urlparse
 
 from sm121.engines.api_key import api_key, bearer, unauthorized
+from sm121.engines.client_sync import SyncEngineClient
+from sm121.engines.engine_error import EngineError
 from sm121.plan.model import ReadinessProbe
 
 T = TypeVar("T")
@@ -74,28 +76,21 @@ def _wait(check: Callable[[], T | None], deadline: float, alive: Callable[[], bo
 
 
 def health_ok(url: str, timeout_s: float = 10.0) -> bool:
-    """GET URL/health answers 200 within timeout_s: what both watchdogs ask of a serving
+    """URL/health answers 200 within timeout_s: what both watchdogs ask of a serving
     engine (an engine busy with a long prefill still answers it)."""
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=timeout_s) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
+    return SyncEngineClient(url).healthy(timeout_s)
 
 
 def api_answers(url: str, timeout_s: float = 2, api_key: str | None = None) -> bool:
     """GET /v1/models answers 200: the API server is up (not yet proof it can generate).
     A 401 or 403 raises NotReady at once: waiting longer cannot fix a key."""
-    request = urllib.request.Request(f"{url}/v1/models", headers=bearer(api_key))
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return bool(response.status == 200)
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise NotReady(str(unauthorized(url, exc.code))) from exc
+        status = SyncEngineClient(url, bearer(api_key)).status("/v1/models", timeout_s)
+    except EngineError:
         return False
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+    if status in (401, 403):
+        raise NotReady(str(unauthorized(url, status)))
+    return status == 200
 
 
 def _generate(probe: ReadinessProbe, key: str | None = None) -> int | None:

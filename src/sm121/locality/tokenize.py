@@ -10,13 +10,17 @@ from typing import Any
 
 import aiohttp
 
+from sm121.engines.client import EngineClient
+from sm121.engines.engine_error import EngineError
+
 # Request fields that change how the chat template renders, passed on to /tokenize as they are.
 _CHAT_FIELDS = ("tools", "add_generation_prompt", "continue_final_message", "chat_template",
                 "chat_template_kwargs", "add_special_tokens", "documents")
 
 
-class TokenizeError(Exception):
-    """The upstream could not tokenize the request (no /tokenize, or it refused the body)."""
+# The upstream could not tokenize the request (no /tokenize, or it refused the body): the
+# engine client's one error, under the name the gateway's callers know.
+TokenizeError = EngineError
 
 
 @dataclass(frozen=True)
@@ -62,12 +66,7 @@ async def tokenize(session: aiohttp.ClientSession, base_url: str, body: Mapping[
     if request is None:
         raise TokenizeError("this request's prompt cannot be tokenized by /tokenize")
     try:
-        async with session.post(f"{base_url}/tokenize", json=request, headers=headers,
-                                timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
-            if response.status != 200:
-                detail = (await response.text())[:200]
-                raise TokenizeError(f"/tokenize answered {response.status}: {detail}")
-            data = await response.json()
+        data = await EngineClient(session, base_url, headers).tokenize(request, timeout_s)
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         raise TokenizeError(f"/tokenize failed: {exc!r}") from exc
     tokens = data.get("tokens")

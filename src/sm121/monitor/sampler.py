@@ -7,12 +7,12 @@ round trip never stretches the interval; their row carries its age."""
 from __future__ import annotations
 
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from sm121.engines.client_sync import SyncEngineClient
+from sm121.engines.engine_error import EngineError
 from sm121.launch.transport import transport_for
 from sm121.monitor.engine import engine_panel
 from sm121.monitor.gateway import gateway_panel, is_gateway
@@ -24,9 +24,8 @@ SCRAPE_TIMEOUT_S = 5.0
 
 
 def scrape(url: str, timeout_s: float = SCRAPE_TIMEOUT_S) -> Snapshot:
-    """GET URL/metrics; raises OSError (URLError included) when it does not answer."""
-    with urllib.request.urlopen(f"{url}/metrics", timeout=timeout_s) as response:
-        text = response.read().decode("utf-8", errors="replace")
+    """GET URL/metrics; raises EngineError when it does not answer 200."""
+    text = SyncEngineClient(url, timeout_s=timeout_s).metrics_text()
     return Snapshot.parse(text, time.monotonic())
 
 
@@ -47,7 +46,7 @@ class Sampler:
             for url in target.urls:
                 try:
                     self._previous[url] = scrape(url)
-                except OSError:
+                except EngineError:
                     continue
         self._ask_remote()
 
@@ -66,8 +65,8 @@ class Sampler:
         for url in target.urls:
             try:
                 now = scrape(url)
-            except (OSError, urllib.error.URLError) as exc:
-                row["errors"].append(f"{url}/metrics: {_reason(exc)}")
+            except EngineError as exc:
+                row["errors"].append(exc.message)
                 continue
             before = self._previous.get(url) or now
             self._previous[url] = now
@@ -104,7 +103,3 @@ class Sampler:
             transport = transport_for(node.ssh, node.ssh_port, node.ssh_config, name=node.name)
             self._pending[key] = self._pool.submit(remote_host, node.name, transport)
 
-
-def _reason(exc: BaseException) -> str:
-    reason = getattr(exc, "reason", None)
-    return str(reason or exc) or type(exc).__name__

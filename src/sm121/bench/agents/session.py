@@ -97,7 +97,7 @@ async def count_request(client: BenchClient, messages: list[dict[str, Any]],
                             "add_generation_prompt": True}
     if tools:
         body["tools"] = tools
-    return int((await client.post_json("/tokenize", body))["count"])
+    return int((await client.engine.tokenize(body))["count"])
 
 
 async def send(client: BenchClient, messages: list[dict[str, Any]], output: int, label: str,

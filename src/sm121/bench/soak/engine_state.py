@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sm121.engines.engine_error import EngineError
 from sm121.launch import processes
 from sm121.monitor.sampler import scrape
 
@@ -30,7 +31,7 @@ def engine_state(url: str, pgid: int | None) -> dict[str, Any]:
     """None values when the engine does not answer (it is down: that is data, not an error)."""
     try:
         snapshot = scrape(url)
-    except OSError:
+    except EngineError:
         return {"engine_up": False, "kv_usage_pct": None, "engine_started": None,
                 "engine_rss_gib": _gib(group_rss_bytes(pgid)) if pgid else None}
     kv = snapshot.value("vllm:kv_cache_usage_perc")
