@@ -12,20 +12,21 @@ import typer
 from typer.core import TyperGroup
 from typer.main import get_group
 
-# Command name -> the module under sm121.cli whose register(app) defines it, in help order.
+# Command name -> the module under sm121.cli whose register(app) defines it, in help order
+# (single commands, then command groups, as typer listed them when main.py registered them).
 COMMANDS: dict[str, str] = {
-    "recipes": "recipes",
     "plan": "plan",
     "serve": "serve", "status": "serve", "logs": "serve", "stop": "serve",
+    "doctor": "doctor",
+    "startup": "startup",
+    "top": "top",
+    "recipes": "recipes",
     "bench": "bench",
     "gateway": "gateway",
     "memory": "memory",
-    "doctor": "doctor",
     "cluster": "cluster",
-    "startup": "startup",
     "engine": "engine",
     "model": "model",
-    "top": "top",
 }
 
 _loaded: dict[str, click.Group] = {}  # module -> the commands its register() made
