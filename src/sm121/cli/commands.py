@@ -5,12 +5,15 @@ the plan module, not the gateway's or the bench's; the table is the one list of 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 from typer.main import get_group
+
+if TYPE_CHECKING:
+    # typer vendors click: its own Context and Command are the types TyperGroup declares.
+    from typer._click import Command, Context
 
 # Command name -> the module under sm121.cli whose register(app) defines it, in help order
 # (single commands, then command groups, as typer listed them when main.py registered them).
@@ -29,10 +32,10 @@ COMMANDS: dict[str, str] = {
     "model": "model",
 }
 
-_loaded: dict[str, click.Group] = {}  # module -> the commands its register() made
+_loaded: dict[str, TyperGroup] = {}  # module -> the commands its register() made
 
 
-def _commands_of(module_name: str, markup_mode: Any) -> click.Group:
+def _commands_of(module_name: str, markup_mode: Any) -> TyperGroup:
     if module_name not in _loaded:
         module = importlib.import_module(f"sm121.cli.{module_name}")
         holder = typer.Typer(rich_markup_mode=markup_mode)
@@ -44,10 +47,10 @@ def _commands_of(module_name: str, markup_mode: Any) -> click.Group:
 class LazyCommands(TyperGroup):
     """The root group: commands come from COMMANDS, each module imported on first use."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is not None or cmd_name not in COMMANDS:
             return command
