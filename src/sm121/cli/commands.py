@@ -5,6 +5,7 @@ the plan module, not the gateway's or the bench's; the table is the one list of 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -44,15 +45,40 @@ def _commands_of(module_name: str, markup_mode: Any) -> TyperGroup:
     return _loaded[module_name]
 
 
+class _Table(MutableMapping[str, "Command"]):
+    """The root group's `commands`: names known without an import; a command is built from
+    its module when it is looked up (to run it, or for its line of help)."""
+
+    def __init__(self, eager: MutableMapping[str, Command], markup_mode: Any) -> None:
+        self._eager, self._markup_mode = eager, markup_mode
+
+    def __getitem__(self, name: str) -> Command:
+        if name in self._eager:
+            return self._eager[name]
+        if name not in COMMANDS:
+            raise KeyError(name)
+        return _commands_of(COMMANDS[name], self._markup_mode).commands[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._eager
+        yield from (name for name in COMMANDS if name not in self._eager)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._eager[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._eager[name]
+
+
 class LazyCommands(TyperGroup):
-    """The root group: commands come from COMMANDS, each module imported on first use."""
+    """The root group: its commands come from COMMANDS, each module imported on first use."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _Table(self.commands, self.rich_markup_mode)
 
     def list_commands(self, ctx: Context) -> list[str]:
-        return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
-
-    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
-        command = super().get_command(ctx, cmd_name)
-        if command is not None or cmd_name not in COMMANDS:
-            return command
-        group = _commands_of(COMMANDS[cmd_name], self.rich_markup_mode)
-        return group.get_command(ctx, cmd_name)
+        return list(self.commands)  # the names only: TyperGroup's would build every command
