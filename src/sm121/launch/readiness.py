@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -19,6 +17,7 @@ from sm121.engines.engine_error import EngineError
 from sm121.plan.model import ReadinessProbe
 
 T = TypeVar("T")
+GENERATION_TIMEOUT_S = 60.0
 
 
 class NotReady(Exception):
@@ -94,25 +93,26 @@ def api_answers(url: str, timeout_s: float = 2, api_key: str | None = None) -> b
 
 
 def _generate(probe: ReadinessProbe, key: str | None = None) -> int | None:
-    body = json.dumps({
-        "model": probe.model, "prompt": probe.prompt, "max_tokens": probe.max_tokens,
-        "temperature": 0, "ignore_eos": True, "stream": False,
-    }).encode()
-    request = urllib.request.Request(f"{probe.url}/v1/completions", data=body,
-                                     headers={"Content-Type": "application/json", **bearer(key)})
+    body = {"model": probe.model, "prompt": probe.prompt, "max_tokens": probe.max_tokens,
+            "temperature": 0, "ignore_eos": True, "stream": False}
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            data = json.load(response)
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise NotReady(str(unauthorized(probe.url, exc.code))) from exc
-        if exc.code in (400, 404, 422):
-            detail = exc.read().decode(errors="replace")[:300]
-            raise NotReady(f"the readiness request was refused ({exc.code}): {detail}") from exc
+        status, raw = SyncEngineClient(probe.url, bearer(key)).request(
+            "/v1/completions", body, timeout_s=GENERATION_TIMEOUT_S)
+    except EngineError:
         return None
-    except (urllib.error.URLError, OSError, ValueError):
+    if status in (401, 403):
+        raise NotReady(str(unauthorized(probe.url, status)))
+    if status in (400, 404, 422):
+        detail = raw.decode(errors="replace")[:300]
+        raise NotReady(f"the readiness request was refused ({status}): {detail}")
+    if status >= 400:
         return None
-    tokens = (data.get("usage") or {}).get("completion_tokens")
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    tokens = (data.get("usage") or {}).get("completion_tokens") if isinstance(data, dict) \
+        else None
     if tokens != probe.max_tokens:
         raise NotReady(f"the readiness generation returned {tokens} tokens, expected "
                        f"{probe.max_tokens} (ignore_eos was set): the engine is not serving correctly")
@@ -128,26 +128,23 @@ READINESS_TOOL = {"type": "function", "function": {
 def check_tool_request(probe: ReadinessProbe, key: str | None = None) -> None:
     """A chat request carrying `tools` (tool_choice auto, as agents send it) is accepted.
     vLLM answers 400 when the engine has no tool calling; that fails the serve with the fix."""
-    body = json.dumps({
-        "model": probe.model, "messages": [{"role": "user", "content": probe.prompt}],
-        "tools": [READINESS_TOOL], "tool_choice": "auto", "max_tokens": 1, "temperature": 0,
-    }).encode()
-    request = urllib.request.Request(f"{probe.url}/v1/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json", **bearer(key)})
+    body = {"model": probe.model, "messages": [{"role": "user", "content": probe.prompt}],
+            "tools": [READINESS_TOOL], "tool_choice": "auto", "max_tokens": 1, "temperature": 0}
     try:
-        with urllib.request.urlopen(request, timeout=60):
-            return
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")[:300]
-        fix = ("add tool-call-parser NAME and enable-auto-tool-choice: true to the recipe "
-               "(or --set enable-auto-tool-choice=true --set tool-call-parser=NAME); NAME is "
-               "the parser for the model's chat template, e.g. hermes")
-        if exc.code == 400:
-            raise NotReady(f"this agent profile refuses tool calls: a chat request with "
-                           f"tools got 400 ({detail}); fix: {fix}") from exc
-        raise NotReady(f"a chat request with tools failed ({exc.code}): {detail}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise NotReady(f"a chat request with tools failed: {exc}") from exc
+        status, raw = SyncEngineClient(probe.url, bearer(key)).request(
+            "/v1/chat/completions", body, timeout_s=GENERATION_TIMEOUT_S)
+    except EngineError as exc:
+        raise NotReady(f"a chat request with tools failed: {exc.message}") from exc
+    if status < 400:
+        return
+    detail = raw.decode(errors="replace")[:300]
+    fix = ("add tool-call-parser NAME and enable-auto-tool-choice: true to the recipe "
+           "(or --set enable-auto-tool-choice=true --set tool-call-parser=NAME); NAME is "
+           "the parser for the model's chat template, e.g. hermes")
+    if status == 400:
+        raise NotReady(f"this agent profile refuses tool calls: a chat request with "
+                       f"tools got 400 ({detail}); fix: {fix}")
+    raise NotReady(f"a chat request with tools failed ({status}): {detail}")
 
 
 def host_port(url: str) -> tuple[str, int]:
