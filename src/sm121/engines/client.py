@@ -39,9 +39,11 @@ class EngineClient:
                        timeout_s: float | None = None) -> dict[str, Any]:
         """/tokenize; an answer other than 200, or one without a JSON object, is an
         EngineError (no answer at all is aiohttp's error, as for every method here)."""
-        timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s else None
+        # No timeout_s: the session's own timeout (aiohttp reads timeout=None as "none").
+        extra: dict[str, Any] = {"timeout": aiohttp.ClientTimeout(total=timeout_s)} \
+            if timeout_s else {}
         async with self.session.post(f"{self.base_url}/tokenize", json=dict(body),
-                                     headers=self.headers, timeout=timeout) as resp:
+                                     headers=self.headers, **extra) as resp:
             await raise_for_status(resp, "/tokenize")
             data = await resp.json()
         if not isinstance(data, dict):
