@@ -33,16 +33,13 @@ COMMANDS: dict[str, str] = {
     "model": "model",
 }
 
-_loaded: dict[str, TyperGroup] = {}  # module -> the commands its register() made
-
-
 def _commands_of(module_name: str, markup_mode: Any) -> TyperGroup:
-    if module_name not in _loaded:
-        module = importlib.import_module(f"sm121.cli.{module_name}")
-        holder = typer.Typer(rich_markup_mode=markup_mode)
-        module.register(holder)
-        _loaded[module_name] = get_group(holder)
-    return _loaded[module_name]
+    """The commands the module's register() makes, built afresh (as typer builds the whole
+    tree on each call of the app): what they offer may depend on registries."""
+    module = importlib.import_module(f"sm121.cli.{module_name}")
+    holder = typer.Typer(rich_markup_mode=markup_mode)
+    module.register(holder)
+    return get_group(holder)
 
 
 class _Table(MutableMapping[str, "Command"]):
@@ -51,13 +48,17 @@ class _Table(MutableMapping[str, "Command"]):
 
     def __init__(self, eager: MutableMapping[str, Command], markup_mode: Any) -> None:
         self._eager, self._markup_mode = eager, markup_mode
+        self._built: dict[str, TyperGroup] = {}  # module -> its commands, for this tree
 
     def __getitem__(self, name: str) -> Command:
         if name in self._eager:
             return self._eager[name]
         if name not in COMMANDS:
             raise KeyError(name)
-        return _commands_of(COMMANDS[name], self._markup_mode).commands[name]
+        module = COMMANDS[name]
+        if module not in self._built:
+            self._built[module] = _commands_of(module, self._markup_mode)
+        return self._built[module].commands[name]
 
     def __iter__(self) -> Iterator[str]:
         yield from self._eager
