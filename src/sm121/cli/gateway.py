@@ -28,8 +28,8 @@ from sm121.gateway.config import (
     parse_listen,
 )
 from sm121.gateway.run_upstreams import spec_for_run
-from sm121.launch.run_state import RunInfo
 from sm121.recipes.schema import RequestPolicy
+from sm121.runs.state import RunInfo
 
 KEYS_ENV = "SM121_GATEWAY_API_KEYS"  # comma-separated keys the gateway accepts
 CLIENT_KEY_ENV = "SM121_GATEWAY_API_KEY"  # the key `gateway locality` presents

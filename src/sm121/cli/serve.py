@@ -16,9 +16,9 @@ from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.exposure import open_engine_warning
 from sm121.launch.local import serve_local
-from sm121.launch.run_state import RunInfo, list_runs
 from sm121.plan.build import build_plan
 from sm121.plan.trust import require_trust
+from sm121.runs.state import RunInfo, list_runs
 
 
 def register(app: typer.Typer) -> None:

@@ -11,8 +11,8 @@ from sm121.cli.output import console
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
 from sm121.launch import control
-from sm121.launch.run_state import RunInfo
 from sm121.plan.model import ServePlan
+from sm121.runs.state import RunInfo
 
 
 def after_ready(run: RunInfo, plan: ServePlan, recipe: str, gateway_port: int | None,

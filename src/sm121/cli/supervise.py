@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from sm121.cli.output import console, err_console
 from sm121.launch import control
-from sm121.launch.run_state import RunInfo, load_run
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
+from sm121.runs.state import RunInfo, load_run
 
 
 def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, foreground: bool,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sm121.errors import Sm121Error
 from sm121.gateway.config import DEFAULT_LONG_PROMPT_TOKENS, UpstreamSpec
-from sm121.launch.run_state import RunInfo, load_plan
 from sm121.plan.model import ServePlan
+from sm121.runs.state import RunInfo, load_plan
 
 DEFAULT_INFLIGHT = 64  # an engine whose plan names no max-num-seqs
 

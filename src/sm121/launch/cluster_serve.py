@@ -27,7 +27,9 @@ from sm121.launch.node_ops import (
     why_dead,
 )
 from sm121.launch.readiness import NotReady, host_port, wait_ready
-from sm121.launch.run_state import (
+from sm121.launch.runtimes import resolved_argv
+from sm121.plan.model import ServePlan
+from sm121.runs.state import (
     RunInfo,
     Timings,
     create_run_dir,
@@ -38,8 +40,6 @@ from sm121.launch.run_state import (
     update_run,
     wall_clock_now,
 )
-from sm121.launch.runtimes import resolved_argv
-from sm121.plan.model import ServePlan
 
 Progress = Callable[[str], None]
 # A process that dies at once (a missing interpreter, an unknown flag caught early) is caught

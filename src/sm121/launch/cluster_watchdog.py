@@ -18,14 +18,15 @@ import time
 
 from sm121.engines.vllm_log import death_cause, has_error_line
 from sm121.errors import Sm121Error
-from sm121.launch import control, processes, remote
+from sm121.hosts import processes
+from sm121.launch import control, remote
 from sm121.launch.cluster_serve import ClusterLaunch
 from sm121.launch.node_ops import in_parallel, recover_started
 from sm121.launch.readiness import NotReady, health_ok
 from sm121.launch.restarts import Restarts, Stopping, stop_on_sigterm
-from sm121.launch.run_state import NodeProcess, RunInfo, load_plan, load_run, now_iso, update_run
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
+from sm121.runs.state import NodeProcess, RunInfo, load_plan, load_run, now_iso, update_run
 
 
 class Death(Exception):

@@ -20,7 +20,7 @@ from sm121.engines.vllm_flags import (
     save_cached,
 )
 from sm121.errors import Sm121Error
-from sm121.launch.transport import LocalTransport, Transport
+from sm121.hosts.transport import LocalTransport, Transport
 from sm121.recipes.schema import Recipe
 
 HELP_TIMEOUT_S = 600  # a cold image import of vLLM on a busy node takes minutes

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from sm121.engines.api_key import api_key
 from sm121.errors import Sm121Error
-from sm121.launch import processes
+from sm121.hosts import processes
 from sm121.launch.readiness import NotReady, api_answers, port_in_use
-from sm121.launch.run_state import NodeProcess, RunInfo, update_run
+from sm121.runs.state import NodeProcess, RunInfo, update_run
 
 NAME = "gateway"
 LOG_NAME = "gateway.log"

@@ -13,10 +13,16 @@ from string import Template
 from sm121 import paths
 from sm121.engines.vllm_log import death_cause, parse_boot_log_file
 from sm121.errors import Sm121Error
-from sm121.launch import processes, startup_history
+from sm121.hosts import processes
+from sm121.hosts.transport import LocalTransport
+from sm121.launch import startup_history
 from sm121.launch.hooks import HookResult, HookTarget, Phase, check_trust, run_hooks, weights_dir
 from sm121.launch.readiness import NotReady, host_port, port_in_use, wait_ready
-from sm121.launch.run_state import (
+from sm121.launch.startup_history import build_record, node_startup
+from sm121.models.tiny import generate_tiny_model
+from sm121.plan.model import NodePlan, ServePlan
+from sm121.plan.trust import require_trust
+from sm121.runs.state import (
     NodeProcess,
     RunInfo,
     create_run_dir,
@@ -26,11 +32,6 @@ from sm121.launch.run_state import (
     save_launch,
     wall_clock_now,
 )
-from sm121.launch.startup_history import build_record, node_startup
-from sm121.launch.transport import LocalTransport
-from sm121.models.tiny import generate_tiny_model
-from sm121.plan.model import NodePlan, ServePlan
-from sm121.plan.trust import require_trust
 
 Progress = Callable[[str], None]
 LOG_NAME = "engine.log"

@@ -14,11 +14,11 @@ from typing import TypeVar
 from sm121 import paths
 from sm121.engines.vllm_log import death_cause
 from sm121.errors import Sm121Error
+from sm121.hosts.transport import Transport, transport_for
 from sm121.launch import remote, runtimes
-from sm121.launch.run_state import NodeProcess, RunInfo, through_transport
 from sm121.launch.runtimes import NodeFiles
-from sm121.launch.transport import Transport, transport_for
 from sm121.plan.model import NodePlan
+from sm121.runs.state import NodeProcess, RunInfo, through_transport
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -155,7 +155,7 @@ class Liveness:
 
 
 def _local_alive(slot: NodeSlot) -> bool:
-    from sm121.launch import processes
+    from sm121.hosts import processes
 
     process = slot.process
     return process.pgid is not None and processes.group_alive_as(process.pgid, process.identity)

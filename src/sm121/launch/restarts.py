@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sm121.launch import restart_policy
-from sm121.launch.run_state import Crash, RunInfo, monotonic, now_iso, update_run
 from sm121.recipes.schema import RestartPolicy
+from sm121.runs.state import Crash, RunInfo, monotonic, now_iso, update_run
 
 
 class Stopping(Exception):

@@ -15,10 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sm121.errors import Sm121Error
-from sm121.launch import control, processes
+from sm121.hosts import processes
+from sm121.launch import control
 from sm121.launch.local import _local_hooks, _new_run, _single_native_node, preflight
-from sm121.launch.run_state import RunInfo, load_run, monotonic
 from sm121.plan.model import ServePlan
+from sm121.runs.state import RunInfo, load_run, monotonic
 
 Progress = Callable[[str], None]
 WATCHDOG_LOG = "watchdog.log"

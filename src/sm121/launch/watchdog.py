@@ -18,14 +18,15 @@ import time
 from pathlib import Path
 
 from sm121.engines.vllm_log import death_cause, has_error_line, parse_boot_log_file
-from sm121.launch import processes, restart_policy, startup_history
+from sm121.hosts import processes
+from sm121.launch import restart_policy, startup_history
 from sm121.launch.local import LOG_NAME, _local_argv, _local_hooks, engine_environment
 from sm121.launch.readiness import NotReady, health_ok, wait_ready
 from sm121.launch.restarts import Restarts, Stopping, stop_on_sigterm
-from sm121.launch.run_state import RunInfo, load_plan, load_run, monotonic, now_iso, update_run
 from sm121.launch.startup_history import build_record, node_startup
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
+from sm121.runs.state import RunInfo, load_plan, load_run, monotonic, now_iso, update_run
 
 
 class Death(Exception):

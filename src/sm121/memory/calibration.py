@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from sm121 import paths
 from sm121.engines.vllm_log import parse_boot_log_file
 from sm121.errors import Sm121Error
-from sm121.launch.run_state import head_env, load_plan
 from sm121.memory.field import FIELD_OBSERVATIONS
+from sm121.runs.state import head_env, load_plan
 
 
 class Observation(BaseModel):

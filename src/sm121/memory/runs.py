@@ -6,10 +6,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sm121.launch.run_state import head_env, load_plan, load_run_recipe
 from sm121.memory.calibration import Observation, observe_run
 from sm121.memory.model import GB10_ASSUMED, MemoryRequest, NodeMemory, error_pct
 from sm121.memory.planner import plan_memory
+from sm121.runs.state import head_env, load_plan, load_run_recipe
 
 
 class RunCheck(BaseModel):

@@ -13,8 +13,8 @@ from sm121.cluster.spec import Cluster, Node
 from sm121.doctor.cluster_check import CheckRequest, check_cluster
 from sm121.gateway import registry
 from sm121.launch import gateway
-from sm121.launch.run_state import RunInfo, create_run_dir
 from sm121.plan.build import build_plan
+from sm121.runs.state import RunInfo, create_run_dir
 
 
 def test_cluster_check_finds_the_master_port_of_the_file_in_use() -> None:

@@ -14,7 +14,9 @@ import pytest
 import yaml
 from support import invoke_cli
 
-from sm121.launch.run_state import (
+from sm121.models.random_model import SHAPES
+from sm121.plan.build import build_plan
+from sm121.runs.state import (
     NodeProcess,
     RunInfo,
     Timings,
@@ -22,8 +24,6 @@ from sm121.launch.run_state import (
     load_run_recipe,
     save_launch,
 )
-from sm121.models.random_model import SHAPES
-from sm121.plan.build import build_plan
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "startup"
 SHARD_BYTES = (4_976_698_672, 4_999_802_720, 4_007_681_544)  # 13.01 GiB, as vLLM logged

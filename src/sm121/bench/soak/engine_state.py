@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sm121.launch import processes
+from sm121.hosts import processes
 from sm121.monitor.sampler import scrape
 
 _PAGE = 4096

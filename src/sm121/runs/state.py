@@ -24,12 +24,12 @@ from pydantic import BaseModel
 from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
-from sm121.file_lock import locked
-from sm121.launch.processes import Identity
+from sm121.hosts.processes import Identity
 from sm121.names import NAME_PATTERN
 from sm121.plan.model import ServePlan
 from sm121.recipes.loader import LoadedRecipe, load_recipe, validate_model
 from sm121.recipes.schema import Recipe
+from sm121.runs.lock import locked
 
 RunStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from sm121.errors import Sm121Error
-from sm121.launch.transport import LocalTransport, Transport
+from sm121.hosts.transport import LocalTransport, Transport
 
 PROBE_SOURCE = Path(__file__).resolve().parent / "probe.py"
 
