@@ -87,11 +87,11 @@ def serve(
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
 
         with LongWait(f"serving {name} on {len(plan.nodes)} node(s)") as wait:
-            run = serve_cluster(plan, progress=wait.say, trust=trust)
+            run = serve_cluster(plan, progress=wait.progress, trust=trust)
         after_ready(run, plan, name, gateway_port if gateway else None, join)
         return
     with LongWait(f"serving {name}: boot until the first generation") as wait:
-        run, process = serve_local(plan, progress=wait.say, trust=trust)
+        run, process = serve_local(plan, progress=wait.progress, trust=trust)
     after_ready(run, plan, name, gateway_port if gateway else None, join)
     if foreground:
         _stay_attached(run, process)

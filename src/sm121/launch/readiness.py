@@ -14,12 +14,13 @@ from typing import TypeVar
 from urllib.parse import urlparse
 
 from sm121.engines.api_key import api_key, bearer, unauthorized
+from sm121.errors import Sm121Error
 from sm121.plan.model import ReadinessProbe
 
 T = TypeVar("T")
 
 
-class NotReady(Exception):
+class NotReady(Sm121Error):
     """The engine did not become ready; the message says what was seen."""
 
 

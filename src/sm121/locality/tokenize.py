@@ -10,12 +10,14 @@ from typing import Any
 
 import aiohttp
 
+from sm121.errors import Sm121Error
+
 # Request fields that change how the chat template renders, passed on to /tokenize as they are.
 _CHAT_FIELDS = ("tools", "add_generation_prompt", "continue_final_message", "chat_template",
                 "chat_template_kwargs", "add_special_tokens", "documents")
 
 
-class TokenizeError(Exception):
+class TokenizeError(Sm121Error):
     """The upstream could not tokenize the request (no /tokenize, or it refused the body)."""
 
 
