@@ -13,8 +13,8 @@ from support import free_port, invoke_cli
 
 from sm121.gateway import registry
 from sm121.gateway.config import UpstreamSpec
+from sm121.gateway.launcher import start_gateway
 from sm121.hosts.processes import group_alive
-from sm121.launch.gateway import start_gateway
 from sm121.runs.state import RunInfo, create_run_dir, now_iso
 
 
