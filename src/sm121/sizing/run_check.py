@@ -14,7 +14,9 @@ from sm121.errors import Sm121Error
 from sm121.memory.calibration import Observation
 from sm121.memory.model import GB10_ASSUMED, MemoryRequest, NodeMemory, error_pct
 from sm121.memory.planner import plan_memory
-from sm121.runs.state import head_env, load_plan, load_run_recipe
+from sm121.recipes.loader import LoadedRecipe, load_recipe, validate_model
+from sm121.recipes.schema import Recipe
+from sm121.runs.state import PLAN_FILE, head_env, load_plan
 
 
 class RunCheck(BaseModel):
@@ -79,3 +81,14 @@ def observe_run(run_dir: Path, node_total_gib: float | None = None) -> Observati
         batched_tokens=args.get("max-num-batched-tokens"), block_size=args.get("block-size"),
         kv_cache_dtype=args.get("kv-cache-dtype"),
     )
+
+
+def load_run_recipe(folder: Path) -> LoadedRecipe:
+    """The recipe a run was started with, from its own directory: the copy its plan keeps (a
+    recipe given by path works after the file moved), else, for a run from before plans kept
+    it, the recipe of that name."""
+    plan = load_plan(folder)
+    spec, source = plan.get("recipe_spec"), plan.get("recipe_source") or f"{folder}/{PLAN_FILE}"
+    if spec is None:
+        return load_recipe(plan["recipe"])
+    return LoadedRecipe(validate_model(Recipe, spec, f"{source} (kept in {folder.name})"), source)
