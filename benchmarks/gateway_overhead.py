@@ -37,7 +37,7 @@ from pathlib import Path
 
 import aiohttp
 
-from sm121.launch.processes import group_members
+from sm121.hosts.processes import group_members
 from sm121.sse import SSEParser
 
 HERE = Path(__file__).resolve().parent

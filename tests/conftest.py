@@ -18,7 +18,7 @@ import pytest
 from support import TinyEngine, free_port, run_cli
 from support.timeouts import BOOT_S, SERVE_S
 
-from sm121.launch.processes import group_alive
+from sm121.hosts.processes import group_alive
 
 _HOMES: list[Path] = []
 

@@ -15,7 +15,7 @@ import pytest
 from support import SM121, TinyEngine, free_port, run_cli
 
 from sm121.bench.agent_check import run_agent_check
-from sm121.launch import processes
+from sm121.hosts import processes
 from sm121.launch.readiness import api_answers
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import json
 import pytest
 from support import FailedBoot
 
-from sm121.launch.processes import group_alive
+from sm121.hosts.processes import group_alive
 
 pytestmark = pytest.mark.integration
 

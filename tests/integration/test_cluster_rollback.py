@@ -13,11 +13,11 @@ from support import free_port
 from support.sshd import Sshd
 
 from sm121.errors import Sm121Error
+from sm121.hosts.processes import group_alive
 from sm121.launch import cluster_serve, node_ops
-from sm121.launch.processes import group_alive
 from sm121.launch.readiness import NotReady, ReadinessResult
-from sm121.launch.run_state import list_runs
 from sm121.plan.build import build_plan
+from sm121.runs.state import list_runs
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 from support import SM121, TinyEngine, free_port, run_cli
 from support.timeouts import FAILED_BOOT_S
 
-from sm121.launch.processes import group_alive
+from sm121.hosts.processes import group_alive
 
 pytestmark = pytest.mark.integration
 

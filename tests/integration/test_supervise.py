@@ -18,7 +18,7 @@ import pytest
 from support import free_port, run_cli
 from support.timeouts import BOOT_S, SERVE_S
 
-from sm121.launch.processes import group_alive
+from sm121.hosts.processes import group_alive
 
 pytestmark = pytest.mark.integration
 

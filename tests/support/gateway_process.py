@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sm121.launch import processes
+from sm121.hosts import processes
 from support import SM121, free_port
 
 

@@ -8,10 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from sm121.launch import processes
+from sm121.hosts import processes
 from sm121.launch.cluster_watchdog import _cause
 from sm121.launch.control import stop_nodes
-from sm121.launch.run_state import NodeProcess, RunInfo
+from sm121.runs.state import NodeProcess, RunInfo
 
 
 def _node(tmp_path: Path, name: str, log: str) -> NodeProcess:

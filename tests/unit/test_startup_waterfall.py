@@ -12,7 +12,6 @@ import pytest
 from support import invoke_cli
 
 from sm121.engines.vllm_phases import parse_phases
-from sm121.launch.run_state import Timings
 from sm121.launch.startup_waterfall import (
     UNATTRIBUTED,
     LauncherClock,
@@ -20,6 +19,7 @@ from sm121.launch.startup_waterfall import (
     build_waterfall,
     launcher_clock,
 )
+from sm121.runs.state import Timings
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "startup"
 STARTS = ("gpu-h200-cold", "gpu-h200-warm", "cpu-cold", "cpu-cache-load-failed")

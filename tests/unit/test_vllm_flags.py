@@ -22,8 +22,8 @@ from sm121.engines.vllm_flags import (
     recipe_key,
     save_cached,
 )
+from sm121.hosts.transport import CommandResult, Transport
 from sm121.launch.engine_flags import read_engine_flags
-from sm121.launch.transport import CommandResult, Transport
 from sm121.plan.validate import validate_recipe
 from sm121.recipes.loader import load_recipe
 

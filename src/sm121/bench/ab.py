@@ -76,8 +76,10 @@ def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> 
 
     plan = build_plan(request.recipe, profile, None, request.overrides, request.port,
                       request.host)
-    run, process = serve_local(plan, progress=lambda m: say(f"  {profile}: {m}"),
-                               trust=request.trust)
+    def said(what: str, done: float | None = None, total: float | None = None, /) -> None:
+        say(f"  {profile}: {what}")  # steps only: the A/B shows its own counts
+
+    run, process = serve_local(plan, progress=said, trust=request.trust)
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
     spec = get(request.scenario)
     try:
@@ -86,7 +88,7 @@ def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> 
             request.scenario, spec.scenario(), Target(plan.base_url, plan.readiness.model,
                                                api=spec.api),
             {**request.params, "reps": 1}, sub_out,
-            progress=lambda m, _d, _t: say(f"  {profile}: {m}"),
+            progress=said,
             needs_stream=spec.needs_stream))
     finally:
         stop_run(run)

@@ -61,9 +61,9 @@ def decode_timeline(groups: Groups, path: Path) -> Path:
     inside.set_xlabel("seconds since the engine started the prefill")
     inside.set_ylabel("decode tokens delivered during the prefill")
     inside.set_title("Decode left over by the prefill (engine window)", fontsize=9)
-    _legend(whole)
-    _legend(inside)
-    return _save(fig, path)
+    legend(whole)
+    legend(inside)
+    return save_figure(fig, path)
 
 
 def gap_distribution(groups: Groups, path: Path) -> Path:
@@ -84,8 +84,8 @@ def gap_distribution(groups: Groups, path: Path) -> Path:
     ax.set_ylabel("fraction of gaps <= x")
     ax.set_title("Output-gap distribution during the prefill (all valid repetitions)",
                  fontsize=9)
-    _legend(ax)
-    return _save(fig, path)
+    legend(ax)
+    return save_figure(fig, path)
 
 
 def admission(groups: Groups, path: Path) -> Path:
@@ -110,7 +110,7 @@ def admission(groups: Groups, path: Path) -> Path:
     for i, (value, ttft) in enumerate(zip(medians, ttfts, strict=True)):
         ax.annotate(f"{value:,.0f}x ({ttft:.2g} s)", (i, value), ha="center", va="bottom",
                     fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def scaling(curves: dict[str, dict[str, list[tuple[int, float]]]], path: Path) -> Path:
@@ -125,16 +125,16 @@ def scaling(curves: dict[str, dict[str, list[tuple[int, float]]]], path: Path) -
         ax.set_ylabel("aggregate tok/s" if kind == "decode" else "aggregate prompt tok/s")
         ax.set_title(f"{kind} scaling", fontsize=9)
         ax.set_ylim(bottom=0)
-        _legend(ax)
-    return _save(fig, path)
+        legend(ax)
+    return save_figure(fig, path)
 
 
-def _legend(ax: Any) -> None:
+def legend(ax: Any) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save_figure(fig: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -9,12 +9,13 @@ from typing import Any
 
 from sm121.bench.client import BenchClient
 from sm121.errors import Sm121Error
+from sm121.progress import Progress
 
 PROBE_PROMPT = "Write a function that schedules prefill chunks and decode steps fairly."
 
 
 async def probe_server(client: BenchClient, requests: int = 3, max_tokens: int = 64,
-                       progress: Any = None) -> dict[str, Any]:
+                       progress: Progress | None = None) -> dict[str, Any]:
     """Returns {safe, reason, token_ids, usage_matches, histogram, tokens_per_chunk,
     cache_salt}; never raises for an unsafe server (the caller decides)."""
     histogram: Counter[int] = Counter()

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from sm121 import __version__
 from sm121.bench.result_models import SCHEMA, SCHEMA_VERSION, Envelope
 from sm121.errors import Sm121Error
-from sm121.launch.run_state import write_json_atomic
+from sm121.runs.state import write_json_atomic
 
 # The largest results file committed here is 13 MB of JSON (cpu-testbed ab-overlap); a
 # results file is read whole (json), so what a .gz may expand to is capped well above that.

@@ -17,13 +17,9 @@ from sm121.bench.probe import probe_server
 from sm121.bench.results import ResultsFile
 from sm121.bench.server import server_info
 from sm121.errors import Sm121Error
+from sm121.progress import Progress, quiet
 
 T = TypeVar("T")
-Progress = Callable[[str, float, float], None]  # description, done, total
-
-
-def _quiet(_: str, __: float, ___: float) -> None:
-    return None
 
 
 @dataclass
@@ -33,7 +29,7 @@ class Context:
     client: BenchClient
     results: ResultsFile
     server: dict[str, Any]
-    progress: Progress = _quiet
+    progress: Progress = quiet
     t0: float = field(default_factory=time.monotonic)
 
     def add(self, sample: dict[str, Any]) -> None:
@@ -84,7 +80,7 @@ async def resolve_model(url: str, model: str | None) -> str:
 
 
 async def run_scenario(name: str, scenario: Scenario, target: Target, params: dict[str, Any],
-                       out: Path, progress: Progress = _quiet,
+                       out: Path, progress: Progress = quiet,
                        needs_stream: bool = True) -> ResultsFile:
     """Probe, then run the scenario; the results file is complete, interrupted or failed."""
     results = ResultsFile(out, "scenario", name, params)

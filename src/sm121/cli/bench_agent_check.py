@@ -49,7 +49,7 @@ def agent_check(
         report = asyncio.run(run_agent_check(
             url.rstrip("/"), model, api_key=api_key or os.environ.get("SM121_API_KEY"),
             only=only, long_tokens=long_tokens, label=label,
-            progress=lambda name, done, total: update(name, done, total)))
+            progress=update))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")

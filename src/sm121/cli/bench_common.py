@@ -19,7 +19,7 @@ from sm121.cli.progress import LongWait
 from sm121.engines.api_key import api_key
 
 if TYPE_CHECKING:
-    from sm121.bench.runner import Progress as ProgressFn
+    from sm121.progress import Progress as ProgressFn
 
 URL = typer.Option(..., "--url", help="Base URL of the OpenAI-compatible server.")
 MODEL = typer.Option(None, "--model", help="Served model (default: the first of /v1/models).")
@@ -39,7 +39,7 @@ def ints(text: str) -> list[int]:
 @contextmanager
 def progress_bar(title: str = "bench") -> Iterator[ProgressFn]:
     with LongWait(title) as wait:
-        yield wait.update
+        yield wait.progress
 
 
 def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,

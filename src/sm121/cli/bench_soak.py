@@ -93,7 +93,7 @@ def _run_of(run_id: str | None, url: str) -> str | None:
 
 
 def _engine_url(run_id: str | None) -> str | None:
-    from sm121.launch.run_state import load_run
+    from sm121.runs.state import load_run
 
     return load_run(run_id).base_url if run_id else None
 
@@ -101,7 +101,7 @@ def _engine_url(run_id: str | None) -> str | None:
 def _pgid_reader(run_id: str | None):  # type: ignore[no-untyped-def]
     """A callable reading the engine's process group from the run, each time (a supervised
     restart gives it a new one)."""
-    from sm121.launch.run_state import load_run
+    from sm121.runs.state import load_run
 
     def pgid() -> int | None:
         if run_id is None:

@@ -9,8 +9,8 @@ from sm121.cli.options import CLUSTER, JSON, PROFILE, TRUST
 from sm121.cli.output import console, err_console, print_json
 from sm121.cluster.spec import load_cluster
 from sm121.engines.vllm_flags import bundled_versions
+from sm121.hosts.transport import transport_for
 from sm121.launch.engine_flags import read_engine_flags
-from sm121.launch.transport import transport_for
 from sm121.plan.render import PlanRequest, render_plan
 from sm121.plan.trust import require_trust
 from sm121.recipes.loader import load_recipe

@@ -15,7 +15,7 @@ from sm121.cli.output import console, err_console, print_json
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.engine_error import EngineError
 from sm121.errors import Sm121Error
-from sm121.gateway.api_keys import load_api_keys
+from sm121.gateway.api_keys import KEYS_ENV, UPSTREAM_KEY_ENV, load_api_keys
 from sm121.gateway.config import (
     DEFAULT_LONG_PROMPT_TOKENS,
     DEFAULT_PORT,
@@ -26,13 +26,11 @@ from sm121.gateway.config import (
     UpstreamSpec,
     parse_listen,
 )
-from sm121.gateway.run_upstreams import spec_for_run
-from sm121.launch.run_state import RunInfo
-from sm121.recipes.schema import RequestPolicy
+from sm121.gateway.entry import LOG_FORMAT, ready_lines
+from sm121.gateway.run_upstreams import recipe_facts, spec_for_run
+from sm121.runs.state import RunInfo
 
-KEYS_ENV = "SM121_GATEWAY_API_KEYS"  # comma-separated keys the gateway accepts
 CLIENT_KEY_ENV = "SM121_GATEWAY_API_KEY"  # the key `gateway locality` presents
-UPSTREAM_KEY_ENV = "SM121_UPSTREAM_API_KEY"
 URL_ENV = "SM121_GATEWAY_URL"
 
 gateway_app = typer.Typer(help="The agent gateway: an OpenAI-compatible proxy with the "
@@ -90,7 +88,7 @@ def gateway(
         raise Sm121Error("give the engines to proxy with --upstream URL or --runs RUN...|all",
                          "example: sm121 gateway --upstream http://127.0.0.1:8000 "
                          "--recipe tiny-cpu")
-    policy, recipe_seqs = _recipe_facts(recipe, profile)
+    policy, recipe_seqs = recipe_facts(recipe, profile)
     host, port = parse_listen(listen)
     specs = [UpstreamSpec(url=url, policy=policy, max_inflight=max_inflight or recipe_seqs or 64,
                           max_inflight_per_session=per_session, long_prompt_tokens=long_prompt,
@@ -113,35 +111,13 @@ def gateway(
 def _run(config: GatewayConfig) -> None:
     from sm121.gateway.app import serve_forever
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
-                        "%(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
 
     def ready() -> None:
-        err_console.print(f"gateway on {config.base_url}; routing: {config.routing.mode}; API "
-                          f"keys: {len(config.api_keys) or 'none'}; capture: "
-                          f"{config.capture.directory or 'off'}", highlight=False)
-        for spec in config.upstreams:
-            rules = ", ".join(f"{rule.action.value} {name}"
-                              for name, rule in spec.policy.params.items()) or "none"
-            err_console.print(f"  -> {spec.name}: {spec.url}; policy: {rules}; max in flight "
-                              f"{spec.max_inflight}, long lane {spec.long_lane} (>= "
-                              f"{spec.long_prompt_tokens:,} tokens)", highlight=False)
-        if config.registry is not None:
-            err_console.print(f"  -> and the upstreams in {config.registry} (watched)",
-                              highlight=False)
+        for line in ready_lines(config):
+            err_console.print(line, highlight=False)
 
     serve_forever(config, on_ready=ready)
-
-
-def _recipe_facts(recipe: str | None, profile: str | None) -> tuple[RequestPolicy, int | None]:
-    if recipe is None:
-        return RequestPolicy(), None
-    from sm121.plan.build import build_plan
-
-    # Read for its request policy only: nothing of it runs here.
-    plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1", argv_check=False)
-    seqs = plan.engine_args.get("max-num-seqs")
-    return plan.request_policy, seqs if isinstance(seqs, int) else None
 
 
 def _runs(names: list[str]) -> list[RunInfo]:

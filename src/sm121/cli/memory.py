@@ -14,9 +14,9 @@ from sm121.memory.calibration import load_observations, save_observation
 from sm121.memory.model import GB10_ASSUMED, MemoryPlan, MemoryRequest, NodeMemory
 from sm121.memory.node import node_memory
 from sm121.memory.planner import plan_memory
-from sm121.memory.runs import RunCheck, check_run
 from sm121.memory.solve import Solution, parse_load, solve
 from sm121.recipes.loader import load_recipe
+from sm121.sizing.run_check import RunCheck, check_run
 
 app = typer.Typer(help="The KV memory planner: budget, pool, concurrency; calibrated by boots.",
                   no_args_is_help=True)

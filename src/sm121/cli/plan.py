@@ -46,7 +46,7 @@ def _plan_with_memory(name: str, profile: str | None, cluster: str | None,
                       trust: bool) -> None:
     from sm121.cli.memory import print_memory_plan
     from sm121.findings import errors
-    from sm121.memory.with_plan import plan_with_memory
+    from sm121.sizing.with_plan import plan_with_memory
 
     both = plan_with_memory(name, profile, cluster, parse_sets(sets), port, host)
     if both.serve_plan is not None:

@@ -79,6 +79,14 @@ class LongWait:
         else:
             self._line(message)
 
+    def progress(self, what: str, done: float | None = None, total: float | None = None, /
+                 ) -> None:
+        """The library's Progress (sm121.progress): a step, or counted work."""
+        if total is None:
+            self.say(what)
+        else:
+            self.update(what, done or 0.0, total)
+
     def update(self, description: str, done: float, total: float) -> None:
         """Counted progress: `done` of `total` units of work."""
         fraction = min(max(done / total, 0.0), 1.0) if total > 0 else 0.0

@@ -16,9 +16,9 @@ from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.exposure import open_engine_warning
 from sm121.launch.local import serve_local
-from sm121.launch.run_state import RunInfo, list_runs
 from sm121.plan.build import build_plan
 from sm121.plan.trust import require_trust
+from sm121.runs.state import RunInfo, list_runs
 
 
 def register(app: typer.Typer) -> None:
@@ -87,11 +87,11 @@ def serve(
         from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
 
         with LongWait(f"serving {name} on {len(plan.nodes)} node(s)") as wait:
-            run = serve_cluster(plan, progress=wait.say, trust=trust)
+            run = serve_cluster(plan, progress=wait.progress, trust=trust)
         after_ready(run, plan, name, gateway_port if gateway else None, join)
         return
     with LongWait(f"serving {name}: boot until the first generation") as wait:
-        run, process = serve_local(plan, progress=wait.say, trust=trust)
+        run, process = serve_local(plan, progress=wait.progress, trust=trust)
     after_ready(run, plan, name, gateway_port if gateway else None, join)
     if foreground:
         _stay_attached(run, process)

@@ -11,8 +11,8 @@ from sm121.cli.output import console
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
 from sm121.launch import control
-from sm121.launch.run_state import RunInfo
 from sm121.plan.model import ServePlan
+from sm121.runs.state import RunInfo
 
 
 def after_ready(run: RunInfo, plan: ServePlan, recipe: str, gateway_port: int | None,
@@ -30,14 +30,14 @@ def start_gateway_for(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> 
     (this engine's spec, from its plan: policy and max-num-seqs as served, --set included),
     so later runs can join it."""
     from sm121.gateway import registry
+    from sm121.gateway.launcher import start_gateway
     from sm121.gateway.run_upstreams import spec_from_plan
-    from sm121.launch.gateway import start_gateway
 
     upstreams = run.directory / registry.FILE_NAME
     registry.create(upstreams, f"http://127.0.0.1:{port}",
                     [spec_from_plan(plan, run.run_id, run.base_url)])
     with LongWait("gateway") as wait:
-        url = start_gateway(run, recipe, plan.profile, port, progress=wait.say,
+        url = start_gateway(run, recipe, plan.profile, port, progress=wait.progress,
                             registry=upstreams)
     console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
                   f"  {url}/v1  (agents should use this URL)\n"

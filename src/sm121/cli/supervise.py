@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from sm121.cli.output import console, err_console
 from sm121.launch import control
-from sm121.launch.run_state import RunInfo, load_run
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
+from sm121.runs.state import RunInfo, load_run
 
 
 def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, foreground: bool,
@@ -21,11 +21,11 @@ def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, fore
     policy = plan.restart or RestartPolicy()
     if cluster:
         with LongWait(f"serving {plan.recipe} supervised on {len(plan.nodes)} node(s)") as wait:
-            run = serve_cluster_supervised(plan, progress=wait.say, trust=trust)
+            run = serve_cluster_supervised(plan, progress=wait.progress, trust=trust)
     else:
         with LongWait(f"serving {plan.recipe} supervised: boot until the first generation"
                       ) as wait:
-            run = serve_supervised(plan, progress=wait.say, trust=trust)
+            run = serve_supervised(plan, progress=wait.progress, trust=trust)
     after_ready(run)
     console.print(f"supervised: a watchdog restarts the engine (at most {policy.max} "
                   f"restarts within {policy.within_s:g} s); `sm121 stop` stops both",

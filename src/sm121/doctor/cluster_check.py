@@ -5,15 +5,17 @@ image id on all nodes, free ports and clock skew. Each check is a short read-onl
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import time
 from dataclasses import dataclass
 
 from sm121.cluster.spec import Cluster, Node
 from sm121.errors import Sm121Error
 from sm121.findings import Status
-from sm121.launch.node_ops import in_parallel
-from sm121.launch.runtimes import q
-from sm121.launch.transport import Transport, transport_for
+from sm121.hosts.parallel import in_parallel
+from sm121.hosts.transport import Transport, transport_for
+
+q = shlex.quote
 
 MAX_SKEW_S = 1.0
 # Listening TCP ports from /proc (state 0A), so no `ss` or `netstat` is needed on the node.

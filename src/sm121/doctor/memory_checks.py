@@ -3,10 +3,10 @@ RAM (does a warm-read help?), the GMU setting, and the UMA gate."""
 
 from __future__ import annotations
 
-from sm121.doctor.facts import HostFacts
 from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
 from sm121.engines import vllm
 from sm121.findings import Severity
+from sm121.hosts.facts import HostFacts
 from sm121.memory.budget import GIB
 from sm121.memory.uma import GateInput, describe, predict_gate
 

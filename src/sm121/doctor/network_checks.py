@@ -6,9 +6,9 @@ from __future__ import annotations
 import ipaddress
 
 from sm121.cluster.spec import FABRIC_FIELDS
-from sm121.doctor.facts import HostFacts
 from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
 from sm121.findings import Severity
+from sm121.hosts.facts import HostFacts
 
 NFS_TYPES = ("nfs", "nfs4", "cifs", "smb3", "fuse.sshfs")
 

@@ -10,10 +10,10 @@ from sm121 import paths
 from sm121.cluster.spec import Cluster, Node, load_cluster
 from sm121.doctor import memory_checks as mem
 from sm121.doctor import network_checks as net
-from sm121.doctor.facts import HostFacts, ProbeRequest, gather
 from sm121.doctor.model import CheckResult, DoctorReport, NodeContext, NodeReport
 from sm121.errors import Sm121Error
-from sm121.launch.transport import LocalTransport, Transport, transport_for
+from sm121.hosts.facts import HostFacts, ProbeRequest, gather
+from sm121.hosts.transport import LocalTransport, Transport, transport_for
 from sm121.memory.model import MemoryRequest, NodeMemory
 from sm121.memory.model_files import hf_cache_dir, model_directory
 from sm121.memory.planner import plan_memory

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from sm121.errors import Sm121Error
 
+KEYS_ENV = "SM121_GATEWAY_API_KEYS"  # comma-separated keys the gateway accepts
+UPSTREAM_KEY_ENV = "SM121_UPSTREAM_API_KEY"  # the key the gateway presents to its engines
+
 
 def load_api_keys(path: Path | None, from_env: str = "") -> tuple[str, ...]:
     """Comma-separated keys from the environment, then the file's lines (blank lines and

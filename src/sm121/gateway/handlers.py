@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sm121.errors import Sm121Error
 from sm121.gateway.forward import Exchange, forward
 from sm121.gateway.limits import MAX_JSON_DEPTH, deeper_than
 from sm121.gateway.metrics import CONTENT_TYPE
@@ -40,7 +41,7 @@ GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses",
 LOCALITY_ROUTES = ("/v1/chat/completions", "/v1/completions")
 
 
-class Refused(Exception):
+class Refused(Sm121Error):
     """A request answered by the gateway itself, before the upstream saw it."""
 
     def __init__(self, response: web.Response, reason: str) -> None:

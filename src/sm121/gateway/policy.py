@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm121.errors import Sm121Error
 from sm121.recipes.schema import (
     ArgValue,
     ParamPolicy,
@@ -22,17 +23,13 @@ from sm121.recipes.schema import (
 )
 
 
-@dataclass(frozen=True)
-class PolicyViolation(Exception):
+class PolicyViolation(Sm121Error):
     """A parameter the policy rejects; the client gets a 400 naming it and why."""
 
-    param: str
-    value: Any
-    reason: str
-
-    def __str__(self) -> str:
-        return (f"parameter {self.param!r} is not accepted by this endpoint "
-                f"(value {self.value!r}): {self.reason}")
+    def __init__(self, param: str, value: Any, reason: str) -> None:
+        super().__init__(f"parameter {param!r} is not accepted by this endpoint "
+                         f"(value {value!r}): {reason}")
+        self.param, self.value, self.reason = param, value, reason
 
 
 @dataclass

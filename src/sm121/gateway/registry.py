@@ -25,8 +25,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sm121.errors import Sm121Error
-from sm121.file_lock import locked
 from sm121.gateway.config import UpstreamSpec
+from sm121.runs.lock import locked
 
 log = logging.getLogger("sm121.gateway")
 FILE_NAME = "gateway-upstreams.json"

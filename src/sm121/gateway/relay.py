@@ -36,6 +36,8 @@ from urllib.parse import urlsplit
 import httptools
 from multidict import CIMultiDict
 
+from sm121.errors import Sm121Error
+
 _HEAD_LIMIT = 64 * 1024
 _CHUNK_HOLD = 64 * 1024  # an incomplete chunk past this goes on as a chunk of its own
 _IDLE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
@@ -45,7 +47,7 @@ _NO_BODY = frozenset({204, 304})
 Sink = Callable[[bytes, bytes], None]  # (bytes to forward as they are, payload for observers)
 
 
-class UpstreamClosed(Exception):
+class UpstreamClosed(Sm121Error):
     """The upstream closed the connection before the response was complete, or broke the
     framing (then the gateway closed it)."""
 
@@ -55,9 +57,12 @@ class UpstreamAbandoned(UpstreamClosed):
     on the same upstream."""
 
 
-class _Stray(Exception):
+class _Stray(Sm121Error):
     """Bytes after the end of the response: raised inside a parser callback to stop it
     (httptools turns it into an HttpParserCallbackError)."""
+
+    def __init__(self) -> None:
+        super().__init__("bytes after the end of the response")
 
 
 @dataclass(frozen=True)

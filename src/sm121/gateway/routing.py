@@ -23,13 +23,14 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from sm121.errors import Sm121Error
 from sm121.gateway.replicas import Replica
 from sm121.gateway.replies import error_reply
 
 AFFINITY, SPILL, ROUND_ROBIN = "affinity", "spill", "round_robin"
 
 
-class NoRoute(Exception):
+class NoRoute(Sm121Error):
     """The request names no model this gateway can serve; `response` says which exist."""
 
     def __init__(self, response: web.Response, reason: str) -> None:

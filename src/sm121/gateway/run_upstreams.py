@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from sm121.errors import Sm121Error
 from sm121.gateway.config import DEFAULT_LONG_PROMPT_TOKENS, UpstreamSpec
-from sm121.launch.run_state import RunInfo, load_plan
+from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
+from sm121.recipes.schema import RequestPolicy
+from sm121.runs.state import RunInfo, load_plan
 
 DEFAULT_INFLIGHT = 64  # an engine whose plan names no max-num-seqs
 
@@ -29,3 +31,13 @@ def spec_for_run(run: RunInfo, long_prompt_tokens: int = DEFAULT_LONG_PROMPT_TOK
         raise Sm121Error(f"run {run.run_id} has no readable plan: {exc}",
                          "give the engine by URL instead: --upstream URL --recipe NAME") from exc
     return spec_from_plan(plan, run.run_id, run.base_url, long_prompt_tokens, long_lane)
+
+
+def recipe_facts(recipe: str | None, profile: str | None) -> tuple[RequestPolicy, int | None]:
+    """A recipe's request policy and max-num-seqs, for an engine given by URL."""
+    if recipe is None:
+        return RequestPolicy(), None
+    # Read for its request policy only: nothing of it runs here.
+    plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1", argv_check=False)
+    seqs = plan.engine_args.get("max-num-seqs")
+    return plan.request_policy, seqs if isinstance(seqs, int) else None

@@ -8,18 +8,17 @@ log and pid file in its state directory, so `status`, `logs --node` and `stop` r
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from itertools import groupby
 
 from sm121.engines.vllm_log import parse_boot_log
 from sm121.errors import Sm121Error
+from sm121.hosts.parallel import in_parallel
 from sm121.launch import control, startup_history
 from sm121.launch.hooks import HookResult, HookTarget, run_hooks, weights_dir
 from sm121.launch.local import preflight
 from sm121.launch.node_ops import (
     Liveness,
     NodeSlot,
-    in_parallel,
     prepare_slot,
     recover_started,
     save_local_log,
@@ -27,7 +26,10 @@ from sm121.launch.node_ops import (
     why_dead,
 )
 from sm121.launch.readiness import NotReady, host_port, wait_ready
-from sm121.launch.run_state import (
+from sm121.launch.runtimes import resolved_argv
+from sm121.plan.model import ServePlan
+from sm121.progress import Progress, quiet
+from sm121.runs.state import (
     RunInfo,
     Timings,
     create_run_dir,
@@ -38,10 +40,7 @@ from sm121.launch.run_state import (
     update_run,
     wall_clock_now,
 )
-from sm121.launch.runtimes import resolved_argv
-from sm121.plan.model import ServePlan
 
-Progress = Callable[[str], None]
 # A process that dies at once (a missing interpreter, an unknown flag caught early) is caught
 # here; later deaths are caught by the liveness checks while waiting for readiness.
 SETTLE_S = 2.0
@@ -159,7 +158,7 @@ class ClusterLaunch:
         self.save()  # from each thread of a start group: update_run's lock orders them
 
 
-def serve_cluster(plan: ServePlan, progress: Progress = lambda _: None,
+def serve_cluster(plan: ServePlan, progress: Progress = quiet,
                   trust: bool = False) -> RunInfo:
     """Start the plan on its nodes and return once the head generated. The engine keeps
     running; `sm121 stop RUN` stops every node."""

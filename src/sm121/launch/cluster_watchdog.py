@@ -11,62 +11,40 @@ marked failed. SIGTERM (from `sm121 stop`) makes it exit; stop then stops the no
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 import time
 
 from sm121.engines.vllm_log import death_cause, has_error_line
 from sm121.errors import Sm121Error
-from sm121.launch import control, processes, remote
+from sm121.hosts.parallel import in_parallel
+from sm121.launch import control, remote
 from sm121.launch.cluster_serve import ClusterLaunch
-from sm121.launch.node_ops import in_parallel, recover_started
+from sm121.launch.node_ops import recover_started
 from sm121.launch.readiness import NotReady, health_ok
-from sm121.launch.restarts import Restarts, Stopping, stop_on_sigterm
-from sm121.launch.run_state import NodeProcess, RunInfo, load_plan, load_run, now_iso, update_run
+from sm121.launch.restarts import Restarts
+from sm121.launch.watchdog_core import Death, WatchdogCore, stop_on_sigterm
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
+from sm121.runs.state import NodeProcess, load_plan, load_run
 
 
-class Death(Exception):
-    def __init__(self, how: str, during: str, dead: list[NodeProcess]) -> None:
-        super().__init__(how)
-        self.how, self.during, self.dead = how, during, dead
+class ClusterWatchdog(WatchdogCore):
+    booted = True  # serve booted the run, with the cluster launch's own rollback
 
-
-class ClusterWatchdog:
     def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
+        super().__init__(run_id)
         self.plan = ServePlan.model_validate(load_plan(load_run(run_id).directory))
         self.policy = self.plan.restart or RestartPolicy()
         self.engine_nodes = {n.name for n in self.plan.nodes}
         self.restarts = Restarts(run_id, self.policy, self.say)
         self.launch: ClusterLaunch | None = None  # while a restart is under way
 
-    def say(self, message: str) -> None:
-        print(f"{now_iso()} {message}", flush=True)
-
-    def main(self) -> int:
-        mark = processes.identity(os.getpid())
-
-        def record(run: RunInfo) -> None:
-            run.watchdog_pid = os.getpid()
-            run.watchdog_boot_id, run.watchdog_start_time = mark.boot_id, mark.start_time
-
-        update_run(self.run_id, record)
+    def announce(self) -> None:
         self.say(f"watching {len(self.engine_nodes)} node(s) of {self.run_id}")
-        while True:
-            try:
-                self.watch()
-            except Death as death:
-                while True:  # a failed restart is a death during boot: the policy decides
-                    if not self.after_death(death):
-                        return 1
-                    try:
-                        self.restart()
-                        break
-                    except Death as again:
-                        death = again
+
+    def boot(self) -> None:
+        """After a death: a failed restart is a death during boot, the policy decides."""
+        self.restart()
 
     def watch(self) -> None:
         failures = 0
@@ -77,11 +55,11 @@ class ClusterWatchdog:
             dead = [n for n, ok in zip(nodes, alive, strict=True) if not ok]
             if dead:
                 raise Death(", ".join(f"node {n.name}: its engine is gone" for n in dead),
-                            "serving", dead)
+                            "serving", dead=dead)
             failures = 0 if health_ok(self.plan.readiness.url) else failures + 1
             if failures >= self.policy.health_failures:
                 raise Death(f"/health of the head failed {failures} times in a row",
-                            "serving", [])
+                            "serving")
 
     def after_death(self, death: Death) -> bool:
         """Stop every engine node (the rollover: all ranks go), then record the crash; True
@@ -106,10 +84,13 @@ class ClusterWatchdog:
             self.launch.save()
             dead = [s.process for s in self.launch.slots
                     if s.process.pgid is not None or s.process.container_id is not None]
-            raise Death(f"not ready: {getattr(exc, 'message', exc)}", "boot", dead) from exc
+            raise Death(f"not ready: {getattr(exc, 'message', exc)}", "boot", dead=dead) from exc
         finally:
             self.launch = None
         self.say(f"ready again (start {self.restarts.incarnation})")
+
+    def on_stop(self) -> None:
+        self.record_partial_start()
 
     def record_partial_start(self) -> None:
         """On SIGTERM during a restart: whatever was started goes into the run, for stop."""
@@ -135,14 +116,7 @@ def _cause(nodes: list[NodeProcess]) -> tuple[str, list[str]]:
 
 def run(run_id: str) -> int:
     stop_on_sigterm()
-    dog = ClusterWatchdog(run_id)
-    try:
-        return dog.main()
-    except (Stopping, KeyboardInterrupt):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        dog.record_partial_start()
-        dog.say("stopping: stop asked for it")
-        return 0
+    return ClusterWatchdog(run_id).run()
 
 
 if __name__ == "__main__":

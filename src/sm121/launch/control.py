@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sm121.errors import Sm121Error
-from sm121.launch import processes
-from sm121.launch.run_state import NodeProcess, RunInfo, list_runs, load_run, through_transport, update_run
+from sm121.hosts import processes
+from sm121.runs.state import NodeProcess, RunInfo, list_runs, load_run, through_transport, update_run
 
 
 def node_alive(node: NodeProcess) -> bool:

@@ -7,7 +7,6 @@ validation finds it: a foreign recipe's list never serves another recipe."""
 from __future__ import annotations
 
 import shlex
-import sys
 from dataclasses import dataclass
 
 from sm121.engines.vllm import DOCKER_COMMAND, NATIVE_COMMAND
@@ -20,7 +19,8 @@ from sm121.engines.vllm_flags import (
     save_cached,
 )
 from sm121.errors import Sm121Error
-from sm121.launch.transport import LocalTransport, Transport
+from sm121.hosts.python import this_python
+from sm121.hosts.transport import LocalTransport, Transport
 from sm121.recipes.schema import Recipe
 
 HELP_TIMEOUT_S = 600  # a cold image import of vLLM on a busy node takes minutes
@@ -92,10 +92,8 @@ def _version_args(command: list[str]) -> list[str]:
 
 
 def _local(command: list[str], transport: Transport) -> list[str]:
-    # As when serving: `python` on this machine is the interpreter that runs sm121.
-    if command[0] == "python" and isinstance(transport, LocalTransport):
-        return [sys.executable, *command[1:]]
-    return command
+    # As when serving.
+    return this_python(command, on_this_machine=isinstance(transport, LocalTransport))
 
 
 def _version(output: str) -> str:

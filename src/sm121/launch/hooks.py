@@ -19,8 +19,8 @@ from typing import Literal
 
 from sm121 import paths
 from sm121.errors import Sm121Error
+from sm121.hosts.transport import Transport
 from sm121.launch.runtimes import q
-from sm121.launch.transport import Transport
 from sm121.plan.model import NodePlan
 from sm121.plan.runtime_argv import expand_home
 from sm121.plan.trust import hook_needs, require_trust

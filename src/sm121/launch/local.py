@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from string import Template
 
 from sm121 import paths
 from sm121.engines.vllm_log import death_cause, parse_boot_log_file
 from sm121.errors import Sm121Error
-from sm121.launch import processes, startup_history
+from sm121.hosts import processes
+from sm121.hosts.python import this_python
+from sm121.hosts.transport import LocalTransport
+from sm121.launch import startup_history
 from sm121.launch.hooks import HookResult, HookTarget, Phase, check_trust, run_hooks, weights_dir
 from sm121.launch.readiness import NotReady, host_port, port_in_use, wait_ready
-from sm121.launch.run_state import (
+from sm121.launch.startup_history import build_record, node_startup
+from sm121.models.tiny import generate_tiny_model
+from sm121.plan.model import NodePlan, ServePlan
+from sm121.plan.trust import require_trust
+from sm121.progress import Progress, quiet
+from sm121.runs.state import (
     NodeProcess,
     RunInfo,
     create_run_dir,
@@ -26,28 +33,22 @@ from sm121.launch.run_state import (
     save_launch,
     wall_clock_now,
 )
-from sm121.launch.startup_history import build_record, node_startup
-from sm121.launch.transport import LocalTransport
-from sm121.models.tiny import generate_tiny_model
-from sm121.plan.model import NodePlan, ServePlan
-from sm121.plan.trust import require_trust
 
-Progress = Callable[[str], None]
 LOG_NAME = "engine.log"
 
 
-def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: bool = False
+def serve_local(plan: ServePlan, progress: Progress = quiet, trust: bool = False
                 ) -> tuple[RunInfo, subprocess.Popen[bytes]]:
     """Start the engine and return once it generated. The caller owns the returned process
     (to wait on it in the foreground, or to let it run on)."""
-    node = _single_native_node(plan)
+    node = single_native_node(plan)
     preflight(plan, progress, trust)
-    run = _new_run(plan, node)
+    run = new_run(plan, node)
     started, run.timings.started_at = monotonic(), wall_clock_now()
-    hook_results = _local_hooks(plan, run, "before_serve", progress)
+    hook_results = local_hooks(plan, run, "before_serve", progress)
     run.timings.hooks_s = round(monotonic() - started, 2)
     progress(f"run {run.run_id}: starting {node.argv[0]} ...")
-    process = processes.spawn(_local_argv(node), engine_environment(node),
+    process = processes.spawn(local_argv(node), engine_environment(node),
                               run.directory / LOG_NAME)
     mark = processes.identity(process.pid)
     try:
@@ -61,7 +62,7 @@ def serve_local(plan: ServePlan, progress: Progress = lambda _: None, trust: boo
         run.timings.port_open_s = round(result.port_open_s, 2)
         run.timings.first_generation_s = round(result.first_generation_s, 2)
         run.boot = parse_boot_log_file(run.directory / LOG_NAME)
-        hook_results += _local_hooks(plan, run, "after_ready", progress)
+        hook_results += local_hooks(plan, run, "after_ready", progress)
         _record_startup(run, hook_results)
         run.status = "ready"
         run.save()
@@ -91,7 +92,7 @@ def engine_environment(node: NodePlan, base: Mapping[str, str] | None = None) ->
     return env
 
 
-def _single_native_node(plan: ServePlan) -> NodePlan:
+def single_native_node(plan: ServePlan) -> NodePlan:
     if len(plan.nodes) != 1 or plan.nodes[0].ssh is not None:
         raise Sm121Error(f"{plan.recipe} runs on {len(plan.nodes)} nodes",
                          "serve it with --cluster FILE")
@@ -111,7 +112,7 @@ def prepare_model(plan: ServePlan, progress: Progress) -> None:
     generate_tiny_model(tiny)  # an existing one gets this version's chat template
 
 
-def _local_hooks(plan: ServePlan, run: RunInfo, phase: Phase, progress: Progress
+def local_hooks(plan: ServePlan, run: RunInfo, phase: Phase, progress: Progress
                  ) -> list[HookResult]:
     """The recipe's hooks on this machine; a failed before_serve hook stops the serve."""
     node = plan.nodes[0]
@@ -137,15 +138,14 @@ def _record_startup(run: RunInfo, hooks: list[HookResult]) -> None:
     startup_history.record(run, build_record(run, [node], [h.render() for h in hooks], log))
 
 
-def _local_argv(node: NodePlan) -> list[str]:
-    # `python` in a recipe means the interpreter running sm121 (the one that has the engine).
-    return [sys.executable, *node.argv[1:]] if node.argv[0] == "python" else list(node.argv)
+def local_argv(node: NodePlan) -> list[str]:
+    return this_python(node.argv)
 
 
-def _new_run(plan: ServePlan, node: NodePlan) -> RunInfo:
+def new_run(plan: ServePlan, node: NodePlan) -> RunInfo:
     run_id = new_run_id(plan.recipe, plan.profile)
     folder = create_run_dir(run_id)
-    save_launch(folder, plan, {node.name: _local_argv(node)})
+    save_launch(folder, plan, {node.name: local_argv(node)})
     run = RunInfo(
         run_id=run_id, recipe=plan.recipe, profile=plan.profile, created=now_iso(),
         base_url=plan.base_url, model=plan.readiness.model,

@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from sm121 import paths
 from sm121.engines.vllm_log import death_cause
 from sm121.errors import Sm121Error
+from sm121.hosts.parallel import in_parallel
+from sm121.hosts.transport import Transport, transport_for
 from sm121.launch import remote, runtimes
-from sm121.launch.run_state import NodeProcess, RunInfo, through_transport
 from sm121.launch.runtimes import NodeFiles
-from sm121.launch.transport import Transport, transport_for
 from sm121.plan.model import NodePlan
-
-T = TypeVar("T")
-R = TypeVar("R")
+from sm121.runs.state import NodeProcess, RunInfo, through_transport
 
 
 @dataclass
@@ -39,18 +34,6 @@ class NodeSlot:
     @property
     def label(self) -> str:
         return f"{self.plan.name} ({self.plan.role}, rank {self.plan.rank})"
-
-
-def in_parallel(items: Sequence[T], work: Callable[[T], R]) -> list[R]:
-    """work(item) for every item at once; the first exception is raised after all finished."""
-    if len(items) <= 1:
-        return [work(item) for item in items]
-    with ThreadPoolExecutor(max_workers=len(items)) as pool:
-        futures = [pool.submit(work, item) for item in items]
-        errors = [f.exception() for f in futures if f.exception() is not None]
-        if errors:
-            raise errors[0]  # type: ignore[misc]
-        return [f.result() for f in futures]
 
 
 def prepare_slot(node: NodePlan, run_id: str) -> NodeSlot:
@@ -155,7 +138,7 @@ class Liveness:
 
 
 def _local_alive(slot: NodeSlot) -> bool:
-    from sm121.launch import processes
+    from sm121.hosts import processes
 
     process = slot.process
     return process.pgid is not None and processes.group_alive_as(process.pgid, process.identity)

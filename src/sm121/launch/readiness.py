@@ -14,13 +14,14 @@ from urllib.parse import urlparse
 from sm121.engines.api_key import api_key, bearer, unauthorized
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.engine_error import EngineError
+from sm121.errors import Sm121Error
 from sm121.plan.model import ReadinessProbe
 
 T = TypeVar("T")
 GENERATION_TIMEOUT_S = 60.0
 
 
-class NotReady(Exception):
+class NotReady(Sm121Error):
     """The engine did not become ready; the message says what was seen."""
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sm121.errors import Sm121Error
+from sm121.hosts.transport import Transport, transport_for
 from sm121.launch import runtimes
-from sm121.launch.run_state import NodeProcess, RunInfo
-from sm121.launch.transport import Transport, transport_for
+from sm121.runs.state import NodeProcess, RunInfo
 
 
 def node_transport(node: NodeProcess) -> Transport:

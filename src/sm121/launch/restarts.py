@@ -4,27 +4,13 @@ the next start. The limits themselves are restart_policy's (pure)."""
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sm121.launch import restart_policy
-from sm121.launch.run_state import Crash, RunInfo, monotonic, now_iso, update_run
 from sm121.recipes.schema import RestartPolicy
-
-
-class Stopping(Exception):
-    """SIGTERM arrived: `sm121 stop` is stopping the run."""
-
-
-def stop_on_sigterm() -> None:
-    """From now on SIGTERM (what `sm121 stop` sends a watchdog) raises Stopping."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise Stopping
-
-    signal.signal(signal.SIGTERM, handler)
+from sm121.runs.state import Crash, RunInfo, monotonic, now_iso, update_run
 
 
 @dataclass

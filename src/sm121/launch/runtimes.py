@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import posixpath
 import shlex
-import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from string import Template
 
 from sm121.errors import Sm121Error
+from sm121.hosts.python import this_python
 from sm121.names import NAME_PATTERN
 from sm121.plan.model import NodePlan
 from sm121.plan.runtime_argv import expand_home, expand_mounts
@@ -77,8 +77,8 @@ def resolved_argv(node: NodePlan, home: str) -> list[str]:
     argv = list(node.argv)
     if node.runtime == "docker":
         argv = expand_mounts(argv, home)
-    elif node.ssh is None and argv[0] == "python":
-        argv[0] = sys.executable
+    else:
+        argv = this_python(argv, on_this_machine=node.ssh is None)
     return argv
 
 

@@ -14,8 +14,8 @@ from pydantic import BaseModel
 from sm121 import paths
 from sm121.engines.vllm_phases import BootPhases, parse_phases
 from sm121.errors import Sm121Error
-from sm121.launch.run_state import RunInfo, load_run, write_json_atomic
 from sm121.launch.startup_waterfall import Waterfall, build_waterfall, launcher_clock
+from sm121.runs.state import RunInfo, load_run, write_json_atomic
 
 HISTORY_NAME = "startup-history.jsonl"
 StartKind = Literal["cold", "warm", "unknown"]

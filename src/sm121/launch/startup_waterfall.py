@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from sm121.engines.vllm_milestones import Milestone, milestones, stamped_lines
 from sm121.engines.vllm_phases import BootPhases
-from sm121.launch.run_state import Timings
+from sm121.runs.state import Timings
 
 UNATTRIBUTED = "unattributed"
 PHASES = ("launcher", "imports and config", "engine core start", "weight loading",

@@ -9,32 +9,33 @@ over when one dies."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from sm121.errors import Sm121Error
-from sm121.launch import control, processes
-from sm121.launch.local import _local_hooks, _new_run, _single_native_node, preflight
-from sm121.launch.run_state import RunInfo, load_run, monotonic
+from sm121.hosts import processes
+from sm121.hosts.python import python_module
+from sm121.launch import control
+from sm121.launch.local import local_hooks, new_run, preflight, single_native_node
 from sm121.plan.model import ServePlan
+from sm121.progress import Progress, quiet
+from sm121.runs.state import RunInfo, load_run, monotonic
 
-Progress = Callable[[str], None]
 WATCHDOG_LOG = "watchdog.log"
 
 
-def serve_supervised(plan: ServePlan, progress: Progress = lambda _: None,
+def serve_supervised(plan: ServePlan, progress: Progress = quiet,
                      trust: bool = False) -> RunInfo:
-    node = _single_native_node(plan)
+    node = single_native_node(plan)
     preflight(plan, progress, trust)
-    run = _new_run(plan, node)
+    run = new_run(plan, node)
     started = monotonic()
-    _local_hooks(plan, run, "before_serve", progress)
+    local_hooks(plan, run, "before_serve", progress)
     run.timings.hooks_s = round(monotonic() - started, 2)
     run.save()
     log = run.directory / WATCHDOG_LOG
-    watchdog = processes.spawn([sys.executable, "-m", "sm121.launch.watchdog", run.run_id],
+    watchdog = processes.spawn(python_module("sm121.launch.watchdog", run.run_id),
                                os.environ, log)
     (run.directory / "watchdog.pid").write_text(f"{watchdog.pid}\n")
     progress(f"run {run.run_id}: supervised (watchdog pid {watchdog.pid}); starting ...")
@@ -45,14 +46,14 @@ def serve_supervised(plan: ServePlan, progress: Progress = lambda _: None,
         raise
 
 
-def serve_cluster_supervised(plan: ServePlan, progress: Progress = lambda _: None,
+def serve_cluster_supervised(plan: ServePlan, progress: Progress = quiet,
                              trust: bool = False) -> RunInfo:
     from sm121.launch.cluster_serve import serve_cluster
 
     run = serve_cluster(plan, progress=progress, trust=trust)
     log = run.directory / WATCHDOG_LOG
-    watchdog = processes.spawn([sys.executable, "-m", "sm121.launch.cluster_watchdog",
-                                run.run_id], os.environ, log)
+    watchdog = processes.spawn(python_module("sm121.launch.cluster_watchdog", run.run_id),
+                               os.environ, log)
     started = processes.identity(watchdog.pid)
     (run.directory / "watchdog.pid").write_text(f"{watchdog.pid}\n")
     try:

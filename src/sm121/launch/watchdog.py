@@ -10,33 +10,27 @@ started and exits without touching the run's status: stop owns that."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from sm121.engines.vllm_log import death_cause, has_error_line, parse_boot_log_file
-from sm121.launch import processes, restart_policy, startup_history
-from sm121.launch.local import LOG_NAME, _local_argv, _local_hooks, engine_environment
+from sm121.hosts import processes
+from sm121.launch import restart_policy, startup_history
+from sm121.launch.local import LOG_NAME, engine_environment, local_argv, local_hooks
 from sm121.launch.readiness import NotReady, health_ok, wait_ready
-from sm121.launch.restarts import Restarts, Stopping, stop_on_sigterm
-from sm121.launch.run_state import RunInfo, load_plan, load_run, monotonic, now_iso, update_run
+from sm121.launch.restarts import Restarts
 from sm121.launch.startup_history import build_record, node_startup
+from sm121.launch.watchdog_core import Death, WatchdogCore, stop_on_sigterm
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
+from sm121.runs.state import RunInfo, load_plan, load_run, monotonic, now_iso, update_run
 
 
-class Death(Exception):
-    def __init__(self, how: str, during: str, exit_code: int | None) -> None:
-        super().__init__(how)
-        self.how, self.during, self.exit_code = how, during, exit_code
-
-
-class Watchdog:
+class Watchdog(WatchdogCore):
     def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
+        super().__init__(run_id)
         run = load_run(run_id)
         self.plan = ServePlan.model_validate(load_plan(run.directory))
         self.policy = self.plan.restart or RestartPolicy()
@@ -47,26 +41,9 @@ class Watchdog:
         self.log_offset = self.ready_offset = 0
         self.restarts = Restarts(run_id, self.policy, self.say)
 
-    def say(self, message: str) -> None:
-        print(f"{now_iso()} {message}", flush=True)  # watchdog.log: serve shows these lines
-
-    def main(self) -> int:
-        mark = processes.identity(os.getpid())
-
-        def record(run: RunInfo) -> None:
-            run.watchdog_pid = os.getpid()
-            run.watchdog_boot_id, run.watchdog_start_time = mark.boot_id, mark.start_time
-
-        update_run(self.run_id, record)
-        while True:
-            try:
-                self.start()
-                self.ready()
-                self.watch()
-            except Death as death:
-                if not self.after_death(death):
-                    return 1
-            # Stopping propagates: the finally in run() stops the engine.
+    def boot(self) -> None:
+        self.start()
+        self.ready()
 
     def start(self) -> None:
         if self.restarts.incarnation:
@@ -76,7 +53,7 @@ class Watchdog:
         # Causes and start-up phases come from this start's part of the log only.
         self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.started = monotonic()
-        self.process = processes.spawn(_local_argv(self.node), engine_environment(self.node),
+        self.process = processes.spawn(local_argv(self.node), engine_environment(self.node),
                                        self.log_path)
         pid = self.process.pid
         # What `stop` checks before it signals this engine's group (and what the watchdog does).
@@ -110,7 +87,7 @@ class Watchdog:
         self.ready_offset = self.log_path.stat().st_size
         run = update_run(self.run_id, lambda r: self._ready(r, result.port_open_s,
                                                             result.first_generation_s))
-        hooks = _local_hooks(self.plan, run, "after_ready", self.say)
+        hooks = local_hooks(self.plan, run, "after_ready", self.say)
         self._record_startup(run, [h.render() for h in hooks])
         self.say(f"ready: first generation after {result.first_generation_s:.1f} s")
 
@@ -167,22 +144,15 @@ class Watchdog:
         self.say(f"engine died ({death.during}): {death.how}; cause: {cause}")
         return self.restarts.after_death(death.during, death.how, cause, tail, death.exit_code)
 
-    def stop_engine(self) -> None:
+    def cleanup(self) -> None:
+        """Stop the engine this watchdog started (a stop, a give-up, or a bug)."""
         if self.process is not None and self.process.poll() is None:
             processes.stop_group(self.process.pid, self.identity)
 
 
 def run(run_id: str) -> int:
     stop_on_sigterm()
-    dog = Watchdog(run_id)
-    try:
-        return dog.main()
-    except (Stopping, KeyboardInterrupt):
-        dog.say("stopping: stop asked for it")
-        return 0
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # finish stopping the engine
-        dog.stop_engine()
+    return Watchdog(run_id).run()
 
 
 if __name__ == "__main__":

@@ -1,17 +1,17 @@
 """The host panel: unified memory as both of vLLM's gates read it (MemAvailable, and MemFree,
 which counts reclaimable page cache as used), page cache, swap and load, per node.
 
-This machine is read directly from /proc; a cluster node runs the doctor's host probe over
+This machine is read directly from /proc; a cluster node runs the host probe over
 SSH, which costs a round trip and a Python start, so the sampler asks it less often."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sm121.doctor import probe
-from sm121.doctor.facts import ProbeRequest, gather
 from sm121.errors import Sm121Error
-from sm121.launch.transport import Transport
+from sm121.hosts import probe
+from sm121.hosts.facts import ProbeRequest, gather
+from sm121.hosts.transport import Transport
 
 _KIB_PER_GIB = 1024 * 1024
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.engine_error import EngineError
-from sm121.launch.transport import transport_for
+from sm121.hosts.transport import transport_for
 from sm121.monitor.engine import engine_panel
 from sm121.monitor.gateway import gateway_panel, is_gateway
 from sm121.monitor.host import local_host, remote_host

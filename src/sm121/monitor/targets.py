@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from sm121.errors import Sm121Error
-from sm121.launch.run_state import RunInfo
+from sm121.runs.state import RunInfo
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sm121.errors import Sm121Error
+from sm121.hosts.transport import LocalTransport
 from sm121.launch.hooks import HookTarget, check_trust, run_hooks, weights_dir
-from sm121.launch.transport import LocalTransport
 from sm121.plan.model import NodePlan
 from sm121.recipes.schema import Hooks
 

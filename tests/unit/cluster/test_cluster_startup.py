@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from sm121.engines.vllm_phases import parse_phases
-from sm121.launch import processes, runtimes
-from sm121.launch.run_state import NodeProcess, RunInfo, Timings, create_run_dir
+from sm121.hosts import processes
+from sm121.hosts.transport import LocalTransport, SshTransport
+from sm121.launch import runtimes
 from sm121.launch.startup_history import build_record, load_history, node_startup, record
-from sm121.launch.transport import LocalTransport, SshTransport
+from sm121.runs.state import NodeProcess, RunInfo, Timings, create_run_dir
 
 GPU_LOG = """\
 (APIServer pid=1) INFO 08-14 10:00:00 [api_server.py:1] vLLM API server version 0.21

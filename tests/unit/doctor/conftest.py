@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from doctor_hosts import probe_tree
 
-from sm121.doctor.facts import HostFacts
+from sm121.hosts.facts import HostFacts
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sm121.doctor.facts import HostFacts, ProbeRequest, gather
-from sm121.launch.transport import LocalTransport
+from sm121.hosts.facts import HostFacts, ProbeRequest, gather
+from sm121.hosts.transport import LocalTransport
 
 HOSTS = Path(__file__).resolve().parents[2] / "fixtures" / "hosts"
 

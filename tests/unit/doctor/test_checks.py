@@ -7,9 +7,9 @@ from pathlib import Path
 from doctor_hosts import HOSTS
 
 from sm121.cluster.spec import load_cluster
-from sm121.doctor.facts import HostFacts
 from sm121.doctor.model import NodeContext
 from sm121.doctor.run import DoctorRequest, node_report, run_doctor
+from sm121.hosts.facts import HostFacts
 from sm121.memory.planner import MemoryRequest, NodeMemory, plan_memory
 from sm121.recipes.loader import load_recipe
 

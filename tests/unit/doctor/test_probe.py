@@ -7,8 +7,8 @@ from pathlib import Path
 
 from doctor_hosts import probe_tree
 
-from sm121.doctor.facts import HostFacts
-from sm121.doctor.probe import file_residency, resident
+from sm121.hosts.facts import HostFacts
+from sm121.hosts.probe import file_residency, resident
 
 
 def test_meminfo_mounts_routes_and_devices_of_a_gb10_tree(head: HostFacts) -> None:

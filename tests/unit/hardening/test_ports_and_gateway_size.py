@@ -11,10 +11,11 @@ import pytest
 from sm121.cli import serve_ready
 from sm121.cluster.spec import Cluster, Node
 from sm121.doctor.cluster_check import CheckRequest, check_cluster
+from sm121.gateway import launcher as gateway
 from sm121.gateway import registry
-from sm121.launch import gateway
-from sm121.launch.run_state import RunInfo, create_run_dir
+from sm121.gateway.entry import read_config
 from sm121.plan.build import build_plan
+from sm121.runs.state import RunInfo, create_run_dir
 
 
 def test_cluster_check_finds_the_master_port_of_the_file_in_use() -> None:
@@ -45,9 +46,12 @@ def test_serve_gateway_takes_max_num_seqs_as_served(monkeypatch: pytest.MonkeyPa
     run_dir = create_run_dir(run.run_id)
     with pytest.raises(_Spawned):
         serve_ready.start_gateway_for(run, "tiny-cpu", plan, 1)
-    # The gateway follows the run's upstreams file, whose entry carries the limits as served.
+    # The gateway follows the run's upstreams file, whose entry carries the limits as served;
+    # it is started from its config file (python -m sm121.gateway FILE), not the CLI's argv.
     argv = seen[0]
-    upstreams = Path(argv[argv.index("--registry") + 1])
+    assert argv[1:3] == ["-m", "sm121.gateway"]
+    upstreams = read_config(Path(argv[-1])).registry
+    assert upstreams is not None
     assert upstreams.parent == run_dir
     (spec,) = registry.load(upstreams)
     assert spec.max_inflight == 3 and spec.url == "http://127.0.0.1:1"

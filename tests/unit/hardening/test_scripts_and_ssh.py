@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from sm121.errors import Sm121Error
-from sm121.launch import runtimes, transport
-from sm121.launch.transport import LocalTransport, SshTransport
+from sm121.hosts import transport
+from sm121.hosts.transport import LocalTransport, SshTransport
+from sm121.launch import runtimes
 
 HOSTILE_CONTAINER = 'x"; fi; touch {mark}; if false; then echo "'
 

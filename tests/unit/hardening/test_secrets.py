@@ -13,9 +13,9 @@ import pytest
 
 from sm121.bench.client import BenchClient
 from sm121.errors import Sm121Error
+from sm121.hosts.transport import LocalTransport
 from sm121.launch import runtimes
 from sm121.launch.readiness import NotReady, wait_ready
-from sm121.launch.transport import LocalTransport
 from sm121.plan.model import NodePlan, ReadinessProbe, is_secret
 
 

@@ -15,8 +15,9 @@ import pytest
 from support import invoke_cli
 
 from sm121.errors import Sm121Error
-from sm121.launch import processes, runtimes
-from sm121.launch.run_state import NodeProcess, RunInfo, create_run_dir, run_dir
+from sm121.hosts import processes
+from sm121.launch import runtimes
+from sm121.runs.state import NodeProcess, RunInfo, create_run_dir, run_dir
 
 
 @pytest.fixture
@@ -98,7 +99,7 @@ def test_concurrent_saves_of_one_run(tmp_path: Path) -> None:
 
 _COUNT_UP = """
 import sys
-from sm121.launch.run_state import update_run
+from sm121.runs.state import update_run
 
 def count(run):
     run.restarts += 1
@@ -188,8 +189,8 @@ def test_a_cluster_launch_keeps_what_others_saved_meanwhile() -> None:
     """ClusterLaunch saved its own copy of the run whole, past update_run's lock: what the
     watchdog, the restart record or the gateway launcher saved in between was lost."""
     from sm121.launch.cluster_serve import ClusterLaunch, _roll_back
-    from sm121.launch.run_state import load_run, update_run
     from sm121.plan.build import build_plan
+    from sm121.runs.state import load_run, update_run
 
     plan = build_plan("tiny-cpu", None, None, None, 8000, "127.0.0.1")
     launch = ClusterLaunch(plan, lambda _: None)

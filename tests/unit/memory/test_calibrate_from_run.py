@@ -14,16 +14,16 @@ import pytest
 import yaml
 from support import invoke_cli
 
-from sm121.launch.run_state import (
+from sm121.models.random_model import SHAPES
+from sm121.plan.build import build_plan
+from sm121.runs.state import (
     NodeProcess,
     RunInfo,
     Timings,
     create_run_dir,
-    load_run_recipe,
     save_launch,
 )
-from sm121.models.random_model import SHAPES
-from sm121.plan.build import build_plan
+from sm121.sizing.run_check import load_run_recipe
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "startup"
 SHARD_BYTES = (4_976_698_672, 4_999_802_720, 4_007_681_544)  # 13.01 GiB, as vLLM logged

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from sm121.errors import Sm121Error
+
 EXCERPT_CHARS = 400
 
 
@@ -45,11 +47,11 @@ class CaseResult:
         return data
 
 
-class CaseFailed(Exception):
+class CaseFailed(Sm121Error):
     """Raised inside a case: the case fails with this reason."""
 
 
-class CaseUnsupported(Exception):
+class CaseUnsupported(Sm121Error):
     """Raised inside a case: the endpoint does not offer what the case checks."""
 
 

@@ -18,9 +18,9 @@ from sm121.bench.agent_check.model import CaseFailed, CaseResult, CaseUnsupporte
 from sm121.bench.agent_check.probe import Facts, Probe
 from sm121.engines.client import EngineClient, max_model_len
 from sm121.errors import Sm121Error
+from sm121.progress import Progress, quiet
 
 Case = Callable[[Probe], Awaitable[str]]
-Progress = Callable[[str, int, int], None]
 CASE_TIMEOUT_S = 900.0  # the near-limit prefill of a 65K prompt on a loaded CPU is minutes
 
 
@@ -49,7 +49,7 @@ def select(cases: dict[str, Case], only: list[str] | None) -> dict[str, Case]:
 async def run_agent_check(url: str, model: str | None, *, api_key: str | None = None,
                           only: list[str] | None = None, long_tokens: int | None = None,
                           label: str | None = None,
-                          progress: Progress = lambda *_: None) -> dict[str, Any]:
+                          progress: Progress = quiet) -> dict[str, Any]:
     """`label` names the target in the report instead of the URL (for committed results)."""
     cases = select(all_cases(long_tokens), only)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from sm121.bench.agents.summary import by_turn, turns_of
-from sm121.bench.plots import _legend, _save, plt
+from sm121.bench.plots import legend, plt, save_figure
 
 Groups = dict[str, list[dict[str, Any]]]  # label -> one run's raw samples
 
@@ -38,7 +38,7 @@ def timeline(groups: Groups, path: Path) -> Path:
         ax.set_title(f"{label}: light = waiting for the first token, dark = decoding; red = "
                      "background job", fontsize=9)
     axes[-1, 0].set_xlabel("seconds since the sessions started")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _row(sample: dict[str, Any]) -> tuple[int, int]:
@@ -64,8 +64,8 @@ def ttft_cdf(groups: Groups, path: Path) -> Path:
     ax.set_xlabel("agent turn TTFT (s, log)")
     ax.set_ylabel("fraction of turns <= x")
     ax.set_title("TTFT of agent turns (background job excluded)", fontsize=9)
-    _legend(ax)
-    return _save(fig, path)
+    legend(ax)
+    return save_figure(fig, path)
 
 
 def reuse_per_turn(groups: Groups, path: Path) -> Path:
@@ -80,8 +80,8 @@ def reuse_per_turn(groups: Groups, path: Path) -> Path:
     ax.set_ylabel("prefix reuse: cached / prompt tokens (%, mean over agents)")
     ax.set_title("Prefix reuse per turn (usage.prompt_tokens_details.cached_tokens)",
                  fontsize=9)
-    _legend(ax)
-    return _save(fig, path)
+    legend(ax)
+    return save_figure(fig, path)
 
 
 def knee(points: list[dict[str, Any]], path: Path) -> Path:
@@ -102,6 +102,6 @@ def knee(points: list[dict[str, Any]], path: Path) -> Path:
         left.axvline(max(met), color="C2", ls="--", lw=1)
         left.annotate(f"largest N meeting the SLO: {max(met)}", (max(met), 5), fontsize=8)
     left.set_title("Agent sessions vs SLO (the knee)", fontsize=9)
-    _legend(left)
-    _legend(right)
-    return _save(fig, path)
+    legend(left)
+    legend(right)
+    return save_figure(fig, path)

@@ -10,14 +10,16 @@ from typing import Any
 from sm121.bench.agents.choose import largest_meeting
 from sm121.bench.agents.summary import flatten
 from sm121.bench.results import ResultsFile
-from sm121.bench.runner import Progress, Target, run_scenario
+from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
+from sm121.progress import Progress
 
 __all__ = ["largest_meeting", "run_sweep"]
 
 
 def _prefixed(progress: Progress, prefix: str) -> Progress:
-    def update(message: str, done: float, total: float) -> None:
+    def update(message: str, done: float | None = None, total: float | None = None, /
+               ) -> None:
         progress(prefix + message, done, total)
 
     return update

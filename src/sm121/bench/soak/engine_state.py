@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121.engines.engine_error import EngineError
-from sm121.launch import processes
+from sm121.hosts import processes
 from sm121.monitor.sampler import scrape
 
 _PAGE = 4096

@@ -3,7 +3,8 @@ engine log, pid files and the phase timings. status / logs / stop read only this
 
 This module is the one owner of the directory's layout: local and cluster runs write their
 launch files through `save_launch` in one shape (per node name), and readers (calibration,
-the memory check) read them back through `load_plan` and `head_env`."""
+the memory check) read them back through `load_plan` and `head_env`. A floor below plan/ and
+recipes/: it keeps their data as JSON and never imports them."""
 
 from __future__ import annotations
 
@@ -24,12 +25,9 @@ from pydantic import BaseModel
 from sm121 import paths
 from sm121.engines.vllm_log import BootFacts
 from sm121.errors import Sm121Error
-from sm121.file_lock import locked
-from sm121.launch.processes import Identity
+from sm121.hosts.processes import Identity
 from sm121.names import NAME_PATTERN
-from sm121.plan.model import ServePlan
-from sm121.recipes.loader import LoadedRecipe, load_recipe, validate_model
-from sm121.recipes.schema import Recipe
+from sm121.runs.lock import locked
 
 RunStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
 
@@ -124,13 +122,16 @@ _save_lock = threading.Lock()
 PLAN_FILE, ARGV_FILE, ENV_FILE = "plan.json", "argv.json", "env.json"
 
 
-def save_launch(folder: Path, plan: ServePlan, argv: Mapping[str, list[str]]) -> None:
-    """What a run was started with, per node name: the plan, each node's argv as it runs,
-    and each node's env (secrets by name only: their values never reach the disk)."""
-    write_json_atomic(folder / PLAN_FILE, plan.model_dump(mode="json"))
+def save_launch(folder: Path, plan: BaseModel, argv: Mapping[str, list[str]]) -> None:
+    """What a run was started with, per node name: the plan (a ServePlan: read here as the
+    JSON it is saved as, so this floor stays below plan/), each node's argv as it runs, and
+    each node's env (secrets by name only: their values never reach the disk)."""
+    data = plan.model_dump(mode="json")
+    write_json_atomic(folder / PLAN_FILE, data)
     write_json_atomic(folder / ARGV_FILE, dict(argv))
-    write_json_atomic(folder / ENV_FILE, {n.name: {"set": n.env, "passed_through": n.pass_env}
-                                          for n in plan.nodes})
+    write_json_atomic(folder / ENV_FILE, {n["name"]: {"set": n["env"],
+                                                      "passed_through": n["pass_env"]}
+                                          for n in data["nodes"]})
 
 
 def load_plan(folder: Path) -> dict[str, Any]:
@@ -141,17 +142,6 @@ def load_plan(folder: Path) -> dict[str, Any]:
                          "see `sm121 status` for runs")
     data: dict[str, Any] = json.loads(file.read_text())
     return data
-
-
-def load_run_recipe(folder: Path) -> LoadedRecipe:
-    """The recipe a run was started with, from its own directory: the copy its plan keeps (a
-    recipe given by path works after the file moved), else, for a run from before plans kept
-    it, the recipe of that name."""
-    plan = load_plan(folder)
-    spec, source = plan.get("recipe_spec"), plan.get("recipe_source") or f"{folder}/{PLAN_FILE}"
-    if spec is None:
-        return load_recipe(plan["recipe"])
-    return LoadedRecipe(validate_model(Recipe, spec, f"{source} (kept in {folder.name})"), source)
 
 
 def head_env(folder: Path) -> dict[str, str]:

@@ -6,14 +6,14 @@ sm121 installed. The request travels as one JSON argument, quoted by the transpo
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from sm121.errors import Sm121Error
-from sm121.launch.transport import LocalTransport, Transport
+from sm121.hosts.python import interpreter
+from sm121.hosts.transport import LocalTransport, Transport
 
 PROBE_SOURCE = Path(__file__).resolve().parent / "probe.py"
 
@@ -43,7 +43,7 @@ class ProbeRequest(BaseModel):
 
 
 def gather(node: str, transport: Transport, request: ProbeRequest) -> HostFacts:
-    python = sys.executable if isinstance(transport, LocalTransport) else "python3"
+    python = interpreter(isinstance(transport, LocalTransport), elsewhere="python3")
     result = transport.run([python, "-", request.model_dump_json()],
                            input=PROBE_SOURCE.read_text(), timeout=300)
     if not result.ok:

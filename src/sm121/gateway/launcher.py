@@ -1,31 +1,38 @@
 """Start the gateway in front of a served run (`sm121 serve ... --gateway`).
 
-The gateway runs as its own process group, recorded in the run as one more process named
-"gateway", so `sm121 stop RUN` and `sm121 status` treat it like the engine's own processes.
+The launcher builds the gateway's GatewayConfig here and hands it over as a file in the run's
+folder (gateway.json, without secrets) to `python -m sm121.gateway`: the library never
+speaks the CLI's argv. The gateway runs as its own process group, recorded in the run as one
+more process named "gateway", so `sm121 stop RUN` and `sm121 status` treat it like the
+engine's own processes.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from sm121.engines.api_key import api_key
 from sm121.errors import Sm121Error
-from sm121.launch import processes
+from sm121.gateway.config import GatewayConfig, UpstreamSpec
+from sm121.gateway.entry import write_config
+from sm121.gateway.run_upstreams import DEFAULT_INFLIGHT, recipe_facts
+from sm121.hosts import processes
+from sm121.hosts.python import python_module
 from sm121.launch.readiness import NotReady, api_answers, port_in_use
-from sm121.launch.run_state import NodeProcess, RunInfo, update_run
+from sm121.progress import Progress, quiet
+from sm121.runs.state import NodeProcess, RunInfo, update_run
 
 NAME = "gateway"
 LOG_NAME = "gateway.log"
+CONFIG_NAME = "gateway.json"
 _READY_TIMEOUT_S = 60.0
 
 
 def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
-                  progress: Callable[[str], None] = lambda _: None,
+                  progress: Progress = quiet,
                   max_inflight: int | None = None, registry: Path | None = None) -> str:
     """Start it, wait until a request passes through it to the engine, return its URL.
     With `registry` (a file of upstreams, this run's among them) the gateway routes to what
@@ -36,17 +43,10 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
     if port_in_use("127.0.0.1", port):
         raise Sm121Error(f"gateway port {port} is already in use",
                          f"pass --gateway-port N; the engine keeps running ({run.run_id})")
-    argv = [sys.executable, "-m", "sm121.cli.main", "gateway", "--listen", f"127.0.0.1:{port}"]
-    if registry is not None:
-        argv += ["--registry", str(registry)]
-    else:
-        argv += ["--upstream", run.base_url, "--recipe", recipe]
-        if profile:
-            argv += ["--profile", profile]
-        if max_inflight:
-            argv += ["--max-inflight", str(max_inflight)]
+    config_file = run.directory / CONFIG_NAME
+    write_config(gateway_config(run, recipe, profile, port, max_inflight, registry), config_file)
     log = run.directory / LOG_NAME
-    process = processes.spawn(argv, os.environ, log)
+    process = processes.spawn(python_module("sm121.gateway", str(config_file)), os.environ, log)
     pid_file = run.directory / "gateway.pid"
     pid_file.write_text(f"{process.pid}\n")
     started = processes.identity(process.pid)
@@ -73,6 +73,21 @@ def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,
         processes.stop_group(process.pid, started)
         raise
     return url
+
+
+def gateway_config(run: RunInfo, recipe: str, profile: str | None, port: int,
+                   max_inflight: int | None = None, registry: Path | None = None
+                   ) -> GatewayConfig:
+    """What `sm121 gateway --listen 127.0.0.1:PORT` would build: with `registry`, the
+    upstreams that file lists; else this run's engine with the recipe's policy, capped at
+    max_inflight (default: the recipe's max-num-seqs). The API keys come from the gateway's
+    environment when it starts, never from this value's file."""
+    if registry is not None:
+        return GatewayConfig(registry=registry, port=port)
+    policy, recipe_seqs = recipe_facts(recipe, profile)
+    inflight = max_inflight or recipe_seqs or DEFAULT_INFLIGHT
+    spec = UpstreamSpec(url=run.base_url, policy=policy, max_inflight=inflight)
+    return GatewayConfig(upstreams=(spec,), port=port, policy=policy, max_inflight=inflight)
 
 
 def _wait_answers(url: str, key: str | None, process: subprocess.Popen[bytes], log: Path,
