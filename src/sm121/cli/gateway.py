@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from sm121.cli.output import console, err_console, print_json
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.gateway.api_keys import load_api_keys
 from sm121.gateway.config import (
@@ -141,7 +142,7 @@ def _recipe_facts(recipe: str | None, profile: str | None) -> tuple[RequestPolic
 
     # Read for its request policy only: nothing of it runs here.
     plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1", argv_check=False)
-    seqs = plan.engine_args.get("max-num-seqs")
+    seqs = plan.engine_args.get(adapter_of(plan.engine).memory.max_num_seqs)
     return plan.request_policy, seqs if isinstance(seqs, int) else None
 
 

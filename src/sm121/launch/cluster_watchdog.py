@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from sm121.engines.vllm_log import death_cause, has_error_line
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.launch import control, processes, remote
 from sm121.launch.cluster_serve import ClusterLaunch
@@ -122,15 +122,16 @@ def _cause(nodes: list[NodeProcess]) -> tuple[str, list[str]]:
     """The first error line among the dead nodes' logs (named by node), and that log's end.
     A log without one (a kill -9 leaves none) says so instead of blaming its last line."""
     tails = [(node, remote.log_tail(node)) for node in nodes]
+    engine = adapter_of()
     for node, text in tails:
-        if has_error_line(text):
-            cause, tail = death_cause(text)
+        if engine.has_error_line(text):
+            cause, tail = engine.death_cause(text)
             return f"{node.name}: {cause}", tail
     if not tails:
         return "no node log could be read", []
     node, text = tails[0]
     return (f"{node.name}: no error in its log (a kill from outside, or the OOM killer)",
-            death_cause(text)[1])
+            engine.death_cause(text)[1])
 
 
 def run(run_id: str) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from sm121 import paths
-from sm121.engines.vllm_log import death_cause
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.launch import remote, runtimes
 from sm121.launch.run_state import NodeProcess, RunInfo, through_transport
@@ -121,7 +121,7 @@ def recover_started(slot: NodeSlot) -> None:
 def why_dead(slot: NodeSlot) -> str:
     """The most telling line of a node's log, for a report that names node and cause."""
     text = remote.log_tail(slot.process)
-    cause, _ = death_cause(text)
+    cause, _ = adapter_of().death_cause(text)
     return cause
 
 

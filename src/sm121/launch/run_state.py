@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from sm121 import paths
-from sm121.engines.vllm_log import BootFacts
+from sm121.engines.boot import BootFacts
 from sm121.errors import Sm121Error
 from sm121.file_lock import locked
 from sm121.launch.processes import Identity

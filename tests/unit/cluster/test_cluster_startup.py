@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sm121.engines.vllm_phases import parse_phases
+from sm121.engines.vllm.phases import parse_phases
 from sm121.launch import processes, runtimes
 from sm121.launch.run_state import NodeProcess, RunInfo, Timings, create_run_dir
 from sm121.launch.startup_history import build_record, load_history, node_startup, record
