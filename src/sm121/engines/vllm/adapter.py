@@ -32,13 +32,13 @@ MEMORY = MemoryFlags(
 
 
 class VllmAdapter:
-    kind = EngineKind.VLLM
-    label = "vLLM"
-    native_command = _args.NATIVE_COMMAND
-    docker_command = _args.DOCKER_COMMAND
+    kind: EngineKind = EngineKind.VLLM
+    label: str = "vLLM"
+    native_command: tuple[str, ...] = _args.NATIVE_COMMAND
+    docker_command: tuple[str, ...] = _args.DOCKER_COMMAND
     metrics: MetricNames = METRICS
     memory: MemoryFlags = MEMORY
-    tool_call_parser = _parsers.TOOL_CALL_PARSER
+    tool_call_parser: str = _parsers.TOOL_CALL_PARSER
 
     # --- argv ---------------------------------------------------------------------------
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
