@@ -103,7 +103,7 @@ def test_each_node_runs_its_role_with_a_pid_file(cluster_run: ClusterRun) -> Non
         assert pid_file.is_file() and int(pid_file.read_text()) == node["pgid"]
         assert node["ssh"] in ("127.0.0.2", "127.0.0.3") and group_alive(node["pgid"])
     worker_cmd = _cmdline(cluster_run.node("node-b")["pgid"])
-    assert "sm121.engines.vllm_headless" in worker_cmd and "--headless" in worker_cmd
+    assert "sm121.engines.vllm.headless" in worker_cmd and "--headless" in worker_cmd
     assert "--node-rank" in worker_cmd and worker_cmd[worker_cmd.index("--node-rank") + 1] == "1"
 
 

@@ -10,7 +10,7 @@ import pytest
 from support import run_cli
 from support.timeouts import FLAGS_S
 
-from sm121.engines.vllm_flags import bundled, choose
+from sm121.engines.vllm.flags import bundled, choose
 
 pytestmark = pytest.mark.integration
 

@@ -25,9 +25,10 @@ from support.sshd import sshd_available, start_sshd
 from typer.testing import CliRunner, Result
 
 from sm121.cli.main import app
-from sm121.engines import vllm, vllm_parser, vllm_trust
+from sm121.engines.vllm import args as vllm
+from sm121.engines.vllm import parser as vllm_parser
+from sm121.engines.vllm import trust as vllm_trust
 from sm121.errors import Sm121Error
-from sm121.plan import trust
 from sm121.plan.build import build_plan
 from sm121.recipes.loader import builtin_names, load_recipe
 
@@ -90,7 +91,7 @@ def _apply_gap(gap: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch) -> N
     if not gap:
         return
     if gap.get("values"):
-        monkeypatch.setattr(trust, "value_problem", lambda name, value: None)
+        monkeypatch.setattr(vllm_trust, "value_problem", lambda name, value: None)
     if gap.get("render"):
         monkeypatch.setattr(vllm, "render_args", lambda args, known=(): _old_render(dict(args)))
     for flag, kind in (gap.get("allow") or {}).items():
@@ -208,7 +209,7 @@ def _tail(argv: list[str]) -> list[str] | None:
     for index in range(len(argv)):
         if argv[index:index + 2] in (["vllm", "serve"],):
             return argv[index + 2:]
-        if argv[index:index + 2] in (["-m", ENGINE_MODULE], ["-m", "sm121.engines.vllm_headless"]):
+        if argv[index:index + 2] in (["-m", ENGINE_MODULE], ["-m", "sm121.engines.vllm.headless"]):
             return argv[index + 2:]
     return None
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from test_recipes import findings_for, write_recipe
 
-from sm121.engines.vllm_agent import _unknown_name, is_agent_purpose
-from sm121.engines.vllm_parsers import (
+from sm121.engines.vllm.agent import _unknown_name, is_agent_purpose
+from sm121.engines.vllm.parsers import (
     ParserNames,
     minor_version,
     parse_parser_file,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import invoke_cli
 
-from sm121.engines.vllm_phases import parse_phases
+from sm121.engines.vllm.phases import parse_phases
 from sm121.launch.startup_waterfall import (
     UNATTRIBUTED,
     LauncherClock,

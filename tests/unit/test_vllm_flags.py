@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sm121.engines.vllm_flags import (
+from sm121.engines.vllm.flags import (
     bundled,
     bundled_versions,
     choose,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sm121.engines.vllm_log import death_cause, parse_boot_log
+from sm121.engines.vllm.log import death_cause, parse_boot_log
 
 CPU_BOOT = """\
 (Worker pid=2682) INFO 11-29 19:50:13 [default_loader.py:501] Loading weights took 0.00 seconds
@@ -73,7 +73,7 @@ def test_death_cause_keeps_the_indented_reason() -> None:
 
 
 def test_a_kill_leaves_no_error_line() -> None:
-    from sm121.engines.vllm_log import has_error_line
+    from sm121.engines.vllm.log import has_error_line
 
     assert not has_error_line('INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
     assert has_error_line("ValueError: max_model_len exceeds the KV pool\n")

@@ -8,16 +8,11 @@ from typing import Any
 from sm121.bench.client import BenchClient
 from sm121.engines.client import EngineClient, cache_config, max_model_len
 from sm121.engines.prometheus import parse_metrics
+from sm121.engines.registry import metric_names
 
-# Counters whose deltas a scenario records (absent ones are simply missing).
-COUNTERS = (
-    "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
-    "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total",
-    "vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_draft_tokens_total",
-    "vllm:spec_decode_num_drafts_total", "vllm:num_preemptions_total",
-    "vllm:request_prefill_time_seconds_sum", "vllm:request_prefill_time_seconds_count",
-    "vllm:request_queue_time_seconds_sum", "vllm:request_queue_time_seconds_count",
-)
+_NAMES = metric_names()
+# Counters whose deltas a scenario records (absent ones are simply missing), as exported.
+COUNTERS = _NAMES.bench_counters
 
 
 def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -27,15 +22,20 @@ def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[st
 
 def spec_acceptance(deltas: dict[str, float]) -> float | None:
     """Accepted over drafted speculative tokens in the interval, when the server speculates."""
-    drafted = deltas.get("vllm:spec_decode_num_draft_tokens_total")
-    accepted = deltas.get("vllm:spec_decode_num_accepted_tokens_total")
+    drafted = _first(deltas, _NAMES.spec_draft)
+    accepted = _first(deltas, _NAMES.spec_accepted)
     return accepted / drafted if drafted and accepted is not None else None
 
 
 def prefix_reuse(deltas: dict[str, float]) -> float | None:
-    queries = deltas.get("vllm:prefix_cache_queries_total")
-    hits = deltas.get("vllm:prefix_cache_hits_total")
+    queries = _first(deltas, _NAMES.prefix_queries)
+    hits = _first(deltas, _NAMES.prefix_hits)
     return hits / queries if queries and hits is not None else None
+
+
+def _first(deltas: dict[str, float], names: tuple[str, ...]) -> float | None:
+    """The value of the first of an engine's names for one thing that was recorded."""
+    return next((deltas[name] for name in names if name in deltas), None)
 
 
 def engine_of(client: BenchClient) -> EngineClient:

@@ -10,8 +10,8 @@ from rich.table import Table
 from sm121.cli.output import console, print_json
 from sm121.cluster.spec import load_cluster
 from sm121.doctor.cluster_check import CheckRequest, check_cluster
+from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
-from sm121.plan.runtime_argv import RAY_PORT
 from sm121.recipes.loader import load_recipe
 
 app = typer.Typer(help="Cluster files: check the nodes before a serve.", no_args_is_help=True)
@@ -36,8 +36,9 @@ def check(
     cluster, source = load_cluster(file)
     request = CheckRequest(cluster=cluster, source=source, ports=(port,))
     if recipe:
-        runtime = load_recipe(recipe).recipe.runtime
-        ports = (port, RAY_PORT) if runtime.kind == "docker" else (port,)
+        loaded = load_recipe(recipe).recipe
+        runtime = loaded.runtime
+        ports = (port, *adapter_for(loaded.engine.kind).rendezvous_ports(runtime.kind))
         request = dataclasses.replace(request, runtime=runtime.kind, image=runtime.image,
                                       ports=ports)
     results = check_cluster(request)

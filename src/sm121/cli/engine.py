@@ -8,7 +8,6 @@ import typer
 from sm121.cli.options import CLUSTER, JSON, PROFILE, TRUST
 from sm121.cli.output import console, err_console, print_json
 from sm121.cluster.spec import load_cluster
-from sm121.engines.vllm_flags import bundled_versions
 from sm121.hosts.transport import transport_for
 from sm121.launch.engine_flags import read_engine_flags
 from sm121.plan.render import PlanRequest, render_plan
@@ -51,14 +50,14 @@ def flags(
                     "vs_bundled": None if diff is None else
                     {"only_engine": sorted(diff[1]), "only_bundled": sorted(diff[2])}})
         return
-    console.print(f"vLLM {read.version}: {len(read.flags)} flags from {read.how}\n"
+    console.print(f"{read.engine.label} {read.version}: {len(read.flags)} flags from {read.how}\n"
                   f"cached: {read.cache_file}")
     if read.mismatch:
         console.print(f"[yellow]warning:[/] {read.mismatch}; recipe checks now use "
                       f"{read.version}'s list", highlight=False)
     if diff is None:
         console.print(f"no bundled list for {read.version} (bundled: "
-                      f"{', '.join(bundled_versions())})")
+                      f"{', '.join(read.engine.bundled_versions())})")
     else:
         console.print(f"against the bundled {diff[0]} list: {len(diff[1])} only in the engine "
                       f"{sorted(diff[1])[:8]}, {len(diff[2])} only in the list {sorted(diff[2])[:8]}")

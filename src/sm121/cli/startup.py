@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from sm121.cli.output import console, print_json
-from sm121.engines.vllm_phases import parse_phases
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.launch.startup_history import StartupRecord, load_history, waterfall_of
 from sm121.launch.startup_waterfall import (
@@ -66,7 +66,7 @@ def _from_log(path: Path) -> Waterfall:
     if not path.is_file():
         raise Sm121Error(f"no log file {path}", "give the path of a vLLM engine log")
     text = path.read_text(errors="replace")
-    return build_waterfall(text, LauncherClock(), parse_phases(text))
+    return build_waterfall(text, LauncherClock(), adapter_of().parse_phases(text))
 
 
 def _show(starts: list[tuple[str, Waterfall]], figures: list[str], steps: bool,

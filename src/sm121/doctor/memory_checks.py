@@ -4,7 +4,7 @@ RAM (does a warm-read help?), the GMU setting, and the UMA gate."""
 from __future__ import annotations
 
 from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
-from sm121.engines import vllm
+from sm121.engines.registry import adapter_for
 from sm121.findings import Severity
 from sm121.hosts.facts import HostFacts
 from sm121.memory.budget import GIB
@@ -73,12 +73,14 @@ def check_weights_vs_ram(facts: HostFacts, ctx: NodeContext) -> CheckResult | No
 def check_gmu(ctx: NodeContext) -> CheckResult | None:
     if ctx.recipe is None:
         return None
-    findings = vllm.check_limits(ctx.recipe, ctx.args, ctx.cluster_source or "recipe", "args")
+    engine = adapter_for(ctx.recipe.engine.kind)
+    name = engine.memory.gmu
+    findings = engine.check_limits(ctx.recipe, ctx.args, ctx.cluster_source or "recipe", "args")
     if ctx.memory is not None:
-        findings += [f for f in ctx.memory.findings if "gpu-memory-utilization" in f.field]
-    gmu = ctx.args.get(vllm.GMU)
+        findings += [f for f in ctx.memory.findings if name in f.field]
+    gmu = ctx.args.get(name)
     ceiling = ctx.recipe.limits.gmu_ceiling
-    return result("gmu", f"gpu-memory-utilization {gmu if gmu is not None else '(vLLM default)'}"
+    return result("gmu", f"{name} {gmu if gmu is not None else f'({engine.label} default)'}"
                   f", ceiling {ceiling if ceiling is not None else '-'}", findings)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from itertools import groupby
 
-from sm121.engines.vllm_log import parse_boot_log
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
 from sm121.launch import control, startup_history
@@ -95,7 +95,7 @@ class ClusterLaunch:
         """After the first generation: after_ready hooks, boot facts, the start-up record."""
         self.hook_results += self._hooks("after_ready")
         logs = in_parallel(self.slots, lambda s: save_local_log(self.run, s))
-        self.run.boot = parse_boot_log(logs[0])
+        self.run.boot = adapter_of(self.plan.engine).parse_boot_log(logs[0])
         nodes = [startup_history.node_startup(s.plan.name, s.plan.role, text, s.hooks_s,
                                               s.started_s)
                  for s, text in zip(self.slots, logs, strict=True)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
-from sm121.engines.vllm_log import death_cause, has_error_line
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
 from sm121.launch import control, remote
@@ -103,15 +103,16 @@ def _cause(nodes: list[NodeProcess]) -> tuple[str, list[str]]:
     """The first error line among the dead nodes' logs (named by node), and that log's end.
     A log without one (a kill -9 leaves none) says so instead of blaming its last line."""
     tails = [(node, remote.log_tail(node)) for node in nodes]
+    engine = adapter_of()
     for node, text in tails:
-        if has_error_line(text):
-            cause, tail = death_cause(text)
+        if engine.has_error_line(text):
+            cause, tail = engine.death_cause(text)
             return f"{node.name}: {cause}", tail
     if not tails:
         return "no node log could be read", []
     node, text = tails[0]
     return (f"{node.name}: no error in its log (a kill from outside, or the OOM killer)",
-            death_cause(text)[1])
+            engine.death_cause(text)[1])
 
 
 def run(run_id: str) -> int:

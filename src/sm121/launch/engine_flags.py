@@ -7,21 +7,14 @@ validation finds it: a foreign recipe's list never serves another recipe."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sm121.engines.vllm import DOCKER_COMMAND, NATIVE_COMMAND
-from sm121.engines.vllm_flags import (
-    bundled,
-    bundled_versions,
-    parse_help,
-    recipe_key,
-    release_of,
-    save_cached,
-)
+from sm121.engines.adapter import EngineAdapter
+from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
 from sm121.hosts.python import this_python
 from sm121.hosts.transport import LocalTransport, Transport
-from sm121.recipes.schema import Recipe
+from sm121.recipes.schema import EngineSpec, Recipe
 
 HELP_TIMEOUT_S = 600  # a cold image import of vLLM on a busy node takes minutes
 
@@ -35,19 +28,21 @@ class EngineFlags:
     how: str
     cache_file: str
     declared: str | None  # the recipe's engine.version
+    engine: EngineAdapter = field(default_factory=lambda: adapter_for(EngineSpec().kind),
+                                  compare=False, repr=False)
 
     @property
     def mismatch(self) -> str | None:
-        if release_of(self.declared) == self.version:
+        if self.engine.release_of(self.declared) == self.version:
             return None
-        return (f"the recipe says vLLM {self.declared or '(no engine.version)'}, the engine "
-                f"reports {self.version}")
+        return (f"the recipe says {self.engine.label} {self.declared or '(no engine.version)'}, "
+                f"the engine reports {self.version}")
 
     def against_bundled(self) -> tuple[str, set[str], set[str]] | None:
         """(bundled version, flags only the engine has, flags only the bundled list has)."""
-        if self.version not in bundled_versions():
+        if self.version not in self.engine.bundled_versions():
             return None
-        known = bundled(self.version).flags
+        known = self.engine.bundled_flags(self.version).flags
         return self.version, set(self.flags - known), set(known - self.flags)
 
 
@@ -56,6 +51,7 @@ def read_engine_flags(recipe: Recipe, transport: Transport, node: str,
     """Run the engine's --help=all and cache its flags for this recipe (recipe_key; a built-in
     recipe's list serves every recipe of that engine). The caller checks trust first: this
     runs the recipe's command or image."""
+    engine = adapter_for(recipe.engine.kind)
     if recipe.runtime.kind == "docker":
         image = recipe.runtime.image
         if not image:
@@ -63,32 +59,29 @@ def read_engine_flags(recipe: Recipe, transport: Transport, node: str,
                              "is empty", "set runtime.image")
         engine_id = _checked(transport, ["docker", "image", "inspect", "--format", "{{.Id}}",
                                          image], f"docker image inspect {image}", 60).strip()
-        command = list(recipe.runtime.command or DOCKER_COMMAND)
+        command = list(recipe.runtime.command or engine.docker_command)
         run = ["docker", "run", "--rm", "--entrypoint", command[0], image]
-        help_argv, version_argv = [*run, *command[1:], "--help=all"], [*run, *_version_args(command)]
+        help_argv = [*run, *command[1:], "--help=all"]
+        version_argv = [*run, *engine.version_args(command)]
         how = f"image {image} ({engine_id[:19]}) on {node}"
     else:
         image = None
-        command = _local(list(recipe.runtime.command or NATIVE_COMMAND), transport)
+        command = _local(list(recipe.runtime.command or engine.native_command), transport)
         help_argv = [*command, "--help=all"]
-        version_argv = [command[0], *_version_args(command)]
+        version_argv = [command[0], *engine.version_args(command)]
         engine_id = f"{node}-{shlex.join(command)}"
         how = f"native `{shlex.join(command)}` on {node}"
-    version = _version(_checked(transport, version_argv, "the engine's version", HELP_TIMEOUT_S))
-    flags = parse_help(_checked(transport, help_argv, "the engine's --help=all", HELP_TIMEOUT_S))
+    version = _version(engine, _checked(transport, version_argv, "the engine's version",
+                                        HELP_TIMEOUT_S))
+    flags = engine.parse_help(_checked(transport, help_argv, "the engine's --help=all",
+                                       HELP_TIMEOUT_S))
     if len(flags) < 20:
         raise Sm121Error(f"the engine's --help=all on {node} listed {len(flags)} flags",
-                         "run the command by hand and check it is vLLM's server")
-    path = save_cached(version, engine_id, image, flags, how, recipe=recipe_key(recipe),
-                       builtin=builtin)
-    return EngineFlags(version, engine_id, image, flags, how, str(path), recipe.engine.version)
-
-
-def _version_args(command: list[str]) -> list[str]:
-    """How the engine tells its version: `vllm --version`, or `python -c` for `python -m`."""
-    if command[0].endswith("vllm"):
-        return ["--version"]
-    return ["-c", "import vllm; print(vllm.__version__)"]
+                         f"run the command by hand and check it is {engine.label}'s server")
+    path = engine.save_flags(version, engine_id, image, flags, how,
+                             recipe=engine.recipe_key(recipe), builtin=builtin)
+    return EngineFlags(version, engine_id, image, flags, how, str(path), recipe.engine.version,
+                       engine)
 
 
 def _local(command: list[str], transport: Transport) -> list[str]:
@@ -96,11 +89,12 @@ def _local(command: list[str], transport: Transport) -> list[str]:
     return this_python(command, on_this_machine=isinstance(transport, LocalTransport))
 
 
-def _version(output: str) -> str:
+def _version(engine: EngineAdapter, output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    release = release_of(lines[-1]) if lines else None
+    release = engine.release_of(lines[-1]) if lines else None
     if release is None:
-        raise Sm121Error(f"the engine did not print a vLLM version (got {output[-200:]!r})",
+        raise Sm121Error(f"the engine did not print a {engine.label} version (got "
+                         f"{output[-200:]!r})",
                          "check the recipe's runtime.command")
     return release
 

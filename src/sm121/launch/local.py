@@ -10,7 +10,7 @@ from pathlib import Path
 from string import Template
 
 from sm121 import paths
-from sm121.engines.vllm_log import death_cause, parse_boot_log_file
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.hosts import processes
 from sm121.hosts.python import this_python
@@ -61,7 +61,7 @@ def serve_local(plan: ServePlan, progress: Progress = quiet, trust: bool = False
                             alive=lambda: process.poll() is None, on_phase=progress)
         run.timings.port_open_s = round(result.port_open_s, 2)
         run.timings.first_generation_s = round(result.first_generation_s, 2)
-        run.boot = parse_boot_log_file(run.directory / LOG_NAME)
+        run.boot = adapter_of(plan.engine).parse_boot_log_file(run.directory / LOG_NAME)
         hook_results += local_hooks(plan, run, "after_ready", progress)
         _record_startup(run, hook_results)
         run.status = "ready"
@@ -162,7 +162,7 @@ def _fail(run: RunInfo, process: subprocess.Popen[bytes], started: processes.Ide
     processes.stop_group(process.pid, started)
     process.wait(timeout=10)
     log_text = (run.directory / LOG_NAME).read_text(errors="replace")
-    cause, tail = death_cause(log_text)
+    cause, tail = adapter_of().death_cause(log_text)
     interrupted = isinstance(exc, KeyboardInterrupt)
     run.status = "stopped" if interrupted else "failed"
     run.failure = "interrupted" if interrupted else f"{exc}; cause: {cause}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sm121 import paths
-from sm121.engines.vllm_log import death_cause
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
 from sm121.hosts.transport import Transport, transport_for
@@ -104,7 +104,7 @@ def recover_started(slot: NodeSlot) -> None:
 def why_dead(slot: NodeSlot) -> str:
     """The most telling line of a node's log, for a report that names node and cause."""
     text = remote.log_tail(slot.process)
-    cause, _ = death_cause(text)
+    cause, _ = adapter_of().death_cause(text)
     return cause
 
 

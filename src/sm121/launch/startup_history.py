@@ -12,7 +12,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from sm121 import paths
-from sm121.engines.vllm_phases import BootPhases, parse_phases
+from sm121.engines.boot import BootPhases
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.launch.startup_waterfall import Waterfall, build_waterfall, launcher_clock
 from sm121.runs.state import RunInfo, load_run, write_json_atomic
@@ -48,7 +49,7 @@ class StartupRecord(BaseModel):
 def node_startup(name: str, role: str, log_text: str, hooks_s: float | None,
                  process_started_s: float | None) -> NodeStartup:
     return NodeStartup(name=name, role=role, hooks_s=hooks_s,
-                       process_started_s=process_started_s, phases=parse_phases(log_text))
+                       process_started_s=process_started_s, phases=adapter_of().parse_phases(log_text))
 
 
 def build_record(run: RunInfo, nodes: list[NodeStartup], hook_lines: list[str],

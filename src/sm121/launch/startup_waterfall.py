@@ -5,7 +5,7 @@ Two clocks meet here:
   `created` stamp, whole seconds, for runs recorded before it existed) and monotonic offsets
   from it (process started, API up, first generation);
 - the engine log's: the engine host's local wall clock in whole seconds, no year, no zone
-  (engines/vllm_milestones.py).
+  (the engine adapter's; vLLM's in engines/vllm/milestones.py).
 The join finds the log's UTC offset as the whole quarter-hour nearest to (API-server start line
 minus the launcher's API-up moment), places each stamp in the middle of its second, and keeps
 the order of the launcher's moments (a log moment never lands before the process started or
@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel
 
-from sm121.engines.vllm_milestones import Milestone, milestones, stamped_lines
-from sm121.engines.vllm_phases import BootPhases
+from sm121.engines.boot import BootPhases, Milestone
+from sm121.engines.registry import adapter_of
 from sm121.runs.state import Timings
 
 UNATTRIBUTED = "unattributed"
@@ -125,7 +125,8 @@ class Waterfall(BaseModel):
 def build_waterfall(log_text: str, clock: LauncherClock, facts: BootPhases | None = None
                     ) -> Waterfall:
     year = (clock.started_at or datetime.now(UTC)).year
-    found = milestones(stamped_lines(log_text, year))
+    engine = adapter_of()
+    found = engine.milestones(engine.stamped_lines(log_text, year))
     found = _with_capture_start(found, facts)
     if not found:
         return Waterfall(notes=["the log has no vLLM timestamps"])

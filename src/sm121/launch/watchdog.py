@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from sm121.engines.vllm_log import death_cause, has_error_line, parse_boot_log_file
+from sm121.engines.registry import adapter_of
 from sm121.hosts import processes
 from sm121.launch import restart_policy, startup_history
 from sm121.launch.local import LOG_NAME, engine_environment, local_argv, local_hooks
@@ -94,7 +94,7 @@ class Watchdog(WatchdogCore):
     def _ready(self, run: RunInfo, port_open_s: float, first_s: float) -> None:
         run.timings.port_open_s = round(port_open_s, 2)
         run.timings.first_generation_s = round(first_s, 2)
-        run.boot = parse_boot_log_file(self.log_path)
+        run.boot = adapter_of(self.plan.engine).parse_boot_log_file(self.log_path)
         run.status = "ready"
 
     def _record_startup(self, run: RunInfo, hooks: list[str]) -> None:
@@ -130,9 +130,10 @@ class Watchdog(WatchdogCore):
         """The telling line of this start's log: a death while serving looks only at what
         was logged since readiness, so a boot warning is never blamed for a kill."""
         text = self._log_text(self.ready_offset if death.during == "serving" else None)
-        cause, _ = death_cause(text)
-        tail = death_cause(self._log_text())[1]  # the excerpt: the end of this start's log
-        if not has_error_line(text):
+        engine = adapter_of(self.plan.engine)
+        cause, _ = engine.death_cause(text)
+        tail = engine.death_cause(self._log_text())[1]  # the excerpt: the end of this start's log
+        if not engine.has_error_line(text):
             outside = " (a kill from outside, or the OOM killer)" if (death.exit_code or 0) < 0 \
                 else ""
             cause = f"no error in the engine log{outside}"

@@ -16,6 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sm121.engines.registry import adapter_for
+from sm121.recipes.schema import EngineSpec
+
 GIB = 1024**3
 MIB = 1024**2
 # GB10 (DGX Spark): 128 GB of unified memory, of which Linux sees about 119.6 GiB.
@@ -92,15 +95,18 @@ def gmu_for_kv(kv_gib: float, total_gib: float, weights_gib: float, reserve_gib:
     return (kv_gib + weights_gib + reserve_gib) / total_gib
 
 
-def explicit_kv_bytes(args: Mapping[str, Any], env: Mapping[str, str]) -> tuple[int, str] | None:
-    """An explicit KV size, if the plan sets one. The CPU build's env var wins over the arg:
-    vLLM applies it last (a legacy setting, whole GiB)."""
+def explicit_kv_bytes(args: Mapping[str, Any], env: Mapping[str, str],
+                      flag: str | None = None) -> tuple[int, str] | None:
+    """An explicit KV size, if the plan sets one (`flag`: the engine's name for it, by default
+    that of the schema's default engine). The CPU build's env var wins over the arg: vLLM
+    applies it last (a legacy setting, whole GiB)."""
+    flag = flag or adapter_for(EngineSpec().kind).memory.kv_bytes
     space = env.get("VLLM_CPU_KVCACHE_SPACE", "")
     if space.strip():
         return int(space) * GIB, f"VLLM_CPU_KVCACHE_SPACE={space} GiB"
-    value = args.get("kv-cache-memory-bytes")
+    value = args.get(flag)
     if value is not None:
-        return _parse_bytes(value), f"kv-cache-memory-bytes={value}"
+        return _parse_bytes(value), f"{flag}={value}"
     return None
 
 

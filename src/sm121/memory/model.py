@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sm121.engines.adapter import MemoryFlags
+from sm121.engines.registry import adapter_for
 from sm121.findings import Finding
 from sm121.memory.budget import GB10_TOTAL_GIB, Reserve
 from sm121.memory.kv import KvLayout
@@ -111,16 +113,21 @@ class Context:
     calibrated_from: tuple[str, ...] = ()
 
     @property
+    def flags(self) -> MemoryFlags:
+        """The engine's names of the settings read here."""
+        return adapter_for(self.recipe.engine.kind).memory
+
+    @property
     def block_size(self) -> int:
         default = 128 if "VLLM_CPU_KVCACHE_SPACE" in self.env else 16  # CPU build vs CUDA
-        return int(self.args.get("block-size") or default)
+        return int(self.args.get(self.flags.block_size) or default)
 
     @property
     def batched_tokens(self) -> int:
-        return int(self.args.get("max-num-batched-tokens") or DEFAULT_BATCHED_TOKENS)
+        return int(self.args.get(self.flags.batched_tokens) or DEFAULT_BATCHED_TOKENS)
 
     @property
     def max_model_len(self) -> int:
-        value = self.args.get("max-model-len")
+        value = self.args.get(self.flags.max_model_len)
         config = self.files.config or {}
         return int(value or config.get("max_position_embeddings") or 131072)

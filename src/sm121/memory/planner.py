@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from sm121.engines.registry import adapter_for
 from sm121.memory import calibration
 from sm121.memory.advice import explain, memory_findings
 from sm121.memory.budget import GIB, Budget, default_reserve, explicit_kv_bytes, gmu_budget
@@ -55,8 +56,9 @@ def fitted(request: MemoryRequest) -> tuple[Context, list[calibration.Observatio
 def _layout(recipe: Recipe, files: ModelFiles, args: Mapping[str, Any]) -> KvLayout | None:
     if not files.config:
         return None
-    dtype = kv_dtype(_str(args.get("kv-cache-dtype")),
-                     _str(args.get("dtype")) or _model_dtype(files.config))
+    flags = adapter_for(recipe.engine.kind).memory
+    dtype = kv_dtype(_str(args.get(flags.kv_cache_dtype)),
+                     _str(args.get(flags.dtype)) or _model_dtype(files.config))
     par = recipe.parallelism
     return kv_layout(files.config, dtype, Sharding(par.tp, par.pp, par.dcp))
 
@@ -97,10 +99,10 @@ def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
 
 def _budget(ctx: Context, request: MemoryRequest) -> Budget:
     explicit = ((request.kv_bytes, "explicit KV size") if request.kv_bytes is not None
-                else explicit_kv_bytes(ctx.args, ctx.env))
+                else explicit_kv_bytes(ctx.args, ctx.env, ctx.flags.kv_bytes))
     if explicit is not None:
         return Budget("explicit", explicit[0] / GIB, explicit_from=explicit[1])
-    gmu = float(ctx.args.get("gpu-memory-utilization") or DEFAULT_GMU)
+    gmu = float(ctx.args.get(ctx.flags.gmu) or DEFAULT_GMU)
     reserve = ctx.reserve.at(ctx.batched_tokens)
     return gmu_budget(request.node.total_gib, gmu, ctx.weights_gib or 0.0, reserve)
 
@@ -109,11 +111,12 @@ def _compare(ctx: Context, request: MemoryRequest,
              obs: calibration.Observation) -> Comparison | None:
     if obs.pool_tokens is None and obs.kv_gib is None:
         return None
-    settings = {k: v for k, v in (("gpu-memory-utilization", obs.gmu),
-                                  ("max-num-batched-tokens", obs.batched_tokens),
-                                  ("max-model-len", obs.max_model_len),
-                                  ("block-size", obs.block_size),
-                                  ("kv-cache-dtype", obs.kv_cache_dtype)) if v is not None}
+    flags = ctx.flags
+    settings = {k: v for k, v in ((flags.gmu, obs.gmu),
+                                  (flags.batched_tokens, obs.batched_tokens),
+                                  (flags.max_model_len, obs.max_model_len),
+                                  (flags.block_size, obs.block_size),
+                                  (flags.kv_cache_dtype, obs.kv_cache_dtype)) if v is not None}
     args = ctx.args | settings
     at = replace(ctx, args=args, layout=_layout(ctx.recipe, ctx.files, args) or ctx.layout,
                  weights_gib=obs.weights_gib if obs.weights_gib is not None else ctx.weights_gib)

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel
 
+from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
 from sm121.memory.budget import GIB, gmu_for_kv
 from sm121.memory.model import MemoryPlan, MemoryRequest
@@ -50,7 +51,8 @@ def parse_load(text: str) -> Load:
 
 
 def solve(request: MemoryRequest, load: Load) -> Solution:
-    at_load = replace(request, overrides={**request.overrides, "max-model-len": load.context})
+    flags = adapter_for(request.recipe.recipe.engine.kind).memory
+    at_load = replace(request, overrides={**request.overrides, flags.max_model_len: load.context})
     ctx, _ = fitted(at_load)
     base = plan_memory(at_load)
     if ctx.layout is None:
@@ -77,11 +79,10 @@ def _solve_gmu(request: MemoryRequest, load: Load, need: float, base: MemoryPlan
     ceiling = base.gmu_ceiling or 0.95
     gmu = math.ceil(gmu_for_kv(need, base.node_total_gib, base.weights_gib or 0.0,
                                base.reserve_gib) * 100) / 100
+    gmu_flag = adapter_for(request.recipe.recipe.engine.kind).memory.gmu
     if gmu <= ceiling:
-        plan = plan_memory(replace(request, overrides={**request.overrides,
-                                                       "gpu-memory-utilization": gmu}))
-        top = plan_memory(replace(request, overrides={**request.overrides,
-                                                      "gpu-memory-utilization": ceiling}))
+        plan = plan_memory(replace(request, overrides={**request.overrides, gmu_flag: gmu}))
+        top = plan_memory(replace(request, overrides={**request.overrides, gmu_flag: ceiling}))
         return Solution(load=load, feasible=True, gpu_memory_utilization=gmu,
                         max_model_len=load.context, kv_needed_gib=round(need, 3), plan=plan,
                         reason=f"{load.agents} x {load.context:,} tokens need {need:.2f} GiB of "
@@ -89,8 +90,7 @@ def _solve_gmu(request: MemoryRequest, load: Load, need: float, base: MemoryPlan
                                f"GiB); the ceiling {ceiling:.2f} gives {top.kv_gib:.2f} GiB "
                                f"({top.max_concurrency or 0:.1f}x this context), room for the "
                                "prefix cache")
-    top = plan_memory(replace(request, overrides={**request.overrides,
-                                                  "gpu-memory-utilization": ceiling}))
+    top = plan_memory(replace(request, overrides={**request.overrides, gmu_flag: ceiling}))
     return Solution(load=load, feasible=False, kv_needed_gib=round(need, 3), plan=top,
                     reason=_infeasible(load, need, top, ceiling))
 

@@ -1,4 +1,4 @@
-"""The engine panel: what a vLLM server's /metrics says about the last interval.
+"""The engine panel: what an engine's /metrics says about the last interval.
 
 Gauges are read as they are now; counters become rates and histograms quantiles over the
 interval between two scrapes (so a number means "lately", not "since boot")."""
@@ -7,23 +7,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm121.engines.registry import metric_names
 from sm121.monitor.snapshot import Snapshot, counter_delta, delta_quantiles, first_name, rate
 
-# Names vLLM has used for the same thing across versions; the first one exported wins.
-RUNNING = ("vllm:num_requests_running",)
-WAITING = ("vllm:num_requests_waiting",)
-KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
-PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
-PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
-PROMPT_TOKENS = ("vllm:prompt_tokens_total",)
-GENERATION_TOKENS = ("vllm:generation_tokens_total",)
-PREEMPTIONS = ("vllm:num_preemptions_total",)
-SUCCESS = ("vllm:request_success_total",)
-SPEC_ACCEPTED = ("vllm:spec_decode_num_accepted_tokens_total",)
-SPEC_DRAFT = ("vllm:spec_decode_num_draft_tokens_total",)
-TTFT = ("vllm:time_to_first_token_seconds",)
-ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
-E2E = ("vllm:e2e_request_latency_seconds",)
+# The names every registered engine uses for each thing (the adapters' one table, older names
+# after newer ones); the first one exported wins.
+_NAMES = metric_names()
+RUNNING = _NAMES.running
+WAITING = _NAMES.waiting
+KV_USAGE = _NAMES.kv_usage
+PREFIX_QUERIES = _NAMES.prefix_queries
+PREFIX_HITS = _NAMES.prefix_hits
+PROMPT_TOKENS = _NAMES.prompt_tokens
+GENERATION_TOKENS = _NAMES.generation_tokens
+PREEMPTIONS = _NAMES.preemptions
+SUCCESS = _NAMES.success
+SPEC_ACCEPTED = _NAMES.spec_accepted
+SPEC_DRAFT = _NAMES.spec_draft
+TTFT = _NAMES.ttft
+ITL = _NAMES.itl
+E2E = _NAMES.e2e
 
 
 def engine_panel(before: Snapshot, after: Snapshot) -> dict[str, Any]:

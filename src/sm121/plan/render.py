@@ -3,28 +3,22 @@ the recipe and cluster files the caller names."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from sm121 import paths
 from sm121.cluster.spec import Cluster, Node, check_fabric
-from sm121.engines import vllm
-from sm121.engines.vllm_agent import is_agent_purpose
+from sm121.engines.adapter import EngineAdapter, NodeArgvRequest
+from sm121.engines.registry import adapter_for, has_adapter
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity, raise_on_errors
 from sm121.plan.effective import EffectiveProfile, effective_profile
 from sm121.plan.model import DerivedValue, NodePlan, ReadinessProbe, ServePlan, is_secret
-from sm121.plan.runtime_argv import (
-    HEADLESS_NATIVE_COMMAND,
-    container_name,
-    docker_argv,
-    ray_head_argv,
-    ray_worker_argv,
-)
+from sm121.plan.runtime_argv import container_name, docker_argv
 from sm121.plan.trust import argv_needs, trust_needs
 from sm121.plan.validate import validate_overrides, validate_recipe
 from sm121.recipes.loader import LoadedRecipe
-from sm121.recipes.schema import ArgValue, EngineKind, ModelSource, Recipe
+from sm121.recipes.schema import ArgValue, ModelSource, Recipe
 
 DEFAULT_PORT = 8000
 MASTER_PORT = 29501
@@ -45,7 +39,7 @@ class PlanRequest:
 
 def render_plan(request: PlanRequest) -> ServePlan:
     recipe, source = request.recipe.recipe, request.recipe.source
-    if recipe.engine.kind is not EngineKind.VLLM:
+    if not has_adapter(recipe.engine.kind):
         raise Sm121Error(f"{source}: engine {recipe.engine.kind.value} has no renderer yet",
                          "vllm is the engine sm121 renders today")
     effective = effective_profile(recipe, request.profile, source, request.overrides)
@@ -53,7 +47,8 @@ def render_plan(request: PlanRequest) -> ServePlan:
     request = replace(request, profile=profile)
     findings = _validate(request, profile, overrides)
 
-    derived = vllm.derived_args(recipe, effective.args)
+    engine = adapter_for(recipe.engine.kind)
+    derived = engine.derived_args(recipe, effective.args)
     engine_args = effective.args | {name: value for name, (value, _) in derived.items()}
     own_args = {name: value for name, (value, _) in derived.items()}
     rendered = _node_plans(request, effective, engine_args, own_args, _model_ref(recipe))
@@ -82,7 +77,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
             prompt=recipe.readiness.prompt,
             max_tokens=recipe.readiness.max_tokens,
             timeout_s=recipe.readiness.timeout_s,
-            tools=profile is not None and is_agent_purpose(effective.purpose),
+            tools=profile is not None and engine.wants_tools(effective.purpose),
         ),
         request_policy=recipe.request_policy,
         restart=recipe.restart,
@@ -161,13 +156,15 @@ def _node_plans(request: PlanRequest, effective: EffectiveProfile,
     nodes = _participants(request)
     cluster = request.cluster[0] if request.cluster else None
     head_ip = nodes[0].fabric_ip or request.host
-    known = vllm.known_flags(recipe)
+    engine = adapter_for(recipe.engine.kind)
+    known = engine.known_flags(recipe)
     plans = []
     for rank, node in enumerate(nodes):
         where = (rank, len(nodes), head_ip, node.fabric_ip or request.host)
-        engine, args_at = _engine_argv(request, engine_args, model_ref, known, *where)
-        own, _ = _engine_argv(request, own_args, model_ref, known, *where)
-        argv = engine
+        argv_of = _engine_argv(engine, request, model_ref, known, *where)
+        engine_argv, args_at = argv_of(engine_args)
+        own, _ = argv_of(own_args)
+        argv = engine_argv
         if recipe.runtime.kind == "native" and node.python and argv[0] == "python":
             argv = [node.python, *argv[1:]]
         env, pass_env = _node_env(effective.env, node, len(nodes))
@@ -176,7 +173,7 @@ def _node_plans(request: PlanRequest, effective: EffectiveProfile,
             container = container_name(recipe, node.name)
             argv = docker_argv(recipe, node.name, env, pass_env, argv, home=node.home)
         # The wrappers (docker run, the Ray head's sh) put the engine argv last, unchanged.
-        tail = None if args_at is None else argv[len(argv) - len(engine) + args_at:]
+        tail = None if args_at is None else argv[len(argv) - len(engine_argv) + args_at:]
         plans.append((NodePlan(
             name=node.name, role="head" if rank == 0 else "worker", rank=rank,
             ssh=cluster.ssh_target(node) if cluster else node.ssh,
@@ -192,46 +189,19 @@ def _node_plans(request: PlanRequest, effective: EffectiveProfile,
     return plans
 
 
-def _engine_argv(request: PlanRequest, engine_args: dict[str, ArgValue], model_ref: str,
+def _engine_argv(engine: EngineAdapter, request: PlanRequest, model_ref: str,
                  known: frozenset[str], rank: int, node_count: int, head_ip: str,
-                 node_ip: str) -> tuple[list[str], int | None]:
-    """The node's engine argv, and where the engine's own args start in it (after the engine
-    command); None when the node runs no engine (a Ray worker)."""
-    recipe = request.recipe.recipe
-    docker = recipe.runtime.kind == "docker"
-    command = list(recipe.runtime.command
-                   or (vllm.DOCKER_COMMAND if docker else vllm.NATIVE_COMMAND))
-    ray = node_count > 1 and recipe.parallelism.backend == "ray"
-    if ray and not docker:
-        raise Sm121Error(f"recipe {recipe.name}: parallelism.backend ray needs the docker runtime",
-                         "the container holds Ray's daemons, so stop removes them all; natively, "
-                         "use backend native (vLLM's --nnodes/--node-rank multi-node)")
-    if rank > 0 and ray:
-        return ray_worker_argv(head_ip, node_ip), None
-    if rank > 0 and node_count > 1 and tuple(command) == vllm.NATIVE_COMMAND:
-        command = list(HEADLESS_NATIVE_COMMAND)
-    args_at = len(command)
-    argv = command + ([model_ref] if command[-1] == "serve" else ["--model", model_ref])
-    argv += ["--served-model-name", recipe.model.id, *recipe.model.aliases,
-             "--host", request.host, "--port", str(request.port)]
-    if recipe.model.revision:
-        argv += ["--revision", recipe.model.revision]
-    par = recipe.parallelism
-    for flag, value in (("tensor-parallel-size", par.tp), ("pipeline-parallel-size", par.pp),
-                        ("decode-context-parallel-size", par.dcp)):
-        if value > 1:
-            argv += [f"--{flag}", str(value)]
-    if ray:
-        engine = argv + ["--distributed-executor-backend", "ray"] + vllm.render_args(
-            engine_args, known)
-        head = ray_head_argv(engine, node_ip)
-        return head, len(head) - len(engine) + args_at
-    if node_count > 1:
-        argv += ["--nnodes", str(node_count), "--node-rank", str(rank),
-                 "--master-addr", head_ip, "--master-port", str(_master_port(request))]
-        if rank > 0:
-            argv.append("--headless")
-    return argv + vllm.render_args(engine_args, known), args_at
+                 node_ip: str) -> Callable[[dict[str, ArgValue]], tuple[list[str], int | None]]:
+    """The node's engine argv for a set of engine args, and where the engine's own args start
+    in it (after the engine command); None when the node runs no engine (a Ray worker). The
+    engine's adapter renders it: its command, parallelism and multi-node flags."""
+    def render(engine_args: dict[str, ArgValue]) -> tuple[list[str], int | None]:
+        return engine.node_argv(NodeArgvRequest(
+            recipe=request.recipe.recipe, model_ref=model_ref, host=request.host,
+            port=request.port, args=engine_args, known=known, rank=rank,
+            node_count=node_count, head_ip=head_ip, node_ip=node_ip,
+            master_port=_master_port(request)))
+    return render
 
 
 def _master_port(request: PlanRequest) -> int:

@@ -1,5 +1,5 @@
-"""The `docker run` line for a node: everything the engine needs from the host, explicit. And
-the commands of vLLM's multi-node modes that are not plain engine argv (headless worker, Ray)."""
+"""The `docker run` line for a node: everything the engine needs from the host, explicit. (The
+commands of an engine's multi-node modes, its headless worker or Ray, are its adapter's.)"""
 
 from __future__ import annotations
 
@@ -7,15 +7,6 @@ from collections.abc import Sequence
 
 from sm121.errors import Sm121Error
 from sm121.recipes.schema import Recipe
-
-# vLLM's headless worker for native installs: `python -m vllm.entrypoints.openai.api_server`
-# has no headless mode (it would start a second API server on the worker).
-HEADLESS_NATIVE_COMMAND = ("python", "-m", "sm121.engines.vllm_headless")
-RAY_PORT = 6379
-# The head container starts Ray's head, then execs the engine; vLLM waits for the workers'
-# Ray nodes to join before it places its ranks. The node IP arrives as $1, the engine as "$@".
-_RAY_HEAD_SCRIPT = ('ray start --head --port={port} --node-ip-address="$1" --disable-usage-stats'
-                    ' && shift && exec "$@"')
 
 
 def container_name(recipe: Recipe, node_name: str) -> str:
@@ -57,11 +48,3 @@ def expand_mounts(argv: Sequence[str], home: str) -> list[str]:
             out[index] = expand_home(out[index], home)
     return out
 
-
-def ray_head_argv(engine_argv: list[str], node_ip: str) -> list[str]:
-    return ["sh", "-c", _RAY_HEAD_SCRIPT.format(port=RAY_PORT), "ray-head", node_ip, *engine_argv]
-
-
-def ray_worker_argv(head_ip: str, node_ip: str) -> list[str]:
-    return ["ray", "start", "--block", f"--address={head_ip}:{RAY_PORT}",
-            f"--node-ip-address={node_ip}", "--disable-usage-stats"]

@@ -1,10 +1,10 @@
 """What a recipe from elsewhere asks a node to run or expose. sm121 runs as root over ssh on
 every node and recipes are shared like packages, so the boundary is an allow-list: a recipe
 that is not built in may set the engine flags and env variables the engine's allow-list
-names (engines/vllm_trust.py), with typed values, and mount the user's caches. Everything
-else is listed here, and plan, serve and engine flags refuse it without --trust: other flags
-and env, references to the launcher's variables, paths outside the model and cache folders,
-extra_known_args, its own command or image, custom hooks.
+names (its adapter's; vLLM's is engines/vllm/trust.py), with typed values, and mount the
+user's caches. Everything else is listed here, and plan, serve and engine flags refuse it
+without --trust: other flags and env, references to the launcher's variables, paths outside
+the model and cache folders, extra_known_args, its own command or image, custom hooks.
 
 Then the rendered argv is read by the engine's own parser: whatever it sets beyond sm121's
 own argv must be an allow-listed option. Built-in recipes are trusted."""
@@ -15,9 +15,7 @@ import posixpath
 import shlex
 
 from sm121 import paths
-from sm121.engines import vllm
-from sm121.engines.vllm_flags import choose, recipe_key
-from sm121.engines.vllm_trust import SAFE_FLAGS, WHY, argv_problems, env_problem, resolve, value_problem
+from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args, profile_env
 from sm121.plan.model import is_secret
@@ -28,7 +26,6 @@ from sm121.recipes.schema import Hooks, ModelSource, Recipe
 # and where in the container: a cache again, never a folder the container runs code from.
 CACHE_ROOT = "~/.cache"
 CONTAINER_CACHE_ROOTS = ("/root/.cache",)
-BUILTIN_COMMANDS = (vllm.NATIVE_COMMAND, vllm.DOCKER_COMMAND)
 
 
 def trust_needs(recipe: Recipe, profile: str | None, builtin: bool) -> list[str]:
@@ -41,7 +38,9 @@ def trust_needs(recipe: Recipe, profile: str | None, builtin: bool) -> list[str]
 
 def _runtime_needs(recipe: Recipe) -> list[str]:
     runtime, needs = recipe.runtime, []
-    if runtime.command and tuple(runtime.command) not in BUILTIN_COMMANDS:
+    engine = adapter_for(recipe.engine.kind)
+    if runtime.command and tuple(runtime.command) not in (engine.native_command,
+                                                          engine.docker_command):
         needs.append(f"runtime.command: runs `{shlex.join(runtime.command)}` instead of the "
                      "engine")
     if runtime.kind == "docker" and runtime.image:
@@ -68,24 +67,25 @@ def _model_needs(recipe: Recipe) -> list[str]:
 
 
 def _arg_needs(recipe: Recipe, profile: str | None) -> list[str]:
+    engine = adapter_for(recipe.engine.kind)
     # Read as the upstream parser reads it: a name under extra_known_args may abbreviate one.
-    upstream = choose(recipe.engine.version, recipe.runtime.image, recipe_key(recipe)).flags.flags
+    upstream = engine.flag_choice(recipe).flags.flags
     needs = []
     for name, value in profile_args(recipe, profile).items():
-        if name not in SAFE_FLAGS:
-            target = resolve(name, upstream) or name
-            why = WHY.get(target, "is not an allow-listed flag")
-            read_as = f" (vLLM reads it as --{target})" if target != name else ""
-            needs.append(f"args.{name}{read_as}: {why}")
-        elif (problem := value_problem(name, value)) is not None:
+        if not engine.is_safe_flag(name):
+            target = engine.resolve_flag(name, upstream) or name
+            read_as = f" ({engine.label} reads it as --{target})" if target != name else ""
+            needs.append(f"args.{name}{read_as}: {engine.unsafe_why(target)}")
+        elif (problem := engine.value_problem(name, value)) is not None:
             needs.append(f"args.{name}: {problem}, got {value!r}")
     return needs
 
 
 def _env_needs(recipe: Recipe, profile: str | None) -> list[str]:
+    engine = adapter_for(recipe.engine.kind)
     return [f"env.{name}: {problem}"
             for name, value in profile_env(recipe, profile).items()
-            if (problem := env_problem(name, value, is_secret(name))) is not None]
+            if (problem := engine.env_problem(name, value, is_secret(name))) is not None]
 
 
 def hook_needs(hooks: Hooks) -> list[str]:
@@ -99,11 +99,12 @@ def argv_needs(recipe: Recipe, engines: list[tuple[list[str] | None, list[str]]]
     """The final check: each node's engine args (after the engine command) against sm121's
     own part of them, read by the engine's parser. A node that runs no engine (a Ray
     worker, sm121's fixed argv) has None."""
-    choice = choose(recipe.engine.version, recipe.runtime.image, recipe_key(recipe))
+    engine = adapter_for(recipe.engine.kind)
+    choice = engine.flag_choice(recipe)
     needs: list[str] = []
     for full, own in engines:
         if full is not None:
-            needs += argv_problems(full, own, choice.flags.version, choice.flags.flags)
+            needs += engine.argv_problems(full, own, choice.flags.version, choice.flags.flags)
     return list(dict.fromkeys(needs))
 
 

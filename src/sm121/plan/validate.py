@@ -1,17 +1,17 @@
 """Recipe validation: the field's known traps, each named by file, field and allowed values.
 
 Recipe-level rules (parallelism, hooks, profiles) live here; the rules of an engine's flags
-live with the engine (engines/vllm.py) and are called from here."""
+live with the engine (its adapter, engines.registry.adapter_for) and are called from here."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sm121.engines import vllm, vllm_agent
+from sm121.engines.registry import adapter_for, has_adapter
 from sm121.findings import Finding, Severity
 from sm121.plan.effective import profile_args
 from sm121.recipes.hook_names import BUILTIN_HOOKS
-from sm121.recipes.schema import ArgValue, EngineKind, Recipe
+from sm121.recipes.schema import ArgValue, Recipe
 
 
 def validate_recipe(recipe: Recipe, source: str) -> list[Finding]:
@@ -19,19 +19,14 @@ def validate_recipe(recipe: Recipe, source: str) -> list[Finding]:
     if recipe.default_profile and recipe.default_profile not in recipe.profiles:
         findings.append(_err(source, "default_profile", f"{recipe.default_profile!r} is not a profile",
                              allowed=", ".join(recipe.profiles)))
-    if recipe.engine.kind is EngineKind.VLLM:
-        findings += vllm.check_args(recipe, recipe.args, source, "args")
-        findings += vllm.check_limits(recipe, recipe.args, source, "args")
-        findings += vllm_agent.check_parser_names(recipe, recipe.args, source, "args")
-        if not recipe.profiles:
-            findings += vllm_agent.check_tool_calling(recipe.args, None, source, "args")
+    if has_adapter(recipe.engine.kind):
+        engine = adapter_for(recipe.engine.kind)
+        findings += engine.check_layer(recipe, recipe.args, recipe.args, None, source, "args",
+                                       tool_calling=not recipe.profiles)
         for name, profile in recipe.profiles.items():
-            field = f"profiles.{name}.args"
-            merged = profile_args(recipe, name)
-            findings += vllm.check_args(recipe, profile.args, source, field)
-            findings += vllm.check_limits(recipe, merged, source, field)
-            findings += vllm_agent.check_parser_names(recipe, profile.args, source, field)
-            findings += vllm_agent.check_tool_calling(merged, profile.purpose, source, field)
+            findings += engine.check_layer(recipe, profile.args, profile_args(recipe, name),
+                                           profile.purpose, source, f"profiles.{name}.args",
+                                           tool_calling=True)
     return _unique(findings)
 
 
@@ -39,13 +34,11 @@ def validate_overrides(
     recipe: Recipe, profile: str | None, overrides: Mapping[str, ArgValue], source: str
 ) -> list[Finding]:
     """`--set` values get the same checks as a profile."""
-    if recipe.engine.kind is not EngineKind.VLLM or not overrides:
+    if not has_adapter(recipe.engine.kind) or not overrides:
         return []
     args = profile_args(recipe, profile) | dict(overrides)
-    return (vllm.check_args(recipe, overrides, "--set", "args")
-            + vllm.check_limits(recipe, args, "--set", "args")
-            + vllm_agent.check_parser_names(recipe, overrides, "--set", "args")
-            + vllm_agent.check_tool_calling(args, None, "--set", "args"))
+    return adapter_for(recipe.engine.kind).check_layer(recipe, overrides, args, None, "--set",
+                                                       "args", tool_calling=True)
 
 
 def _check_parallelism(recipe: Recipe, source: str) -> list[Finding]:

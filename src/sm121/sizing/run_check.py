@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sm121.engines.vllm_log import parse_boot_log_file
+from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.memory.calibration import Observation
 from sm121.memory.model import GB10_ASSUMED, MemoryRequest, NodeMemory, error_pct
@@ -65,21 +65,23 @@ def observe_run(run_dir: Path, node_total_gib: float | None = None) -> Observati
     if not run_file.is_file():
         raise Sm121Error(f"{run_dir} is not a run directory", "see `sm121 status` for runs")
     run, plan = json.loads(run_file.read_text()), load_plan(run_dir)
-    facts = parse_boot_log_file(run_dir / "engine.log")
+    engine = adapter_of(plan.get("engine"))
+    facts = engine.parse_boot_log_file(run_dir / "engine.log")
     if facts.kv_pool_tokens is None and facts.kv_memory_gib is None:
         raise Sm121Error(f"run {run['run_id']}: the engine log has no KV cache lines yet",
                          "calibrate after the engine has booted (status ready)")
     args, env = plan["engine_args"], head_env(run_dir)
-    explicit = bool(env.get("VLLM_CPU_KVCACHE_SPACE") or args.get("kv-cache-memory-bytes"))
+    flags = engine.memory
+    explicit = bool(env.get("VLLM_CPU_KVCACHE_SPACE") or args.get(flags.kv_bytes))
     return Observation(
         recipe=run["recipe"], profile=run["profile"], source=run["run_id"],
-        gmu=args.get("gpu-memory-utilization"),
+        gmu=args.get(flags.gmu),
         node_total_gib=node_total_gib or facts.memory_total_gib,
         weights_gib=facts.weights_gib, kv_gib=facts.kv_memory_gib, kv_explicit=explicit,
         pool_tokens=facts.kv_pool_tokens, max_concurrency=facts.max_concurrency,
-        max_model_len=facts.max_concurrency_at_tokens or args.get("max-model-len"),
-        batched_tokens=args.get("max-num-batched-tokens"), block_size=args.get("block-size"),
-        kv_cache_dtype=args.get("kv-cache-dtype"),
+        max_model_len=facts.max_concurrency_at_tokens or args.get(flags.max_model_len),
+        batched_tokens=args.get(flags.batched_tokens), block_size=args.get(flags.block_size),
+        kv_cache_dtype=args.get(flags.kv_cache_dtype),
     )
 
 

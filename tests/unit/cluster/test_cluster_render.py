@@ -109,7 +109,7 @@ def test_native_multi_node_worker_runs_vllms_headless_path(tmp_path: Path) -> No
     head, worker = plan_for("", cluster(tmp_path, nodes=nodes, master_port=29600),
                             recipe_file=recipe).nodes
     assert head.argv[:3] == ["/opt/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
-    assert worker.argv[:3] == ["python", "-m", "sm121.engines.vllm_headless"]
+    assert worker.argv[:3] == ["python", "-m", "sm121.engines.vllm.headless"]
     assert worker.argv[worker.argv.index("--master-port") + 1] == "29600"
     assert worker.argv[worker.argv.index("--master-addr") + 1] == "192.168.200.1"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sm121.engines.vllm_phases import parse_phases
+from sm121.engines.vllm.phases import parse_phases
 from sm121.hosts import processes
 from sm121.hosts.transport import LocalTransport, SshTransport
 from sm121.launch import runtimes

@@ -46,7 +46,7 @@ def test_serve_refuses_before_anything_starts(tmp_path: Path) -> None:
 
 
 def test_args_render_as_one_token_each_and_false_only_where_the_engine_has_a_no_form() -> None:
-    from sm121.engines.vllm import render_args
+    from sm121.engines.vllm.args import render_args
 
     known = frozenset({"enforce-eager", "no-enforce-eager", "disable-log-stats"})
     argv = render_args({"enforce-eager": False, "disable-log-stats": False, "max-num-seqs": 6,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sm121.engines.vllm_log import parse_boot_log
+from sm121.engines.vllm.log import parse_boot_log
 
 CPU = ("(Worker pid=1) INFO [cpu_worker.py:260] Explicitly set (2.0/23.47) GiB for KV cache on "
        "node 0.\n(EngineCore pid=2) INFO CPU KV cache size: 4,194,304 tokens, Maximum "

@@ -16,6 +16,7 @@ from sm121.bench.agent_check.tools import (
     named,
     tool_calls,
 )
+from sm121.engines.registry import adapters
 
 CHAT = "/v1/chat/completions"
 # Enough for one or two calls with these closed schemas.
@@ -23,6 +24,11 @@ CALL_TOKENS = 96
 PARSER_HINT = ("the server has no tool calling: start vLLM with --enable-auto-tool-choice "
                "--tool-call-parser NAME (in a recipe: enable-auto-tool-choice: true, "
                "tool-call-parser: NAME)")
+
+
+def _names_parser_flag(detail: str) -> bool:
+    """Whether an engine's error names its tool-call parser flag (it has no tool calling)."""
+    return any(engine.tool_call_parser in detail for engine in adapters())
 
 
 def chat_body(p: Probe, **extra: Any) -> dict[str, Any]:
@@ -37,7 +43,7 @@ def completion(reply: Reply, what: str) -> dict[str, Any]:
     """A 200 with choices, or the case fails naming what the server said."""
     if reply.status != 200:
         detail = str(reply.body)[:300]
-        hint = f"; {PARSER_HINT}" if "tool-call-parser" in detail else ""
+        hint = f"; {PARSER_HINT}" if _names_parser_flag(detail) else ""
         raise CaseFailed(f"{what}: HTTP {reply.status}: {detail}{hint}")
     if not reply.json().get("choices"):
         raise CaseFailed(f"{what}: the reply has no choices")

@@ -14,6 +14,7 @@ from sm121.bench.compare import compare_with
 from sm121.bench.format import fmt, table_rows
 from sm121.bench.format import markdown_table as _table
 from sm121.bench.scenarios import get
+from sm121.engines.registry import metric_names
 
 
 def _ttft(p: dict[str, Any]) -> list[str]:
@@ -100,9 +101,16 @@ def _engine_lines(summary: dict[str, Any]) -> list[str]:
     if not deltas:
         return []
     return ["Engine /metrics deltas over the run: " + ", ".join(
-        f"`{k.removeprefix('vllm:')}` {fmt(v, 'int') if v >= 10 else fmt(v)}"
+        f"`{_short(k)}` {fmt(v, 'int') if v >= 10 else fmt(v)}"
         for k, v in deltas.items()) + f"; prefix-cache hit rate "
         f"{fmt(summary.get('prefix_reuse_metrics'), 'pct')}.", ""]
+
+
+def _short(metric: str) -> str:
+    """A metric name without its engine's namespace, for a readable line."""
+    for namespace in metric_names().namespaces:
+        metric = metric.removeprefix(namespace)
+    return metric
 
 
 def _replay_lines(summary: dict[str, Any]) -> list[str]:

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from sm121.engines.engine_error import EngineError
+from sm121.engines.registry import metric_names
 from sm121.hosts import processes
 from sm121.monitor.sampler import scrape
+from sm121.monitor.snapshot import Snapshot, first_name
 
 _PAGE = 4096
 
@@ -34,8 +36,16 @@ def engine_state(url: str, pgid: int | None) -> dict[str, Any]:
     except EngineError:
         return {"engine_up": False, "kv_usage_pct": None, "engine_started": None,
                 "engine_rss_gib": _gib(group_rss_bytes(pgid)) if pgid else None}
-    kv = snapshot.value("vllm:kv_cache_usage_perc")
-    rss = group_rss_bytes(pgid) if pgid else snapshot.value("process_resident_memory_bytes")
+    return state_of(snapshot, group_rss_bytes(pgid) if pgid else None)
+
+
+def state_of(snapshot: Snapshot, group_rss: int | None) -> dict[str, Any]:
+    """An answering engine's state from its /metrics; `group_rss` when the run is local. KV
+    usage by the engines' names, older ones after newer (an older vLLM exported
+    gpu_cache_usage_perc), as the monitor reads it."""
+    name = first_name(snapshot, *metric_names().kv_usage)
+    kv = None if name is None else snapshot.value(name)
+    rss = group_rss if group_rss is not None else snapshot.value("process_resident_memory_bytes")
     return {"engine_up": True, "kv_usage_pct": None if kv is None else round(100 * kv, 3),
             "engine_started": snapshot.value("process_start_time_seconds"),
             "engine_rss_gib": _gib(rss)}

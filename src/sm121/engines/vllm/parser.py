@@ -1,7 +1,7 @@
 """vLLM's `serve` argument parser, to read a rendered argv as the engine will: the installed
 vLLM's own parser where that vLLM is the release the recipe is checked against, else a model
 of it built from bundled data (engines/data/vllm-parser-VERSION.json, written from the
-installed parser by `python -m sm121.engines.vllm_parser > ...`).
+installed parser by `python -m sm121.engines.vllm.parser > ...`).
 
 Both answer the same question: which destinations (argparse `dest`) an argv sets, and to
 what. The model follows argparse 3.11 as vLLM's FlexibleArgumentParser drives it: exact
@@ -229,7 +229,7 @@ def _model_from_installed() -> dict[str, Any]:
                 "dest": action.dest, "nargs": _nargs(action)}
                for action in _real_parser()._actions if action.option_strings]
     return {"version": __version__.split("+")[0], "source": "the installed vLLM's parser "
-            "(python -m sm121.engines.vllm_parser)",
+            "(python -m sm121.engines.vllm.parser)",
             "actions": sorted((a for a in actions if a["options"]), key=lambda a: a["dest"])}
 
 

@@ -9,7 +9,7 @@ is an error); a list marked incomplete (e.g. gathered from release notes) only w
 file was read from the 0.21.0 wheel's source (the GPU testbed's engine, a CUDA build that does
 not import here). Regenerate from an installed vLLM with:
 
-    python -m sm121.engines.vllm_parsers > src/sm121/engines/data/vllm-parsers-0.32.txt
+    python -m sm121.engines.vllm.parsers > src/sm121/engines/data/vllm-parsers-0.32.txt
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _read_from_installed_vllm() -> list[str]:
     }
     lines = [f"# vllm {__version__}: parser names registered by the installed engine",
              "# complete: yes",
-             "# source: python -m sm121.engines.vllm_parsers (vLLM's ToolParserManager, "
+             "# source: python -m sm121.engines.vllm.parsers (vLLM's ToolParserManager, "
              "ReasoningParserManager and TokenizerMode)"]
     for flag, values in sections.items():
         lines += ["", f"[{flag}]", *sorted(values)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel
+from sm121.engines.boot import BootFacts
 
 _KV_TOKENS = re.compile(r"(?:GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
@@ -28,21 +28,6 @@ _ERROR_LINE = re.compile(r"(Error|Exception|error:|FATAL|Traceback|exceeds|refus
 _NOISE = re.compile(r"Triton is installed|DeprecationWarning|FutureWarning")
 # Wrappers that only point elsewhere ("See root cause above"): never the cause itself.
 _WRAPPER = re.compile(r"See root cause above|Engine core initialization failed|Process \S+ died")
-
-
-class BootFacts(BaseModel):
-    kv_pool_tokens: int | None = None
-    max_concurrency: float | None = None
-    max_concurrency_at_tokens: int | None = None
-    kv_memory_gib: float | None = None
-    weights_gib: float | None = None
-    weights_load_s: float | None = None
-    compile_s: float | None = None
-    graph_capture_s: float | None = None
-    init_engine_s: float | None = None
-    memory_total_gib: float | None = None  # the node's memory as the engine saw it
-    startup_free_gib: float | None = None  # set when the start-up memory check refused
-    kv_needed_gib: float | None = None  # set when the KV check at max-model-len refused
 
 
 def parse_boot_log(text: str) -> BootFacts:

@@ -6,8 +6,8 @@ import difflib
 import json
 from collections.abc import Collection, Mapping
 
-from sm121.engines.vllm_flags import choose, recipe_key
-from sm121.engines.vllm_trust import resolve
+from sm121.engines.vllm.flags import choose, recipe_key
+from sm121.engines.vllm.trust import resolve
 from sm121.findings import Finding, Severity
 from sm121.recipes.schema import ArgValue, Recipe, SpecKRule
 

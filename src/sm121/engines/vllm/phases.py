@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
 
-from pydantic import BaseModel
-
-from sm121.engines.vllm_log import parse_boot_log
+from sm121.engines.boot import BootPhases, CompileCache
+from sm121.engines.vllm.log import parse_boot_log
 
 _STAMP = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR) (\d\d-\d\d \d\d:\d\d:\d\d)")
 _SHARDS = re.compile(r"checkpoint shards: 100% Completed \| (\d+)/(\d+)")
@@ -24,28 +22,6 @@ _CACHE_FAILED = re.compile(r"Compiling model again due to a load failure")
 _WARMUP_START = "Warming up model for the compilation"
 _WARMUP_DONE = "Warming up done."
 _API_UP = re.compile(r"Starting vLLM (?:API )?server on")
-
-CompileCache = Literal["hit", "miss", "load-failed"]
-
-
-class BootPhases(BaseModel):
-    weights_s: float | None = None
-    weights_gib: float | None = None
-    shards: int | None = None
-    s_per_shard: float | None = None
-    compile_s: float | None = None
-    compile_cache: CompileCache | None = None
-    graph_capture_s: float | None = None
-    init_engine_s: float | None = None
-    api_up_log_s: float | None = None  # from the log's first line to the API server's start
-
-    @property
-    def start_kind(self) -> Literal["cold", "warm", "unknown"]:
-        """Cold: the engine compiled (no cache, or one it could not load); warm: it loaded
-        its compile cache."""
-        kinds = {"hit": "warm", "miss": "cold", "load-failed": "cold"}
-        return kinds.get(self.compile_cache or "", "unknown")  # type: ignore[return-value]
-
 
 def parse_phases(text: str) -> BootPhases:
     # The durations the engine prints are the boot facts' (vllm_log); this adds the rest.

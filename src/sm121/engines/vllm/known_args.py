@@ -1,7 +1,7 @@
 """Read the flags `vllm serve` accepts from an INSTALLED vLLM's own argument parser, to bundle
-a new version's list (engines/vllm_flags.py reads the bundled lists):
+a new version's list (engines/vllm/flags.py reads the bundled lists):
 
-    python -m sm121.engines.vllm_known_args > src/sm121/engines/data/vllm-args-VERSION.txt
+    python -m sm121.engines.vllm.known_args > src/sm121/engines/data/vllm-args-VERSION.txt
 
 For a vLLM that cannot be imported here (a CUDA build), derive the list from its source text
 with scripts/vllm_args_from_source.py, or read it from the engine on its node with
@@ -10,7 +10,7 @@ with scripts/vllm_args_from_source.py, or read it from the engine on its node wi
 
 from __future__ import annotations
 
-from sm121.engines.vllm_flags import bundled, bundled_versions
+from sm121.engines.vllm.flags import bundled, bundled_versions
 
 
 def known_vllm_args() -> frozenset[str]:

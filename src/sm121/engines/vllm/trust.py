@@ -1,7 +1,7 @@
 """What a recipe that is not built in may set on vLLM without --trust: an allow-list of flags
 known to be safe, each with a typed value, and of environment variables. Everything else
 needs --trust (plan/trust.py lists it). And the check on the rendered result: the argv parsed
-as vLLM parses it (engines/vllm_parser.py) must differ from sm121's own argv only in
+as vLLM parses it (engines/vllm/parser.py) must differ from sm121's own argv only in
 allow-listed destinations. That last check is what keeps the allow-list safe against a
 trick it did not foresee (an abbreviation, a value read as an option, a new flag)."""
 
@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from sm121.engines import vllm_parser
+from sm121.engines.vllm import parser as vllm_parser
 from sm121.recipes.schema import ArgValue
 
 # A string value: a word that never starts with `-` (it can never become an option).

@@ -13,31 +13,18 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from sm121 import paths
+from sm121.engines.flag_list import FlagChoice, FlagList
 from sm121.recipes.schema import Recipe
 
 _BUNDLED = re.compile(r"^vllm-args-(\d+\.\d+\.\d+)\.txt$")
 _RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)((?:rc|\.?dev|\.?post)[\w.]*)?")
 CACHE_DIR = "engine-flags"
-
-
-@dataclass(frozen=True)
-class FlagList:
-    version: str  # the release the list was read from ("0.21.0")
-    flags: frozenset[str]
-    source: str  # "bundled" or where it was read ("native on local", "image sha256:...")
-
-
-@dataclass(frozen=True)
-class FlagChoice:
-    flags: FlagList
-    warning: str | None  # set when the list is not the recipe's own version
 
 
 def release_of(version: str | None) -> str | None:

@@ -1,0 +1,153 @@
+"""The seam between sm121 and an engine: what plan, launch, gateway, monitor, bench and doctor
+may ask about an engine, and nothing about how that engine spells it.
+
+An adapter owns every engine fact: the command and its argv (parallelism and multi-node
+included), the flags each version accepts, the rules a recipe's args obey and the values
+derived from them, the trust allow-list and the check of a rendered argv by the engine's own
+parser, the boot-log readers, the names of its Prometheus metrics (with the older names it
+exported), the flags the memory planner reads, and the names of its tool-call and reasoning
+parsers. engines/registry.py maps an EngineKind to its adapter; a second engine is one more
+folder under engines/ and one registry entry (docs/engines.md walks it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from sm121.engines.boot import BootFacts, BootPhases, Milestone, StampedLine
+from sm121.engines.flag_list import FlagChoice, FlagList
+from sm121.findings import Finding
+from sm121.recipes.schema import ArgValue, EngineKind, Recipe
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    """The engine's Prometheus names for what sm121 reads. Each is the names the engine has
+    used for the same thing across versions, newest first: the first one exported wins."""
+
+    running: tuple[str, ...]
+    waiting: tuple[str, ...]
+    kv_usage: tuple[str, ...]  # a 0-1 gauge
+    prefix_queries: tuple[str, ...]
+    prefix_hits: tuple[str, ...]
+    prompt_tokens: tuple[str, ...]
+    generation_tokens: tuple[str, ...]
+    preemptions: tuple[str, ...]
+    success: tuple[str, ...]
+    spec_accepted: tuple[str, ...]
+    spec_draft: tuple[str, ...]
+    ttft: tuple[str, ...]  # histograms
+    itl: tuple[str, ...]
+    e2e: tuple[str, ...]
+    # The counters a bench records as deltas over a measurement, exactly as exported.
+    bench_counters: tuple[str, ...]
+    namespaces: tuple[str, ...]  # the engine's name prefixes, which a report may drop
+
+
+@dataclass(frozen=True)
+class MemoryFlags:
+    """The flags whose values the memory planner reads and sets, by the engine's names."""
+
+    gmu: str  # the share of device memory the engine may take
+    max_model_len: str
+    batched_tokens: str
+    block_size: str
+    kv_cache_dtype: str
+    dtype: str
+    max_num_seqs: str
+    kv_bytes: str  # an explicit KV cache size in bytes
+
+
+@dataclass(frozen=True)
+class NodeArgvRequest:
+    """What one node's engine argv is rendered from."""
+
+    recipe: Recipe
+    model_ref: str
+    host: str
+    port: int
+    args: Mapping[str, ArgValue]  # the engine args (recipe, profile, overrides, derived)
+    known: frozenset[str]  # the engine's flags, for the `--no-x` form of a False
+    rank: int
+    node_count: int
+    head_ip: str
+    node_ip: str
+    master_port: int
+
+
+class EngineAdapter(Protocol):
+    kind: EngineKind
+    label: str  # how messages name the engine ("vLLM")
+    native_command: tuple[str, ...]
+    docker_command: tuple[str, ...]
+    metrics: MetricNames
+    memory: MemoryFlags
+    tool_call_parser: str  # the flag naming the tool-call parser (its errors name it too)
+
+    # --- argv ---------------------------------------------------------------------------
+    def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
+        """The node's engine argv and where the engine's own args start in it; None when the
+        node runs no engine itself (a Ray worker)."""
+        ...
+
+    def rendezvous_ports(self, runtime_kind: str) -> tuple[int, ...]:
+        """Ports a multi-node start needs free on every node, beyond the API port."""
+        ...
+
+    # --- flags per version --------------------------------------------------------------
+    def flag_choice(self, recipe: Recipe) -> FlagChoice: ...
+    def known_flags(self, recipe: Recipe) -> frozenset[str]: ...
+    def bundled_versions(self) -> tuple[str, ...]: ...
+    def bundled_flags(self, version: str) -> FlagList: ...
+    def release_of(self, version: str | None) -> str | None: ...
+    def recipe_key(self, recipe: Recipe) -> str: ...
+    def version_args(self, command: Sequence[str]) -> list[str]: ...
+    def parse_help(self, text: str) -> frozenset[str]: ...
+
+    def save_flags(self, release: str, engine_id: str, image: str | None, flags: frozenset[str],
+                   how: str, *, recipe: str, builtin: bool) -> Path: ...
+
+    # --- validation and derived args ----------------------------------------------------
+    def derived_args(self, recipe: Recipe,
+                     args: Mapping[str, ArgValue]) -> dict[str, tuple[ArgValue, str]]: ...
+
+    def check_layer(self, recipe: Recipe, layer: Mapping[str, ArgValue],
+                    merged: Mapping[str, ArgValue], purpose: str | None, source: str,
+                    field: str, tool_calling: bool) -> list[Finding]:
+        """One layer's args (recipe, profile or --set: `layer`, what it types; `merged`, what
+        it runs with): flag names and owners, limits, parser names, and (`tool_calling`)
+        whether the profile can take a tool call for its purpose."""
+        ...
+
+    def check_limits(self, recipe: Recipe, merged: Mapping[str, ArgValue], source: str,
+                     field: str) -> list[Finding]:
+        """The recipe's own limits on merged args (a memory-share ceiling, speculative k)."""
+        ...
+
+    def wants_tools(self, purpose: str) -> bool:
+        """Whether a profile of this purpose is for agents (its readiness probe sends tools)."""
+        ...
+
+    # --- trust ----------------------------------------------------------------------------
+    def is_safe_flag(self, name: str) -> bool: ...
+    def resolve_flag(self, name: str, flags: frozenset[str]) -> str | None:
+        """The flag the engine's parser reads for `--name` (an abbreviation's full name)."""
+        ...
+
+    def unsafe_why(self, name: str) -> str: ...
+    def value_problem(self, name: str, value: ArgValue) -> str | None: ...
+    def env_problem(self, name: str, value: str, secret: bool) -> str | None: ...
+
+    def argv_problems(self, argv: list[str], own: list[str], version: str,
+                      flags: frozenset[str]) -> list[str]: ...
+
+    # --- boot log -------------------------------------------------------------------------
+    def parse_boot_log(self, text: str) -> BootFacts: ...
+    def parse_boot_log_file(self, path: Path) -> BootFacts: ...
+    def parse_phases(self, text: str) -> BootPhases: ...
+    def has_error_line(self, text: str) -> bool: ...
+    def death_cause(self, text: str, tail: int = 40) -> tuple[str, list[str]]: ...
+    def stamped_lines(self, text: str, year: int) -> list[StampedLine]: ...
+    def milestones(self, lines: list[StampedLine]) -> list[Milestone]: ...

@@ -1,0 +1,48 @@
+"""Which adapter serves which engine. The one place that names the engine packages: a second
+engine adds its folder under engines/ and one entry here."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from sm121.engines.adapter import EngineAdapter, MetricNames
+from sm121.engines.vllm.adapter import VllmAdapter
+from sm121.errors import Sm121Error
+from sm121.recipes.schema import EngineKind, EngineSpec
+
+_ADAPTERS: dict[EngineKind, EngineAdapter] = {
+    EngineKind.VLLM: VllmAdapter(),
+}
+
+
+def adapter_for(kind: EngineKind) -> EngineAdapter:
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        raise Sm121Error(f"engine {kind.value} has no adapter yet",
+                         f"engines sm121 renders today: {', '.join(k.value for k in _ADAPTERS)}")
+    return adapter
+
+
+def adapter_of(engine: str | None = None) -> EngineAdapter:
+    """The adapter of a plan's or run's `engine` field (ServePlan.engine). None: the engine a
+    recipe gets when it names none (schema's EngineSpec default), for a log read where no
+    plan is at hand."""
+    return adapter_for(EngineSpec().kind if engine is None else EngineKind(engine))
+
+
+def has_adapter(kind: EngineKind) -> bool:
+    return kind in _ADAPTERS
+
+
+def adapters() -> tuple[EngineAdapter, ...]:
+    """Every registered adapter, for a reader that does not know which engine answers (a
+    /metrics scrape of a URL): it tries each adapter's names."""
+    return tuple(_ADAPTERS.values())
+
+
+def metric_names() -> MetricNames:
+    """Every registered engine's names, engine by engine, for a reader of a /metrics page
+    that does not know which engine serves it. With one engine, that engine's table."""
+    tables = [adapter.metrics for adapter in adapters()]
+    return MetricNames(**{f.name: tuple(name for table in tables for name in getattr(table, f.name))
+                          for f in fields(MetricNames)})
