@@ -1,7 +1,8 @@
 #!/bin/sh
 # The cluster tests start their own sshd on loopback (127.0.0.2, 127.0.0.3, ...), and the
-# `sm121 top` test drives a real terminal through tmux. Install openssh-server and tmux when
-# they are missing; do nothing when both are already there.
+# `sm121 top` test drives a real terminal through tmux, and the stage tests copy with rsync
+# (they fall back to tar without it). Install openssh-server, tmux and rsync when missing; do
+# nothing when all are already there.
 set -eu
 PACKAGES=""
 if ! { [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1; }; then
@@ -9,6 +10,9 @@ if ! { [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1; }; then
 fi
 if ! command -v tmux >/dev/null 2>&1; then
     PACKAGES="$PACKAGES tmux"
+fi
+if ! command -v rsync >/dev/null 2>&1; then
+    PACKAGES="$PACKAGES rsync"
 fi
 if [ -z "$PACKAGES" ]; then
     exit 0

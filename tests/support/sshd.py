@@ -79,7 +79,9 @@ class Sshd:
                 self.process.wait(timeout=10)
 
 
-def start_sshd(folder: Path, nodes: int = 3) -> Sshd:
+def start_sshd(folder: Path, nodes: int = 3, extra_config: str = "") -> Sshd:
+    """`extra_config`: more sshd_config lines (e.g. `SetEnv PATH=...` to put a stand-in tool
+    first on the sessions' PATH)."""
     binary = sshd_binary()
     if binary is None:
         raise RuntimeError("sshd is not installed (scripts/ensure-sshd.sh installs it)")
@@ -93,7 +95,7 @@ def start_sshd(folder: Path, nodes: int = 3) -> Sshd:
     (folder / "known_hosts").write_text("".join(
         f"[{host}]:{port} {(folder / 'host_key.pub').read_text().strip()}\n" for host in hosts))
     config = folder / "sshd_config"
-    config.write_text(_sshd_config(folder, hosts, port))
+    config.write_text(_sshd_config(folder, hosts, port) + extra_config)
     _privilege_separation_dir()
     process = subprocess.Popen([binary, "-D", "-e", "-f", str(config)],
                                stdout=subprocess.DEVNULL,

@@ -37,6 +37,8 @@ def random_model(
     device: str = typer.Option("auto", "--device", help="auto (CUDA when torch sees a GPU), "
                                "cuda or cpu."),
     force: bool = typer.Option(False, "--force", help="Replace a model already there."),
+    shard_size: str = typer.Option("5GB", "--shard-size", help="Largest weight shard, e.g. "
+                                   "500MB (more shards: a staging test has several to copy)."),
     as_json: bool = JSON,
 ) -> None:
     """A random-weight Llama with a real model's shape and sm121's tiny tokenizer: llama-8b is
@@ -45,7 +47,7 @@ def random_model(
     folder = dest or paths.models_dir() / shape
     if not as_json:
         console.print(f"writing a random-weight {shape} model to {folder} ...", style="dim")
-    made = generate_random_model(shape, folder, device, force)
+    made = generate_random_model(shape, folder, device, force, shard_size)
     result = {"path": str(made.path), "shape": made.shape, "params_b": made.params_b,
               "device": made.device, "s": made.seconds, "reused": made.reused}
     if as_json:

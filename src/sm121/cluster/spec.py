@@ -26,6 +26,16 @@ def _check_ip(value: str) -> str:
 IpAddress = Annotated[str, AfterValidator(_check_ip)]
 
 
+def _check_folder(value: str) -> str:
+    # A node folder reaches remote commands (quoted) and rsync's argv: absolute or under `~`.
+    if not (value.startswith("/") or value == "~" or value.startswith("~/")):
+        raise ValueError(f"{value!r} must be an absolute path or start with ~/")
+    return value
+
+
+NodeFolder = Annotated[str, AfterValidator(_check_folder)]
+
+
 class Node(Strict):
     name: Name
     ssh: SshWord | None = Field(None, description="ssh target (user@host or a ~/.ssh/config alias); "
@@ -39,6 +49,11 @@ class Node(Strict):
                                                 "mounts and paths; asked over ssh when unset")
     python: str | None = Field(None, description="interpreter for native recipes whose command "
                                                   "starts with `python`, e.g. ~/vllm/bin/python")
+    hf_cache: NodeFolder | None = Field(None, description="this node's local Hugging Face "
+                                        "cache (HF_HOME), where `sm121 stage` puts weights; "
+                                        "default ~/.cache/huggingface")
+    compile_cache: NodeFolder | None = Field(None, description="this node's engine compile/JIT "
+                                             "cache (VLLM_CACHE_ROOT); default ~/.cache/vllm")
 
 
 class Cluster(Strict):

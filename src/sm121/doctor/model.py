@@ -10,6 +10,7 @@ from sm121.cluster.spec import Node
 from sm121.findings import Finding, Severity, Status, worst
 from sm121.memory.model import MemoryPlan
 from sm121.recipes.schema import ArgValue, Recipe
+from sm121.stage.manifest import NodeManifest
 
 
 class CheckResult(BaseModel):
@@ -57,6 +58,8 @@ class NodeContext:
     hf_cache: str = "~/.cache/huggingface"
     jit_cache: str = "~/.cache/vllm"
     model_share_bytes: int | None = None  # what this node loads when the files are not here
+    staged: NodeManifest | None = None  # what `sm121 stage` left on this node for the model
+    stage_command: str = "sm121 stage RECIPE --cluster FILE"
 
 
 def result(check: str, summary: str, findings: list[Finding] | None = None,

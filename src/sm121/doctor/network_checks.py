@@ -63,7 +63,7 @@ def _check_cache(facts: HostFacts, ctx: NodeContext, label: str) -> CheckResult:
                                  f"the JIT/compile cache is on NFS ({mount['device']})",
                                  "keep it on local NVMe: mount a local directory at "
                                  f"{where['path']}"))
-    if iface and _is_management(facts, ctx, iface):
+    if iface and is_management(facts, ctx, iface):
         findings.append(node_finding(ctx, Severity.WARNING, label,
                                  f"weights stream from {address} over {iface}, the management "
                                  "link: every start re-reads them at 10G speed and saturates it",
@@ -72,7 +72,7 @@ def _check_cache(facts: HostFacts, ctx: NodeContext, label: str) -> CheckResult:
     return result(label, summary, findings, ok="info")
 
 
-def _is_management(facts: HostFacts, ctx: NodeContext, iface: str) -> bool:
+def is_management(facts: HostFacts, ctx: NodeContext, iface: str) -> bool:
     if ctx.spec and ctx.spec.mgmt_if:
         return iface == ctx.spec.mgmt_if
     fabric = {net for nets in facts.rdma.values() for net in nets}

@@ -3,6 +3,7 @@ turn the facts into checks with findings."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
@@ -11,6 +12,7 @@ from sm121.cluster.spec import Cluster, Node, load_cluster
 from sm121.doctor import memory_checks as mem
 from sm121.doctor import network_checks as net
 from sm121.doctor.model import CheckResult, DoctorReport, NodeContext, NodeReport
+from sm121.doctor.weights_route import check_copy_tool, check_weights_route
 from sm121.errors import Sm121Error
 from sm121.hosts.facts import HostFacts, ProbeRequest, gather
 from sm121.hosts.transport import LocalTransport, Transport, transport_for
@@ -21,6 +23,7 @@ from sm121.plan.effective import effective_profile, resolve_profile
 from sm121.plan.render import fabric_env
 from sm121.recipes.loader import LoadedRecipe, load_recipe
 from sm121.recipes.schema import ArgValue, ModelSource
+from sm121.stage.staged import node_staged
 
 Probe = Callable[[str, Transport, ProbeRequest], HostFacts]
 
@@ -45,7 +48,11 @@ def run_doctor(request: DoctorRequest, probe: Probe = gather) -> DoctorReport:
     for spec in nodes:
         ctx = _context(spec, cluster, loaded, profile, request)
         try:
-            facts = probe(ctx.name, _transport(spec, cluster), _probe_request(ctx, loaded, request))
+            transport = _transport(spec, cluster)
+            if loaded is not None and cluster is not None:
+                ctx = replace(ctx, staged=node_staged(transport, spec, loaded.recipe,
+                                                      isinstance(transport, LocalTransport)))
+            facts = probe(ctx.name, transport, _probe_request(ctx, loaded, request))
         except Sm121Error as exc:
             reports.append(NodeReport(node=ctx.name, error=f"{exc.message} ({exc.hint})"))
             continue
@@ -59,7 +66,8 @@ def node_report(facts: HostFacts, ctx: NodeContext) -> NodeReport:
         mem.check_memory(facts, ctx), mem.check_weights_cache(facts, ctx),
         mem.check_weights_vs_ram(facts, ctx), *net.check_caches(facts, ctx),
         net.check_nccl(facts, ctx), net.check_fabric(facts, ctx), mem.check_gmu(ctx),
-        mem.check_uma_gate(facts, ctx),
+        mem.check_uma_gate(facts, ctx), check_weights_route(facts, ctx),
+        check_copy_tool(facts, ctx),
     ]
     return NodeReport(node=ctx.name, hostname=facts.hostname,
                       checks=[c for c in checks if c is not None])
@@ -93,8 +101,12 @@ def _context(spec: Node | None, cluster: tuple[Cluster, str] | None,
     hf, jit = _cache_paths(loaded)
     share = (int(recipe.model.size_gb * 1e9) // recipe.parallelism.nodes
              if recipe.model.size_gb else None)
+    name = recipe.name if loaded.builtin else loaded.source
+    stage = shlex.join(["sm121", "stage", name, *(["--profile", profile] if profile
+                                                              else []),
+                        "--cluster", cluster[1] if cluster else "CLUSTER.yaml"])
     return replace(ctx, recipe=recipe, profile=profile, args=args, env=env, hf_cache=hf,
-                   jit_cache=jit, model_share_bytes=share)
+                   jit_cache=jit, model_share_bytes=share, stage_command=stage)
 
 
 def _cache_paths(loaded: LoadedRecipe) -> tuple[str, str]:
@@ -119,8 +131,10 @@ def _probe_request(ctx: NodeContext, loaded: LoadedRecipe | None,
             weights.append(f"{ctx.hf_cache}/hub/{repo}/snapshots/*")
         elif (directory := model_directory(loaded.recipe)) is not None:
             weights.append(str(directory))
-    return ProbeRequest(root=request.root, weights=weights,
-                        paths={"hf-cache": ctx.hf_cache, "jit-cache": ctx.jit_cache})
+    located = {"hf-cache": ctx.hf_cache, "jit-cache": ctx.jit_cache}
+    if weights:
+        located["weights"] = weights[0].removesuffix("/*")
+    return ProbeRequest(root=request.root, weights=weights, paths=located)
 
 
 def _with_memory(ctx: NodeContext, loaded: LoadedRecipe | None, facts: HostFacts,

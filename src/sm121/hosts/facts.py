@@ -31,6 +31,7 @@ class HostFacts(BaseModel):
     hosts: dict[str, str]
     env: dict[str, str]
     loadavg: list[float] = []  # 1, 5, 15 minutes
+    tools: dict[str, bool] = {}  # rsync, tar, sha256sum: what `sm121 stage` copies with
 
     def gib(self, key: str) -> float:
         return self.meminfo.get(key, 0) / (1024 * 1024)

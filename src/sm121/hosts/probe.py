@@ -14,6 +14,7 @@ import glob
 import json
 import mmap
 import os
+import shutil
 import socket
 import sys
 
@@ -165,6 +166,8 @@ def probe(request: dict[str, object]) -> dict[str, object]:
         "weights": resident(list(request.get("weights") or [])),  # type: ignore[call-overload]
         "hosts": resolve_hosts(_nfs_servers(root)),
         "env": env,
+        # which copy `sm121 stage` can use to and from this node (rsync, else tar over ssh)
+        "tools": {t: shutil.which(t) is not None for t in ("rsync", "tar", "sha256sum")},
     }
 
 

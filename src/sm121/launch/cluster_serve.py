@@ -27,6 +27,7 @@ from sm121.launch.node_ops import (
 )
 from sm121.launch.readiness import NotReady, host_port, wait_ready
 from sm121.launch.runtimes import resolved_argv
+from sm121.launch.staged_weights import use_staged
 from sm121.plan.model import ServePlan
 from sm121.progress import Progress, quiet
 from sm121.runs.state import (
@@ -40,6 +41,7 @@ from sm121.runs.state import (
     update_run,
     wall_clock_now,
 )
+from sm121.stage.layout import plan_model_key
 
 # A process that dies at once (a missing interpreter, an unknown flag caught early) is caught
 # here; later deaths are caught by the liveness checks while waiting for readiness.
@@ -62,6 +64,7 @@ class ClusterLaunch:
         plan = self.plan
         self.progress(f"run {self.run.run_id}: {len(plan.nodes)} node(s)")
         self.slots = in_parallel(plan.nodes, lambda n: prepare_slot(n, self.run.run_id))
+        in_parallel(self.slots, lambda s: use_staged(s, plan, self.progress))
         save_launch(self.run.directory, plan,  # argv as each node runs it; secrets by name only
                     {s.plan.name: resolved_argv(s.plan, s.home) for s in self.slots})
         self.save()
@@ -126,9 +129,11 @@ class ClusterLaunch:
 
         def on_node(slot: NodeSlot) -> list[HookResult]:
             began = monotonic()
+            repo, revision = plan_model_key(self.plan.recipe_spec)
             target = HookTarget(node=slot.plan, transport=slot.transport,
                                 weights_dir=weights_dir(self.plan.model_ref, slot.plan, slot.home),
-                                run_dir=slot.files.run_dir)
+                                run_dir=slot.files.run_dir, home=slot.home, model_repo=repo,
+                                revision=revision)
             results = run_hooks(phase, self.plan.hooks, target)  # type: ignore[arg-type]
             if phase == "before_serve":
                 slot.hooks_s = round(monotonic() - began, 2)

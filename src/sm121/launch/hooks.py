@@ -5,6 +5,8 @@ Built in:
 - `drop-caches`: sync and drop the page cache, so the UMA gate's start-up check (it reads
   MemFree, vLLM #48140) does not count reclaimable cache as used. Root writes directly; others
   go through `sudo -n` and get a clear message when that is not permitted.
+- `stage-check`: refuse a node whose staged copy (`sm121 stage`) does not match the
+  checksums it was verified with (stage/check.py).
 - `warm-read`: read the weight shards into the page cache in parallel, only when the model is
   smaller than the node's available memory; otherwise it says why it skipped.
 Any other name is a custom command from the recipe's `hooks.custom`; those run only with
@@ -26,6 +28,8 @@ from sm121.plan.runtime_argv import expand_home
 from sm121.plan.trust import hook_needs, require_trust
 from sm121.recipes.hook_names import BUILTIN_HOOKS
 from sm121.recipes.schema import Hooks
+from sm121.stage.check import stage_check
+from sm121.stage.layout import DEFAULT_HF_CACHE
 
 Phase = Literal["before_serve", "after_ready"]
 HookStatus = Literal["ok", "skipped", "failed"]
@@ -89,6 +93,9 @@ class HookTarget:
     transport: Transport
     weights_dir: str
     run_dir: str
+    home: str = ""  # the node's home, for `~` in its cache folder
+    model_repo: str = ""  # the model's cache folder name, for stage-check
+    revision: str | None = None
 
 
 def check_trust(hooks: Hooks, trust: bool, recipe: str) -> None:
@@ -115,11 +122,16 @@ def run_hooks(phase: Phase, hooks: Hooks, target: HookTarget) -> list[HookResult
 
 
 def run_hook(phase: Phase, name: str, hooks: Hooks, target: HookTarget) -> HookResult:
-    argv, timeout = _hook_argv(phase, name, hooks, target)
     started = time.monotonic()
     try:
-        done = target.transport.run(argv, timeout=timeout)
-        status, message = _outcome(name, done.returncode, done.stdout + done.stderr)
+        if name == "stage-check":
+            hf_cache = expand_home(target.node.hf_cache or DEFAULT_HF_CACHE, target.home)
+            status, message = stage_check(target.transport, hf_cache, target.model_repo,
+                                          target.revision)
+        else:
+            argv, timeout = _hook_argv(phase, name, hooks, target)
+            done = target.transport.run(argv, timeout=timeout)
+            status, message = _outcome(name, done.returncode, done.stdout + done.stderr)
     except Sm121Error as exc:
         status, message = "failed", exc.message
     return HookResult(node=target.node.name, hook=name, phase=phase, status=status,

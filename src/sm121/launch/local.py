@@ -33,6 +33,7 @@ from sm121.runs.state import (
     save_launch,
     wall_clock_now,
 )
+from sm121.stage.layout import plan_model_key
 
 LOG_NAME = "engine.log"
 
@@ -117,8 +118,10 @@ def local_hooks(plan: ServePlan, run: RunInfo, phase: Phase, progress: Progress
     """The recipe's hooks on this machine; a failed before_serve hook stops the serve."""
     node = plan.nodes[0]
     home = str(Path.home())
+    repo, revision = plan_model_key(plan.recipe_spec)
     target = HookTarget(node=node, transport=LocalTransport(), run_dir=str(run.directory),
-                        weights_dir=weights_dir(plan.model_ref, node, home))
+                        weights_dir=weights_dir(plan.model_ref, node, home), home=home,
+                        model_repo=repo, revision=revision)
     results = run_hooks(phase, plan.hooks, target)
     for result in results:
         progress(result.render())

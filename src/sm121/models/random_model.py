@@ -47,7 +47,7 @@ class RandomModel:
 
 
 def generate_random_model(shape: str, dest: Path, device: str = "auto",
-                          force: bool = False) -> RandomModel:
+                          force: bool = False, shard_size: str = "5GB") -> RandomModel:
     """Write a random-weight model of `shape` to `dest`, atomically (a failure leaves nothing
     half-written). A folder that already holds this shape is kept unless `force`."""
     if shape not in SHAPES:
@@ -67,7 +67,7 @@ def generate_random_model(shape: str, dest: Path, device: str = "auto",
     staging = Path(tempfile.mkdtemp(prefix=f".{shape}-", dir=dest.parent))
     try:
         write_tokenizer(staging)
-        params, used = _write_weights(staging, shape, _device(device))
+        params, used = _write_weights(staging, shape, _device(device), shard_size)
         info = {"shape": shape, "seed": SEED, "params_b": round(params / 1e9, 4),
                 "device": used, **SHAPES[shape]}
         (staging / MARKER).write_text(json.dumps(info, indent=2))
@@ -102,7 +102,8 @@ def _device(requested: str) -> str:
     return requested
 
 
-def _write_weights(folder: Path, shape: str, device: str) -> tuple[int, str]:
+def _write_weights(folder: Path, shape: str, device: str,
+                   shard_size: str = "5GB") -> tuple[int, str]:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -122,5 +123,5 @@ def _write_weights(folder: Path, shape: str, device: str) -> tuple[int, str]:
                 parameter.normal_(0, 0.02)
     finally:
         torch.set_default_dtype(previous)
-    model.save_pretrained(folder, safe_serialization=True, max_shard_size="5GB")
+    model.save_pretrained(folder, safe_serialization=True, max_shard_size=shard_size)
     return sum(p.numel() for p in model.parameters()), device

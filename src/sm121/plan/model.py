@@ -41,6 +41,7 @@ class NodePlan(Frozen):
     ssh_port: int | None = None
     ssh_config: str | None = None
     home: str | None = None  # None: asked over ssh at launch, to expand `~`
+    hf_cache: str | None = None  # the node's local HF cache (cluster file), where stage puts weights
     state_dir: str = "~/.sm121"
     container: str | None = None  # docker runtime: the container's name
 

@@ -184,6 +184,7 @@ def _node_plans(request: PlanRequest, effective: EffectiveProfile,
             ssh_port=cluster.ssh_port if cluster else None,
             ssh_config=cluster.ssh_config if cluster else None,
             home=node.home, state_dir=cluster.state_dir if cluster else "~/.sm121",
+            hf_cache=node.hf_cache,
             container=container,
         ), tail, own[args_at:] if args_at is not None else []))
     return plans

@@ -1,0 +1,164 @@
+"""`sm121 stage RECIPE --cluster FILE`: weights (and compile caches, images) onto every node's
+local disk, over the fabric, verified; progress per node and in total."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from sm121.cli.options import JSON, PROFILE
+from sm121.cli.output import console, err_console, print_json
+from sm121.cluster.spec import load_cluster
+from sm121.errors import Sm121Error
+from sm121.recipes.loader import load_recipe
+from sm121.stage.caches import CacheResult, stage_cache
+from sm121.stage.images import ImageResult, stage_image
+from sm121.stage.layout import model_key
+from sm121.stage.nodes import stage_nodes
+from sm121.stage.progress import Snapshot
+from sm121.stage.weights import WeightsRequest, WeightsResult, stage_weights
+
+WHAT = ("weights", "cache", "image")
+
+
+def register(root: typer.Typer) -> None:
+    root.command("stage")(stage)
+
+
+def stage(
+    recipe: str = typer.Argument(..., help="Recipe name or YAML path."),
+    profile: str | None = PROFILE,
+    cluster: str = typer.Option(..., "--cluster", "-c", help="Cluster YAML: the nodes to "
+                                "stage onto."),
+    source: str | None = typer.Option(None, "--from", help="Copy from this node, or from a "
+                                      "model folder on this machine (default: the head)."),
+    what: str = typer.Option("weights", "--what", help="Comma list of: weights, cache, image."),
+    link: str = typer.Option("fabric", "--link", help="fabric (each node's fabric_ip) or mgmt "
+                             "(the ssh address: the management link)."),
+    via: str = typer.Option("auto", "--via", help="auto (rsync where both ends have it, else "
+                            "tar over ssh), rsync or tar."),
+    verify: bool = typer.Option(False, "--verify", help="Checksum every staged file again, not "
+                                "only files changed since they were verified."),
+    as_json: bool = JSON,
+) -> None:
+    """Copy the recipe's model (HF cache layout, at its pinned revision) to each node's local
+    cache, from the head over the fabric: nodes in parallel, a tree for 4+ nodes (the head
+    sends at most 2 copies), resumable, verified per file by size and sha256, with a manifest
+    on each node that plan, doctor and cluster check read."""
+    parts = [p.strip() for p in what.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in WHAT]
+    if unknown or not parts:
+        raise Sm121Error(f"--what {what}: unknown part(s) {unknown}", f"use {', '.join(WHAT)}")
+    if link not in ("fabric", "mgmt"):
+        raise Sm121Error(f"--link {link}: not fabric or mgmt", "use --link fabric or mgmt")
+    if via not in ("auto", "rsync", "tar"):
+        raise Sm121Error(f"--via {via}: not auto, rsync or tar", "use auto, rsync or tar")
+    loaded = load_recipe(recipe)
+    spec, _ = load_cluster(cluster)
+    nodes = stage_nodes(spec, link)  # type: ignore[arg-type]
+    results: dict[str, Any] = {"recipe": loaded.recipe.name, "profile": profile}
+    failed: list[str] = []
+    if "weights" in parts:
+        request = WeightsRequest(loaded.recipe, spec, source, link, via,  # type: ignore[arg-type]
+                                 verify)
+        weights = stage_weights(request, nodes, report=_printer(as_json))
+        results["weights"] = weights.model_dump()
+        failed += [f"{n.node}: {n.error}" for n in weights.nodes if n.status == "failed"]
+        if not as_json:
+            _print_weights(weights)
+    if "cache" in parts:
+        cache = stage_cache(loaded.recipe, spec, nodes, source, model_key(loaded.recipe), via)
+        results["cache"] = cache.model_dump()
+        failed += [f"{n.node}: {n.error}" for n in cache.nodes if n.status == "failed"]
+        if not as_json:
+            _print_cache(cache)
+    if "image" in parts:
+        image = loaded.recipe.runtime.image
+        if loaded.recipe.runtime.kind != "docker" or not image:
+            raise Sm121Error(f"--what image: recipe {loaded.recipe.name} runs natively, with no "
+                             "image", "leave image out of --what")
+        staged = stage_image(image, spec, nodes, source, model_key(loaded.recipe))
+        results["image"] = staged.model_dump()
+        failed += [f"{n.node}: {n.error}" for n in staged.nodes if n.status == "failed"]
+        if not as_json:
+            _print_image(staged)
+    if as_json:
+        print_json(results)
+    if failed:
+        raise Sm121Error(f"staging failed on {len(failed)} node(s): " + "; ".join(failed),
+                         "fix the cause and run the same command again: it resumes")
+
+
+def _printer(quiet: bool) -> Any:
+    last = [0.0]
+
+    def report(snap: Snapshot) -> None:
+        now = time.monotonic()
+        if quiet and now - last[0] < 10:
+            return
+        last[0] = now
+        err_console.print(progress_line(snap), highlight=False)
+
+    return report
+
+
+def progress_line(snap: Snapshot) -> str:
+    nodes = "; ".join(f"{n.node}<-{n.sender} {_pct(n.done_bytes, n.total_bytes)} "
+                      f"{_rate(n.rate_bps)} ETA {_eta(n.eta_s)}" for n in snap.nodes)
+    return (f"stage {snap.elapsed_s:.0f}s: {_gb(snap.done_bytes)} of {_gb(snap.total_bytes)} "
+            f"({_pct(snap.done_bytes, snap.total_bytes)}), {_rate(snap.rate_bps)}, "
+            f"ETA {_eta(snap.eta_s)}" + (f" | {nodes}" if nodes else ""))
+
+
+def _print_weights(result: WeightsResult) -> None:
+    console.print(f"weights {result.model} @ {result.revision}: {result.files} files, "
+                  f"{_gb(result.bytes)} from {result.source} (checksums read "
+                  f"{_gb(result.source_read_for_sums)} of it now)")
+    table = Table("node", "status", "from", "via", "sent", "s", "rate", "re-copied", "folder")
+    for n in result.nodes:
+        rate = _rate(n.bytes_sent / n.seconds) if n.seconds else "-"
+        table.add_row(n.node, n.status if not n.error else f"{n.status}: {n.error[:80]}",
+                      n.sender or "-", n.method or "-", _gb(n.bytes_sent), f"{n.seconds:.1f}",
+                      rate, ", ".join(n.recopied) or "-", n.folder)
+    console.print(table)
+    copies = ", ".join(f"{k} {v}" for k, v in result.copies_sent.items()) or "none"
+    console.print(f"full copies sent to other nodes: {copies}; {result.seconds:.1f} s in all")
+
+
+def _print_cache(result: CacheResult) -> None:
+    key = result.key
+    console.print(f"compile cache {result.folder} on {result.source} (gpu {key.gpu}, engine "
+                  f"{key.engine}, image {key.image[:19]})")
+    for n in result.nodes:
+        detail = {"source": f"{n.files} files, {_gb(n.bytes)}",
+                  "staged": f"from {n.sender} via {n.method}, {_gb(n.bytes_sent)} sent in "
+                            f"{n.seconds:.1f} s"}.get(n.status, n.error)
+        console.print(f"  {n.node}: {n.status} {detail}")
+
+
+def _print_image(result: ImageResult) -> None:
+    console.print(f"image {result.image} ({result.id[:19]}) from {result.source}")
+    for n in result.nodes:
+        rate = _rate(n.bytes_sent / n.seconds) if n.seconds else "-"
+        console.print(f"  {n.node}: {n.status}" + (f" from {n.sender}, {_gb(n.bytes_sent)} in "
+                      f"{n.seconds:.1f} s ({rate})" if n.status == "loaded" else "")
+                      + (f" {n.error}" if n.error else ""))
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+
+
+def _rate(bps: float) -> str:
+    return f"{bps / 1e6:.0f} MB/s"
+
+
+def _pct(done: int, total: int) -> str:
+    return f"{100 * done / total:.0f}%" if total else "-"
+
+
+def _eta(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.0f}s"

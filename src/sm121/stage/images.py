@@ -1,0 +1,120 @@
+"""Stage a docker image onto every node: `docker save IMAGE | ssh NODE docker load`, streamed
+(no file on either side), keyed by image id (a node that has the id is skipped), sent as a
+tree like the weights (a node that loaded it serves the next)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from typing import Literal
+
+from pydantic import BaseModel
+
+from sm121.cluster.spec import Cluster
+from sm121.errors import Sm121Error
+from sm121.launch.transport import Transport
+from sm121.stage.fanout import fan_out
+from sm121.stage.job import Job
+from sm121.stage.layout import ModelKey
+from sm121.stage.manifest import NodeManifest, StagedImage, read_manifest, write_manifest
+from sm121.stage.nodes import StageNode, each, hop_ssh
+
+LOAD_TIMEOUT_S = 6 * 3600
+_DD_BYTES = re.compile(r"^(\d+) bytes", re.MULTILINE)
+
+
+class ImageOutcome(BaseModel):
+    node: str
+    status: Literal["loaded", "already", "failed"]
+    id: str
+    sender: str | None = None
+    bytes_sent: int = 0
+    seconds: float = 0.0
+    error: str = ""
+
+
+class ImageResult(BaseModel):
+    image: str
+    id: str
+    source: str
+    nodes: list[ImageOutcome]
+    copies_sent: dict[str, int]
+
+
+def image_id(transport: Transport, image: str) -> str | None:
+    """The image's id on a node (sha256:...), or None when the node does not have it."""
+    done = transport.run(["docker", "image", "inspect", "--format", "{{.Id}}", image],
+                         timeout=60)
+    text = done.stdout.strip()
+    return text if done.ok and text else None
+
+
+def save_load_script(image: str, address: str | None, hop: list[str]) -> str:
+    """docker save on the sender piped into docker load on the receiver; dd in between counts
+    the bytes on the wire."""
+    load = ["docker", "load"]
+    remote = shlex.join(load) if address is None else shlex.join([*hop, "--", address,
+                                                                  shlex.join(load)])
+    return f"{shlex.join(['docker', 'save', image])} | dd bs=4M | {remote}"
+
+
+def stage_image(image: str, cluster: Cluster, nodes: list[StageNode], source: str | None,
+                key: ModelKey) -> ImageResult:
+    by_name = {n.name: n for n in nodes}
+    sender_name = source or cluster.head
+    if sender_name not in by_name:
+        raise Sm121Error(f"--from {sender_name}: images are staged from a node of the cluster",
+                         f"nodes: {', '.join(by_name)}")
+    wanted = image_id(by_name[sender_name].transport, image)
+    if wanted is None:
+        raise Sm121Error(f"{sender_name}: docker has no image {image}",
+                         f"pull or build it there first (docker pull {image})")
+    ids = each(nodes, lambda n: image_id(n.transport, wanted))
+    outcomes = {n.name: ImageOutcome(node=n.name, status="already" if found == wanted
+                                     else "loaded", id=wanted)
+                for n, found in zip(nodes, ids, strict=True)}
+    targets = [n for n, o in outcomes.items() if o.status == "loaded"]
+    ready = [n for n, o in outcomes.items() if o.status == "already" and n != sender_name]
+
+    def send(sender: str, target: str) -> None:
+        node = by_name[target]
+        if node.address is None:
+            raise Sm121Error(f"{target}: no fabric_ip in the cluster file",
+                             "set fabric_ip for this node, or pass --link mgmt")
+        started = time.monotonic()
+        script = save_load_script(image, node.address, hop_ssh(cluster))
+        done = Job(by_name[sender].transport, script).wait(timeout=LOAD_TIMEOUT_S)
+        if not done.ok:
+            raise Sm121Error(f"{sender} -> {target}: docker save | load failed: "
+                             f"{done.stderr.strip()[-300:]}",
+                             "check docker on both nodes and ssh between them")
+        if image_id(node.transport, wanted) != wanted:
+            raise Sm121Error(f"{target}: docker load finished but {wanted} is not there",
+                             "check the node's docker storage (df, docker system df)")
+        found = _DD_BYTES.search(done.stderr)
+        outcomes[target] = outcomes[target].model_copy(update={
+            "sender": sender, "bytes_sent": int(found.group(1)) if found else 0,
+            "seconds": round(time.monotonic() - started, 2)})
+        _record(node, key, image, wanted)
+
+    copies = fan_out(sender_name, targets, send, ready=ready)
+    for copy in copies:
+        if not copy.ok:
+            outcomes[copy.target] = outcomes[copy.target].model_copy(update={
+                "status": "failed", "sender": copy.sender, "error": copy.error})
+    for name, outcome in outcomes.items():
+        if outcome.status == "already":
+            _record(by_name[name], key, image, wanted)
+    sent: dict[str, int] = {}
+    for o in outcomes.values():
+        if o.status == "loaded" and o.sender:
+            sent[o.sender] = sent.get(o.sender, 0) + 1
+    return ImageResult(image=image, id=wanted, source=sender_name,
+                       nodes=[outcomes[n.name] for n in nodes], copies_sent=sent)
+
+
+def _record(node: StageNode, key: ModelKey, image: str, wanted: str) -> None:
+    old = read_manifest(node.transport, node.hf_cache, key) or NodeManifest()
+    entry = StagedImage(image=image, id=wanted, staged_at=time.time())
+    write_manifest(node.transport, node.hf_cache, key, old.model_copy(update={"image": entry}))
