@@ -97,7 +97,7 @@ class SourceSums:
         for name, entry in files.items():
             cached = known.get(name)
             if cached and cached["size"] == entry.size and cached["mtime"] == entry.mtime:
-                sums[name] = cached["sha256"]
+                sums[name] = str(cached["sha256"])
             else:
                 todo.append(name)
         fresh = checksums(transport, folder, todo)

@@ -1,8 +1,8 @@
 """A long copy on a node (rsync, tar | ssh, docker save | ssh) that never outlives sm121.
 
-The script runs in its own process group under a watcher that reads the job's stdin: sm121
-holds that pipe open, so when sm121 exits, is killed (even SIGKILL) or the ssh link drops,
-the watcher sees end-of-file and stops the whole group. A remote command without a terminal
+The script runs in its own process group (setsid, util-linux) under a watcher that reads the
+job's stdin: sm121 holds that pipe open, so when sm121 exits, is killed (even SIGKILL) or the
+ssh link drops, the watcher sees end-of-file and stops the whole group. A remote command without a terminal
 gets no SIGHUP, so without the watcher an interrupted stage would leave rsync running."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from sm121.errors import Sm121Error
 from sm121.launch.transport import LocalTransport, SshTransport, Transport
 
-# $1 is the job's script. `set -m` puts the job in its own process group, so one kill reaches
-# every process of a pipeline. fd 3 keeps sm121's pipe for the watcher: an asynchronous
-# command's stdin would otherwise be /dev/null.
+# $1 is the job's script. setsid puts the job in its own session and process group (its pid
+# is the group id: a background child of a shell is no group leader, so setsid does not fork),
+# so one kill reaches every process of a pipeline. fd 3 keeps sm121's pipe for the watcher:
+# an asynchronous command's stdin would otherwise be /dev/null.
 WRAPPER = r"""exec 3<&0
-set -m
-sh -c "$1" </dev/null 3<&- &
+setsid sh -c "$1" </dev/null 3<&- &
 job=$!
 (cat <&3 >/dev/null 2>&1; kill -TERM -"$job" 2>/dev/null) </dev/null >/dev/null 2>&1 &
 watch=$!
@@ -30,6 +30,18 @@ rc=$?
 kill "$watch" 2>/dev/null
 exit "$rc"
 """
+
+
+_live: set[Job] = set()
+_lock = threading.Lock()
+
+
+def stop_all() -> None:
+    """Stop every job still running (Ctrl-C, SIGTERM): no copy outlives the command."""
+    with _lock:
+        jobs = list(_live)
+    for job in jobs:
+        job.stop()
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,8 @@ class Job:
         except FileNotFoundError as exc:
             raise Sm121Error(f"{self.where}: {command[0]} is not installed",
                              f"install {command[0]}") from exc
+        with _lock:
+            _live.add(self)
         self._out: list[bytes] = []
         self._err: list[bytes] = []
         self._readers = [threading.Thread(target=self._drain, args=(stream, sink), daemon=True)
@@ -86,6 +100,8 @@ class Job:
         for reader in self._readers:
             reader.join(timeout=10)
         self._close_stdin()
+        with _lock:
+            _live.discard(self)
         return JobResult(code, b"".join(self._out).decode(errors="replace"),
                          b"".join(self._err).decode(errors="replace"))
 

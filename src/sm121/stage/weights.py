@@ -155,7 +155,8 @@ def _send(stage: _Stage, sender: str, target: str) -> None:
     node = stage.nodes[target]
     src, dest = _sender(stage, sender), _target(stage, target)
     if same_host(src, dest) and src.folder == dest.folder:
-        _verify_and_record(stage, node, sender, "none", 0, 0.0, [])
+        _verify_and_record(stage, node, sender, "none", 0, 0.0, [],
+                           list_files(node.transport, dest.folder) or {})
         return
     method = copy_method(stage.tools[sender], stage.tools[target], stage.request.method)
     if method == "missing":
@@ -174,7 +175,7 @@ def _send(stage: _Stage, sender: str, target: str) -> None:
     stage.board.watch(target, sender, node.transport, dest.folder,
                       sum(f.size for f in stage.files.values()))
     sent = _copy(stage, sender, src, dest, method)
-    bad = _bad_files(stage, node, dest.folder)
+    bad, present = _bad_files(stage, node, dest.folder)
     recopied = []
     if bad:
         # Caught by size or checksum: remove the bad copies (and any partial of them) and send
@@ -182,12 +183,13 @@ def _send(stage: _Stage, sender: str, target: str) -> None:
         _remove(node, dest.folder, bad)
         sent += _copy(stage, sender, src, dest, method)
         recopied = bad
-        still = _bad_files(stage, node, dest.folder, only=bad)
+        still, present = _bad_files(stage, node, dest.folder, only=bad)
         if still:
             raise Sm121Error(f"{target}: {len(still)} file(s) still differ from the source after "
                              f"a second copy: {', '.join(still[:3])}",
                              "check the node's disk (dmesg) and the link, then stage again")
-    _verify_and_record(stage, node, sender, method, sent, time.monotonic() - started, recopied)
+    _verify_and_record(stage, node, sender, method, sent, time.monotonic() - started, recopied,
+                       present)
 
 
 def _copy(stage: _Stage, sender: str, src: Endpoint, dest: Endpoint, method: str) -> int:
@@ -213,14 +215,15 @@ def _copy(stage: _Stage, sender: str, src: Endpoint, dest: Endpoint, method: str
     return counted or 0
 
 
-def _bad_files(stage: _Stage, node: StageNode, folder: str,
-               only: list[str] | None = None) -> list[str]:
+def _bad_files(stage: _Stage, node: StageNode, folder: str, only: list[str] | None = None
+               ) -> tuple[list[str], dict[str, FileEntry]]:
+    """The files of the copy whose size or sha256 is not the source's, and the listing."""
     present = list_files(node.transport, folder) or {}
     names = sorted(only or stage.files)
     wrong_size = [n for n in names if n not in present or present[n].size != stage.files[n].size]
     to_sum = [n for n in names if n not in wrong_size]
     sums = checksums(node.transport, folder, to_sum)
-    return sorted(wrong_size + [n for n in to_sum if sums[n] != stage.sums[n]])
+    return sorted(wrong_size + [n for n in to_sum if sums[n] != stage.sums[n]]), present
 
 
 def _remove(node: StageNode, folder: str, names: list[str]) -> None:
@@ -229,12 +232,12 @@ def _remove(node: StageNode, folder: str, names: list[str]) -> None:
 
 
 def _verify_and_record(stage: _Stage, node: StageNode, sender: str, method: str, sent: int,
-                       seconds: float, recopied: list[str]) -> None:
+                       seconds: float, recopied: list[str],
+                       present: dict[str, FileEntry]) -> None:
     """The copy is good (checked above): its manifest records the source's sums with the
     files' sizes and mtimes as they are now."""
     key = stage.source.key
     folder = stage.outcomes[node.name].folder
-    present = list_files(node.transport, folder) or {}
     files = {n: present.get(n, f) for n, f in stage.files.items()}
     old = mf.read_manifest(node.transport, node.hf_cache, key) or mf.NodeManifest()
     entry = mf.weights_entry(key, folder, files, stage.sums, f"{stage.source.name}:"
