@@ -18,7 +18,8 @@ import pytest
 from support import invoke_cli
 from support.sshd import Sshd, sshd_available, start_sshd
 
-from sm121.launch.transport import SshTransport
+from sm121.launch.transport import LocalTransport, SshTransport
+from sm121.stage.check import stage_check
 from sm121.stage.job import Job
 
 pytestmark = pytest.mark.integration
@@ -215,3 +216,73 @@ def test_an_image_is_streamed_to_the_nodes_that_lack_its_id(
     assert not (docker_root / sshd4.hosts[2] / "loads.log").exists()
     assert all(n["bytes_sent"] > len(layers) for n in result["nodes"] if n["status"] == "loaded")
     assert sum(result["copies_sent"].values()) == 2
+
+
+def test_serve_reads_the_staged_copy_and_stage_check_refuses_a_changed_one(
+        sshd4: Sshd, toy: tuple[Path, Path], tmp_path: Path, sm121_home: Path) -> None:
+    """The head's argv names its staged snapshot, not the recipe's path; the stage-check hook
+    finds a shard changed since it was verified and nothing starts (no engine boots here)."""
+    folder, recipe = toy
+    file = cluster(sshd4, tmp_path, 2)
+    stage(recipe, file)
+    served = tmp_path / "served.yaml"
+    served.write_text(json.dumps({
+        "name": "toy-served", "model": {"id": "toy", "source": "path", "path": str(folder)},
+        "runtime": {"kind": "native",
+                    "command": ["python", "-m", "vllm.entrypoints.openai.api_server"]},
+        "hooks": {"before_serve": ["stage-check"]}}))
+    staged = tmp_path / "node1" / "hf" / SNAPSHOT
+    shard = staged / sorted(SHARDS)[0]
+    shard.write_bytes(shard.read_bytes()[::-1])  # same size, new mtime
+    before = set((sm121_home / "runs").glob("*"))
+    done = invoke_cli("serve", str(served), "--cluster", str(file), "--trust", check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "stage-check on spark1: failed" in done.stderr
+    assert "does not match its verified checksums" in done.stderr and shard.name in done.stderr
+    (run_dir,) = set((sm121_home / "runs").glob("*")) - before
+    argv = json.loads((run_dir / "argv.json").read_text())["spark1"]
+    assert str(staged) in argv and str(folder) not in argv
+
+    # Told to: SM121_STAGE_CHECK=warn lets it pass (the finding stays in the hook's message).
+    hf = str(tmp_path / "node1" / "hf")
+    assert stage_check(LocalTransport(), hf, "models--sm121-local--toy", None)[0] == "failed"
+    os.environ["SM121_STAGE_CHECK"] = "warn"
+    try:
+        status, message = stage_check(LocalTransport(), hf, "models--sm121-local--toy", None)
+    finally:
+        del os.environ["SM121_STAGE_CHECK"]
+    assert status == "skipped" and "started anyway" in message
+    stage(recipe, file)  # the changed shard is caught (its mtime moved) and copied again
+    assert stage_check(LocalTransport(), hf, "models--sm121-local--toy", None)[0] == "ok"
+
+
+def test_a_compile_cache_goes_only_to_nodes_of_the_same_key(
+        sshd4: Sshd, toy: tuple[Path, Path], tmp_path: Path) -> None:
+    """spark1 booted warm (its cache folder has files); spark2 has the same GPU, engine and
+    image and receives the cache; spark3's interpreter imports another engine version, so
+    its cache is never copied."""
+    _, recipe = toy
+    other = tmp_path / "other-python"
+    other.write_text("#!/bin/sh\necho 9.9.9\n")
+    other.chmod(0o755)
+    nodes = [{"name": f"spark{i + 1}", "fabric_ip": host, "hf_cache": str(tmp_path / f"n{i}"),
+              "compile_cache": str(tmp_path / f"c{i}")}
+             for i, host in enumerate(sshd4.hosts[:3])]
+    nodes[2]["python"] = str(other)
+    file = sshd4.cluster_file(tmp_path / "c.yaml", nodes, tmp_path / "state")
+    warm = tmp_path / "c0" / "torch_compile_cache" / "abc" / "rank_0_0"
+    warm.mkdir(parents=True)
+    (warm / "graph.py").write_text("compiled")
+    (warm / "kernel.so").write_bytes(os.urandom(20_000))
+    result = json.loads(invoke_cli("stage", str(recipe), "--cluster", str(file), "--what",
+                                   "cache", "--json").stdout)["cache"]
+    status = {n["node"]: n["status"] for n in result["nodes"]}
+    assert status == {"spark1": "source", "spark2": "staged", "spark3": "mismatch"}
+    received = tmp_path / "c1" / "torch_compile_cache" / "abc" / "rank_0_0" / "kernel.so"
+    assert received.read_bytes() == (warm / "kernel.so").read_bytes()
+    assert not (tmp_path / "c2").exists()
+    mismatch = next(n for n in result["nodes"] if n["node"] == "spark3")
+    assert "engine" in mismatch["error"] and "9.9.9" in mismatch["error"]
+    for folder in ("c0", "c1"):
+        key = json.loads((tmp_path / folder / "sm121-cache.json").read_text())["key"]
+        assert key == result["key"]
