@@ -19,6 +19,7 @@ from support import invoke_cli
 from support.sshd import Sshd, sshd_available, start_sshd
 
 from sm121.launch.transport import LocalTransport, SshTransport
+from sm121.models.tiny import ARCHITECTURE
 from sm121.stage.check import stage_check
 from sm121.stage.job import Job
 
@@ -55,7 +56,9 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder.mkdir()
     for name, size in SHARDS.items():
         (folder / name).write_bytes(os.urandom(size))
-    (folder / "config.json").write_text('{"model_type": "llama"}')
+    # the tiny model's architecture: the doctor's memory plan reads it
+    (folder / "config.json").write_text(json.dumps({**ARCHITECTURE, "model_type": "llama",
+                                                    "dtype": "bfloat16"}))
     recipe = folder.parent / "toy.yaml"
     recipe.write_text(json.dumps({"name": "toy", "model": {"id": "toy", "source": "path",
                                                             "path": str(folder)}}))
@@ -225,6 +228,22 @@ def test_serve_reads_the_staged_copy_and_stage_check_refuses_a_changed_one(
     folder, recipe = toy
     file = cluster(sshd4, tmp_path, 2)
     stage(recipe, file)
+    # plan, doctor and cluster check read each node's staged manifest
+    planned = json.loads(invoke_cli("plan", str(recipe), "--cluster", str(file), "--staged",
+                                    "--trust", "--json").stdout)["staged"]
+    assert "the staged copy" in planned["spark1"]["reads"]
+    doctored = invoke_cli("doctor", "--recipe", str(recipe), "--cluster", str(file), "--json",
+                          check=False)
+    assert doctored.stdout, doctored.stderr
+    doctor = json.loads(doctored.stdout)
+    for node in doctor["nodes"]:
+        route = next(c for c in node["checks"] if c["check"] == "weights-route")
+        assert route["summary"].startswith("reads weights locally: staged copy"), route
+        assert any(c["check"] == "stage-copy" for c in node["checks"])
+    checked = json.loads(invoke_cli("cluster", "check", str(file), "--recipe", str(recipe),
+                                    "--json", check=False).stdout)
+    staged_rows = [c for c in checked if c["check"] == "staged"]
+    assert len(staged_rows) == 2 and all(c["status"] == "ok" for c in staged_rows), staged_rows
     served = tmp_path / "served.yaml"
     served.write_text(json.dumps({
         "name": "toy-served", "model": {"id": "toy", "source": "path", "path": str(folder)},

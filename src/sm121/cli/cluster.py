@@ -36,11 +36,11 @@ def check(
     cluster, source = load_cluster(file)
     request = CheckRequest(cluster=cluster, source=source, ports=(port,))
     if recipe:
-        loaded = load_recipe(recipe).recipe
-        runtime = loaded.runtime
-        ports = (port, *adapter_for(loaded.engine.kind).rendezvous_ports(runtime.kind))
+        loaded = load_recipe(recipe)
+        runtime = loaded.recipe.runtime
+        ports = (port, *adapter_for(loaded.recipe.engine.kind).rendezvous_ports(runtime.kind))
         request = dataclasses.replace(request, runtime=runtime.kind, image=runtime.image,
-                                      ports=ports)
+                                      ports=ports, recipe=loaded.recipe, recipe_name=recipe)
     results = check_cluster(request)
     if as_json:
         print_json([dataclasses.asdict(r) for r in results])

@@ -12,6 +12,7 @@ from sm121.cli.output import console, parse_sets, print_json
 from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
 from sm121.plan.trust import require_trust
+from sm121.stage.where import plan_staged
 
 
 def register(app: typer.Typer) -> None:
@@ -27,6 +28,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the ServePlan as JSON."),
         memory: bool = typer.Option(False, "--memory", help="Add the memory plan: KV budget, "
                                     "pool, concurrency (as `sm121 memory plan`)."),
+        staged: bool = typer.Option(False, "--staged", help="Also read each node's staged "
+                                    "manifest (over ssh): where its weights are read from."),
     ) -> None:
         """Render recipe + profile + cluster + overrides into the ServePlan: for each node the
         exact argv and env, the start order, the readiness probe and the request policy."""
@@ -35,10 +38,15 @@ def register(app: typer.Typer) -> None:
             return
         serve_plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
         require_trust(serve_plan.recipe, serve_plan.needs_trust, trust)
+        where = plan_staged(serve_plan) if staged else None
         if as_json:
-            print_json(serve_plan)
+            print_json(serve_plan if where is None else
+                       {**serve_plan.model_dump(mode="json"), "staged": where})
         else:
             print_plan(serve_plan)
+            for node, line in (where or {}).items():
+                console.print(f"weights on {node}: {line['reads']}", highlight=False,
+                              markup=False)
 
 
 def _plan_with_memory(name: str, profile: str | None, cluster: str | None,

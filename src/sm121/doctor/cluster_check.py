@@ -10,10 +10,12 @@ import time
 from dataclasses import dataclass
 
 from sm121.cluster.spec import Cluster, Node
+from sm121.doctor.staged_check import staged_detail
 from sm121.errors import Sm121Error
 from sm121.findings import Status
 from sm121.hosts.parallel import in_parallel
 from sm121.hosts.transport import Transport, transport_for
+from sm121.recipes.schema import Recipe
 
 q = shlex.quote
 
@@ -41,6 +43,8 @@ class CheckRequest:
     image: str | None = None
     python: str = "python3"
     ports: tuple[int, ...] = (8000,)  # beside the cluster's own master_port, always checked
+    recipe: Recipe | None = None  # with it: what `sm121 stage` left on each node for it
+    recipe_name: str = ""
 
     @property
     def all_ports(self) -> tuple[int, ...]:
@@ -58,7 +62,8 @@ def check_cluster(request: CheckRequest) -> list[Check]:
                                  f"{request.image} differs between nodes: "
                                  + ", ".join(f"{n} {i[:19]}" for n, i in images.items()),
                                  fix="pull the same tag on every node (docker pull), or "
-                                     "transfer one image (docker save | ssh NODE docker load)"))
+                                     "stream one image to every node: sm121 stage RECIPE "
+                                     "--cluster FILE --what image"))
     return findings
 
 
@@ -87,6 +92,10 @@ def _check_node(request: CheckRequest, node: Node) -> tuple[list[Check], str | N
     if request.image and image is None:
         findings.append(_finding("error", where, "image", f"{request.image} is not on "
                                  "this node", fix=f"docker pull {request.image}"))
+    if request.recipe is not None:
+        status, detail, fix = staged_detail(transport, node, request.recipe,
+                                            request.recipe_name, request.source, target is None)
+        findings.append(_finding(status, where, "staged", detail, fix=fix))
     return findings, image
 
 
