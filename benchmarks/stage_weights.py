@@ -41,7 +41,7 @@ def cluster_file(sshd: Sshd, work: Path, label: str, count: int) -> Path:
 def stage(recipe: Path, cluster: Path, *extra: str) -> dict[str, Any]:
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "sm121.cli.main", "stage", str(recipe),
-                           "--cluster", str(cluster), "--json", *extra],
+                           "--cluster", str(cluster), "--json", "--trust", *extra],
                           capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise SystemExit(f"stage failed: {done.stderr[-2000:]}")
@@ -78,7 +78,7 @@ def kill_and_resume(sshd: Sshd, recipe: Path, work: Path, name: str,
     cluster = cluster_file(sshd, work, label, 2)
     target = work / label / "node2" / SNAPSHOT.format(name=name)
     process = subprocess.Popen([sys.executable, "-m", "sm121.cli.main", "stage", str(recipe),
-                                "--cluster", str(cluster), "--json", "--via", via],
+                                "--cluster", str(cluster), "--json", "--trust", "--via", via],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:

@@ -73,7 +73,9 @@ def cluster(sshd: Sshd, tmp_path: Path, count: int) -> Path:
 
 
 def stage(recipe: Path, cluster_file: Path, *extra: str) -> dict:
-    done = invoke_cli("stage", str(recipe), "--cluster", str(cluster_file), "--json", *extra)
+    # --trust: the toy recipe's model folder lies outside sm121's model folder
+    done = invoke_cli("stage", str(recipe), "--cluster", str(cluster_file), "--json", "--trust",
+                      *extra)
     return json.loads(done.stdout)["weights"] | {"stderr": done.stderr}
 
 
@@ -167,11 +169,15 @@ def test_a_copy_to_a_node_without_a_fabric_address_is_refused(
               "hf_cache": str(tmp_path / "n1")}, {"name": "spark2",
                                                   "hf_cache": str(tmp_path / "n2")}]
     file = sshd4.cluster_file(tmp_path / "c.yaml", nodes, tmp_path / "state")
-    done = invoke_cli("stage", str(recipe), "--cluster", str(file), check=False)
+    untrusted = invoke_cli("stage", str(recipe), "--cluster", str(file), check=False)
+    assert untrusted.returncode == 2 and "--trust" in untrusted.stderr
+    assert not (tmp_path / "n1").exists()
+    done = invoke_cli("stage", str(recipe), "--cluster", str(file), "--trust", check=False)
     assert done.returncode == 2
     assert "spark2: no fabric_ip" in done.stderr and "--link mgmt" in done.stderr
     assert not (tmp_path / "n2").exists()
-    mgmt = invoke_cli("stage", str(recipe), "--cluster", str(file), "--link", "mgmt", "--json")
+    mgmt = invoke_cli("stage", str(recipe), "--cluster", str(file), "--link", "mgmt", "--json",
+                      "--trust")
     assert by_node(json.loads(mgmt.stdout)["weights"])["spark2"]["status"] == "staged"
 
 

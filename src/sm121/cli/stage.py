@@ -9,10 +9,11 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from sm121.cli.options import JSON, PROFILE
+from sm121.cli.options import JSON, PROFILE, TRUST
 from sm121.cli.output import console, err_console, print_json
 from sm121.cluster.spec import load_cluster
 from sm121.errors import Sm121Error
+from sm121.plan.trust import model_needs, require_trust
 from sm121.recipes.loader import load_recipe
 from sm121.stage.caches import CacheResult, stage_cache
 from sm121.stage.images import ImageResult, stage_image
@@ -42,6 +43,7 @@ def stage(
                             "tar over ssh), rsync or tar."),
     verify: bool = typer.Option(False, "--verify", help="Checksum every staged file again, not "
                                 "only files changed since they were verified."),
+    trust: bool = TRUST,
     as_json: bool = JSON,
 ) -> None:
     """Copy the recipe's model (HF cache layout, at its pinned revision) to each node's local
@@ -57,6 +59,9 @@ def stage(
     if via not in ("auto", "rsync", "tar"):
         raise Sm121Error(f"--via {via}: not auto, rsync or tar", "use auto, rsync or tar")
     loaded = load_recipe(recipe)
+    if "weights" in parts and not loaded.builtin and source is None:
+        # A recipe from elsewhere would otherwise copy any folder of the head to every node.
+        require_trust(loaded.recipe.name, model_needs(loaded.recipe), trust)
     spec, _ = load_cluster(cluster)
     nodes = stage_nodes(spec, link)  # type: ignore[arg-type]
     results: dict[str, Any] = {"recipe": loaded.recipe.name, "profile": profile}

@@ -32,7 +32,7 @@ def trust_needs(recipe: Recipe, profile: str | None, builtin: bool) -> list[str]
     """One line per thing that needs --trust: the field and what it would do."""
     if builtin:
         return []
-    return (_runtime_needs(recipe) + _model_needs(recipe) + _arg_needs(recipe, profile)
+    return (_runtime_needs(recipe) + model_needs(recipe) + _arg_needs(recipe, profile)
             + _env_needs(recipe, profile) + hook_needs(recipe.hooks))
 
 
@@ -55,7 +55,7 @@ def _runtime_needs(recipe: Recipe) -> list[str]:
     return needs
 
 
-def _model_needs(recipe: Recipe) -> list[str]:
+def model_needs(recipe: Recipe) -> list[str]:
     model = recipe.model
     if model.source is not ModelSource.PATH or not model.path:
         return []
