@@ -62,6 +62,10 @@ def stage(
     if "weights" in parts and not loaded.builtin and source is None:
         # A recipe from elsewhere would otherwise copy any folder of the head to every node.
         require_trust(loaded.recipe.name, model_needs(loaded.recipe), trust)
+    image = loaded.recipe.runtime.image
+    if "image" in parts and (loaded.recipe.runtime.kind != "docker" or not image):
+        raise Sm121Error(f"--what image: recipe {loaded.recipe.name} runs natively, with no "
+                         "image", "leave image out of --what")
     spec, _ = load_cluster(cluster)
     nodes = stage_nodes(spec, link)  # type: ignore[arg-type]
     results: dict[str, Any] = {"recipe": loaded.recipe.name, "profile": profile}
@@ -81,10 +85,7 @@ def stage(
         if not as_json:
             _print_cache(cache)
     if "image" in parts:
-        image = loaded.recipe.runtime.image
-        if loaded.recipe.runtime.kind != "docker" or not image:
-            raise Sm121Error(f"--what image: recipe {loaded.recipe.name} runs natively, with no "
-                             "image", "leave image out of --what")
+        assert image is not None
         staged = stage_image(image, spec, nodes, source, model_key(loaded.recipe))
         results["image"] = staged.model_dump()
         failed += [f"{n.node}: {n.error}" for n in staged.nodes if n.status == "failed"]
