@@ -86,7 +86,8 @@ def stage(
             _print_cache(cache)
     if "image" in parts:
         assert image is not None
-        staged = stage_image(image, spec, nodes, source, model_key(loaded.recipe))
+        staged = stage_image(image, spec, nodes, source, model_key(loaded.recipe),
+                             report=_printer(as_json))
         results["image"] = staged.model_dump()
         failed += [f"{n.node}: {n.error}" for n in staged.nodes if n.status == "failed"]
         if not as_json:

@@ -1,5 +1,6 @@
 """Stage a docker image onto every node: `docker save IMAGE | ssh NODE docker load`, streamed
-(no file on either side), keyed by image id (a node that has the id is skipped), sent as a
+(no file on either side; dd in the pipe counts the bytes for the progress line), keyed by
+image id (a node that has the id is skipped), sent as a
 tree like the weights (a node that loaded it serves the next)."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel
@@ -19,6 +21,7 @@ from sm121.stage.job import Job
 from sm121.stage.layout import ModelKey
 from sm121.stage.manifest import NodeManifest, StagedImage, read_manifest, write_manifest
 from sm121.stage.nodes import StageNode, each, hop_ssh
+from sm121.stage.progress import ProgressBoard, Snapshot
 
 LOAD_TIMEOUT_S = 6 * 3600
 _DD_BYTES = re.compile(r"^(\d+) bytes", re.MULTILINE)
@@ -56,11 +59,25 @@ def save_load_script(image: str, address: str | None, hop: list[str]) -> str:
     load = ["docker", "load"]
     remote = shlex.join(load) if address is None else shlex.join([*hop, "--", address,
                                                                   shlex.join(load)])
-    return f"{shlex.join(['docker', 'save', image])} | dd bs=4M | {remote}"
+    return f"{shlex.join(['docker', 'save', image])} | dd bs=4M status=progress | {remote}"
+
+
+def streamed_bytes(stderr: str) -> int:
+    """The last byte count dd printed (its progress lines end in a carriage return)."""
+    counts = [int(m.group(1)) for m in _DD_BYTES.finditer(stderr.replace("\r", "\n"))]
+    return counts[-1] if counts else 0
+
+
+def image_size(transport: Transport, image: str) -> int:
+    done = transport.run(["docker", "image", "inspect", "--format", "{{.Size}}", image],
+                         timeout=60)
+    text = done.stdout.strip()
+    return int(text) if done.ok and text.isdigit() else 0
 
 
 def stage_image(image: str, cluster: Cluster, nodes: list[StageNode], source: str | None,
-                key: ModelKey) -> ImageResult:
+                key: ModelKey, report: Callable[[Snapshot], None] = lambda s: None
+                ) -> ImageResult:
     by_name = {n.name: n for n in nodes}
     sender_name = source or cluster.head
     if sender_name not in by_name:
@@ -84,7 +101,10 @@ def stage_image(image: str, cluster: Cluster, nodes: list[StageNode], source: st
                              "set fabric_ip for this node, or pass --link mgmt")
         started = time.monotonic()
         script = save_load_script(image, node.address, hop_ssh(cluster))
-        done = Job(by_name[sender].transport, script).wait(timeout=LOAD_TIMEOUT_S)
+        job = Job(by_name[sender].transport, script)
+        board.watch(target, sender, lambda: streamed_bytes(job.stderr_so_far()), size)
+        done = job.wait(timeout=LOAD_TIMEOUT_S)
+        board.finish(target)
         if not done.ok:
             raise Sm121Error(f"{sender} -> {target}: docker save | load failed: "
                              f"{done.stderr.strip()[-300:]}",
@@ -92,13 +112,15 @@ def stage_image(image: str, cluster: Cluster, nodes: list[StageNode], source: st
         if image_id(node.transport, wanted) != wanted:
             raise Sm121Error(f"{target}: docker load finished but {wanted} is not there",
                              "check the node's docker storage (df, docker system df)")
-        found = _DD_BYTES.search(done.stderr)
         outcomes[target] = outcomes[target].model_copy(update={
-            "sender": sender, "bytes_sent": int(found.group(1)) if found else 0,
+            "sender": sender, "bytes_sent": streamed_bytes(done.stderr),
             "seconds": round(time.monotonic() - started, 2)})
         _record(node, key, image, wanted)
 
-    copies = fan_out(sender_name, targets, send, ready=ready)
+    size = image_size(by_name[sender_name].transport, wanted)
+    board = ProgressBoard(size * len(targets), report)
+    with board:
+        copies = fan_out(sender_name, targets, send, ready=ready)
     for copy in copies:
         if not copy.ok:
             outcomes[copy.target] = outcomes[copy.target].model_copy(update={

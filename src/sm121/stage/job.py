@@ -90,6 +90,10 @@ class Job:
         while chunk := stream.read(65536):
             sink.append(chunk)
 
+    def stderr_so_far(self) -> str:
+        """What the job wrote to stderr until now (dd's progress counts of an image stream)."""
+        return b"".join(list(self._err)).decode(errors="replace")
+
     def wait(self, timeout: float | None = None) -> JobResult:
         try:
             code = self._process.wait(timeout=timeout)

@@ -1,6 +1,6 @@
 """Progress of the copies: each receiving folder's size polled over the node's transport
-(`du -sb`, the same for rsync and tar), turned into bytes, rate and ETA per node and in
-total."""
+(`du -sb`, the same for rsync and tar), or the byte count of an image stream, turned into
+bytes, rate and ETA per node and in total."""
 
 from __future__ import annotations
 
@@ -36,10 +36,8 @@ class Snapshot:
 @dataclass
 class _Watched:
     sender: str
-    transport: Transport
-    folder: str
+    measure: Callable[[], int]  # bytes there now
     total: int
-    start_bytes: int | None = None
     last: tuple[float, int] | None = None
     rate: float = 0.0
     done: int = 0
@@ -63,10 +61,13 @@ class ProgressBoard:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def watch(self, node: str, sender: str, transport: Transport, folder: str,
-              total: int) -> None:
+    def watch(self, node: str, sender: str, measure: Callable[[], int], total: int) -> None:
         with self._lock:
-            self._nodes[node] = _Watched(sender, transport, folder, total)
+            self._nodes[node] = _Watched(sender, measure, total)
+
+    def watch_folder(self, node: str, sender: str, transport: Transport, folder: str,
+                     total: int) -> None:
+        self.watch(node, sender, lambda: folder_bytes(transport, folder), total)
 
     def finish(self, node: str) -> None:
         with self._lock:
@@ -78,7 +79,7 @@ class ProgressBoard:
         with self._lock:
             active = [w for w in self._nodes.values() if not w.finished]
         for watched in active:
-            size = folder_bytes(watched.transport, watched.folder)
+            size = watched.measure()
             now = time.monotonic()
             with self._lock:
                 if watched.last is not None and now > watched.last[0]:

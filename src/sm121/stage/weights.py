@@ -172,7 +172,7 @@ def _send(stage: _Stage, sender: str, target: str) -> None:
     if not made.ok:
         raise Sm121Error(f"{target}: cannot create {dest.folder}: {made.stderr.strip()}",
                          "set the node's hf_cache to a writable local folder")
-    stage.board.watch(target, sender, node.transport, dest.folder,
+    stage.board.watch_folder(target, sender, node.transport, dest.folder,
                       sum(f.size for f in stage.files.values()))
     sent = _copy(stage, sender, src, dest, method)
     bad, present = _bad_files(stage, node, dest.folder)

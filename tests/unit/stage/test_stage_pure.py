@@ -10,6 +10,7 @@ import pytest
 
 from sm121.recipes.schema import Recipe
 from sm121.stage.files import FileEntry, parse_listing, parse_sums
+from sm121.stage.images import save_load_script, streamed_bytes
 from sm121.stage.layout import expand_home, manifest_path, model_key, snapshot_folder
 from sm121.stage.manifest import mismatches, weights_entry
 from sm121.stage.tools import copy_method
@@ -95,3 +96,16 @@ def test_a_manifest_matches_only_unchanged_files_with_the_sources_sums() -> None
 def test_rsync_needs_both_ends(sender: set[str], target: set[str], wanted: str,
                                method: str) -> None:
     assert copy_method(sender, target, wanted) == method
+
+
+def test_an_image_streams_through_dd_whose_last_count_is_the_bytes_sent() -> None:
+    script = save_load_script("vllm/vllm-openai:v1", "u@10.0.0.2", HOP)
+    save, count, load = script.split(" | ")
+    assert shlex.split(save) == ["docker", "save", "vllm/vllm-openai:v1"]
+    assert count.startswith("dd ") and "status=progress" in count
+    assert shlex.split(load)[-3:] == ["--", "u@10.0.0.2", "docker load"]
+    progress = ("4194304 bytes (4.2 MB, 4.0 MiB) copied, 1 s, 4.2 MB/s\r"
+                "8388608 bytes (8.4 MB, 8.0 MiB) copied, 2 s, 4.2 MB/s\r"
+                "2+1 records in\n2+1 records out\n9000000 bytes (9.0 MB) copied, 2.1 s\n")
+    assert streamed_bytes(progress) == 9_000_000
+    assert streamed_bytes("") == 0
