@@ -311,3 +311,30 @@ def test_a_compile_cache_goes_only_to_nodes_of_the_same_key(
     for folder in ("c0", "c1"):
         key = json.loads((tmp_path / folder / "sm121-cache.json").read_text())["key"]
         assert key == result["key"]
+
+
+def test_an_hf_model_is_staged_at_its_commit_without_reading_its_lfs_blobs(
+        sshd4: Sshd, tmp_path: Path) -> None:
+    """The head's HF cache holds the model (snapshot symlinks into blobs named by sha256): the
+    head's copy is already in place, spark2 gets the snapshot and a `main` ref naming the
+    commit, and only the small non-LFS file is read for a checksum."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "node1" / "hf" / "hub" / "models--org--toy"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    shard = os.urandom(600_000)
+    for name, data, blob in (("model.safetensors", shard, hashlib.sha256(shard).hexdigest()),
+                             ("config.json", b"{}", "9e26dfeeb6e641a33dae4961196235bdb965b21b")):
+        (repo / "blobs" / blob).write_bytes(data)
+        (repo / "snapshots" / commit / name).symlink_to(f"../../blobs/{blob}")
+    recipe = tmp_path / "hf.yaml"
+    recipe.write_text(json.dumps({"name": "hf-toy", "model": {"id": "toy", "hf_id": "org/toy"}}))
+    result = stage(recipe, cluster(sshd4, tmp_path, 2))
+    nodes = by_node(result)
+    assert result["revision"] == commit and result["source_read_for_sums"] == 2
+    assert nodes["spark1"]["method"] == "none" and nodes["spark2"]["status"] == "staged"
+    copy = tmp_path / "node2" / "hf" / "hub" / "models--org--toy"
+    assert (copy / "snapshots" / commit / "model.safetensors").read_bytes() == shard
+    assert (copy / "refs" / "main").read_text() == commit

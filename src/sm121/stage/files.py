@@ -1,10 +1,12 @@
 """The files of a model folder on a node (size and mtime, one `find` over ssh) and their
-sha256 (sha256sum on the node, a few files at once), parsed here."""
+sha256 (sha256sum on the node, a few files at once; a Hugging Face LFS blob's name is its
+sha256 already), parsed here."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 
 from sm121 import paths
@@ -19,6 +21,10 @@ MISSING = 3  # the exit status of the listing when the folder does not exist
 _LIST = ('cd "$1" 2>/dev/null || exit 3; '
          f'find -L . -path ./{PARTIAL_DIR} -prune -o -type f -printf "%s %T@ %P\\0"')
 _SUMS = 'cd "$1" && tr "\\n" "\\0" | xargs -0 -n 1 -P "$2" sha256sum --'
+# A snapshot's symlinks: name and target. A Hugging Face blob of an LFS file is named by the
+# sha256 of its content, so those checksums are known without reading the file.
+_LINKS = 'cd "$1" 2>/dev/null && find . -type l -printf "%P\\0%l\\0"; true'
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,16 @@ def checksums(transport: Transport, folder: str, names: list[str],
     return sums
 
 
+def blob_sums(transport: Transport, folder: str) -> dict[str, str]:
+    """name -> sha256 for the files of a Hugging Face snapshot that link to an LFS blob (the
+    blob's name is its sha256, checked by the hub client when it downloaded it)."""
+    done = transport.run(["sh", "-c", _LINKS, "links", folder], timeout=600)
+    fields = done.stdout.split("\0")
+    pairs = zip(fields[0::2], fields[1::2], strict=False)
+    return {name: target.rsplit("/", 1)[-1] for name, target in pairs
+            if name and _SHA256.fullmatch(target.rsplit("/", 1)[-1])}
+
+
 def parse_sums(text: str) -> dict[str, str]:
     sums = {}
     for line in text.splitlines():
@@ -92,11 +108,14 @@ class SourceSums:
             files: dict[str, FileEntry]) -> tuple[dict[str, str], int]:
         """name -> sha256 for every file, and how many bytes had to be read for them now."""
         known = self._load()
+        named = blob_sums(transport, folder)
         sums: dict[str, str] = {}
         todo = []
         for name, entry in files.items():
             cached = known.get(name)
-            if cached and cached["size"] == entry.size and cached["mtime"] == entry.mtime:
+            if name in named:
+                sums[name] = named[name]
+            elif cached and cached["size"] == entry.size and cached["mtime"] == entry.mtime:
                 sums[name] = str(cached["sha256"])
             else:
                 todo.append(name)
