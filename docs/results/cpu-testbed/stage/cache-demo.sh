@@ -18,13 +18,21 @@ nodes:
   - {name: node1, compile_cache: $work/node1-cache, hf_cache: $work/node1-hf}
   - {name: node2, compile_cache: $work/node2-cache, hf_cache: $work/node2-hf, fabric_ip: 127.0.0.1}
 YAML
+# Every cache of a "node" lives in its own folder: vLLM's (VLLM_CACHE_ROOT) and torch's
+# inductor and triton caches, which would otherwise be shared through /tmp by both "nodes" of
+# this one machine. vLLM 0.32's AOT-compiled artifacts fail to load on the CPU build
+# ("'function' object has no attribute 'finalize_loading'", on the node that wrote them too),
+# so VLLM_USE_AOT_COMPILE=0 takes vLLM's other compile cache (torch_compile_cache/HASH/...).
 boot() {
-  VLLM_CACHE_ROOT="$1" $sm121 serve tiny-cpu --profile agent-compiled --port "$2" --timeout 1200
+  VLLM_CACHE_ROOT="$1" TORCHINDUCTOR_CACHE_DIR="$1/inductor" TRITON_CACHE_DIR="$1/triton" \
+    VLLM_USE_AOT_COMPILE=0 \
+    $sm121 serve tiny-cpu --profile agent-compiled --port "$2" --timeout 1200
   $sm121 stop --all
 }
 boot "$work/node1-cache" 8311                       # cold: compiles, fills node1's cache
 $sm121 stage tiny-cpu --profile agent-compiled --cluster "$work/two-nodes.yaml" \
   --what cache --from node1                         # node1's cache -> node2's empty folder
 boot "$work/node2-cache" 8312                       # node2's first boot, from the staged cache
-$sm121 startup --recipe tiny-cpu --last 2 --steps
-$sm121 startup --recipe tiny-cpu --last 2 --json > "$work/startup.json"
+boot "$work/node1-cache" 8313                       # node1 again: a warm boot, for reference
+$sm121 startup --recipe tiny-cpu --last 3 --steps
+$sm121 startup --recipe tiny-cpu --last 3 --json > "$work/startup.json"
