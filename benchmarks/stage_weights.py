@@ -7,7 +7,7 @@ each node received, the bytes on the wire, seconds and rates, the head's full co
 
     python -m sm121.cli.main model random $SM121_HOME/models/llama-1b --shape llama-1b \\
         --shard-size 500MB
-    python benchmarks/stage_weights.py --model $SM121_HOME/models/llama-1b --work /tmp/stage \\
+    python benchmarks/stage_weights.py --model $SM121_HOME/models/llama-1b --work $WORK \\
         > docs/results/cpu-testbed/stage/stage_weights.json
 
 Every node folder is deleted at the end (the copies are the model's size each)."""
