@@ -13,6 +13,7 @@ from sm121.cli.options import JSON, PROFILE, TRUST
 from sm121.cli.output import console, err_console, print_json
 from sm121.cluster.spec import load_cluster
 from sm121.errors import Sm121Error
+from sm121.plan.effective import resolve_profile
 from sm121.plan.trust import model_needs, require_trust
 from sm121.recipes.loader import load_recipe
 from sm121.stage.caches import CacheResult, stage_cache
@@ -59,6 +60,8 @@ def stage(
     if via not in ("auto", "rsync", "tar"):
         raise Sm121Error(f"--via {via}: not auto, rsync or tar", "use auto, rsync or tar")
     loaded = load_recipe(recipe)
+    # The weights and image are the profile's too; the name is checked, so a typo is an error.
+    profile = resolve_profile(loaded.recipe, profile, loaded.source)
     if "weights" in parts and not loaded.builtin and source is None:
         # A recipe from elsewhere would otherwise copy any folder of the head to every node.
         require_trust(loaded.recipe.name, model_needs(loaded.recipe), trust)

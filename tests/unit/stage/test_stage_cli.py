@@ -14,6 +14,7 @@ from sm121.stage.progress import NodeProgress, Snapshot
     (["--what", "weights,bogus"], "unknown part(s) ['bogus']"),
     (["--link", "wifi"], "--link wifi"),
     (["--via", "scp"], "--via scp"),
+    (["--profile", "agnet"], "no profile 'agnet' in recipe tiny-cpu"),
 ])
 def test_bad_arguments_are_refused_with_the_allowed_values(args: list[str], message: str) -> None:
     done = invoke_cli("stage", "tiny-cpu", "--cluster", "/nonexistent.yaml", *args, check=False)
