@@ -18,7 +18,7 @@ import pytest
 from support import invoke_cli
 from support.sshd import Sshd, sshd_available, start_sshd
 
-from sm121.launch.transport import LocalTransport, SshTransport
+from sm121.hosts.transport import LocalTransport, SshTransport
 from sm121.models.tiny import ARCHITECTURE
 from sm121.stage.check import stage_check
 from sm121.stage.job import Job

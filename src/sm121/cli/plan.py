@@ -9,10 +9,10 @@ from rich.table import Table
 
 from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, parse_sets, print_json
+from sm121.launch.staged_weights import plan_staged
 from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
 from sm121.plan.trust import require_trust
-from sm121.stage.where import plan_staged
 
 
 def register(app: typer.Typer) -> None:

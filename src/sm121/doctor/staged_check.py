@@ -9,7 +9,7 @@ import shlex
 from sm121.cluster.spec import Node
 from sm121.errors import Sm121Error
 from sm121.findings import Status
-from sm121.launch.transport import Transport
+from sm121.hosts.transport import Transport
 from sm121.recipes.schema import Recipe
 from sm121.stage.staged import node_staged
 

@@ -5,10 +5,10 @@ the command that stages the weights instead."""
 
 from __future__ import annotations
 
-from sm121.doctor.facts import HostFacts
 from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
 from sm121.doctor.network_checks import NFS_TYPES, is_management, mount_of, route_iface
 from sm121.findings import Severity
+from sm121.hosts.facts import HostFacts
 
 LINK_EFFICIENCY = 0.9  # NFS over TCP reaches about this share of the line rate
 DEFAULT_MGMT_GBPS = 10.0  # a Spark's management port, when the link reports no speed

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from sm121.cluster.spec import Cluster
 from sm121.errors import Sm121Error
+from sm121.hosts.parallel import in_parallel
 from sm121.recipes.schema import Recipe
 from sm121.stage.fanout import fan_out
 from sm121.stage.files import list_files
@@ -23,7 +24,7 @@ from sm121.stage.images import image_id
 from sm121.stage.job import Job
 from sm121.stage.layout import ModelKey
 from sm121.stage.manifest import NodeManifest, StagedCache, read_manifest, write_manifest
-from sm121.stage.nodes import StageNode, each, hop_ssh
+from sm121.stage.nodes import StageNode, hop_ssh
 from sm121.stage.tools import copy_method, node_tools
 from sm121.stage.transfer import Endpoint, bytes_sent, rsync_script, same_host, tar_script
 
@@ -99,7 +100,7 @@ def stage_cache(recipe: Recipe, cluster: Cluster, nodes: list[StageNode], source
     if not payload:
         raise Sm121Error(f"{warm_name}: no compile cache in {warm.compile_cache}",
                          "boot the recipe once on that node (sm121 serve), then stage its cache")
-    keys = dict(zip(by_name, each(nodes, lambda n: cache_key(n, recipe)), strict=True))
+    keys = dict(zip(by_name, in_parallel(nodes, lambda n: cache_key(n, recipe)), strict=True))
     wanted = keys[warm_name]
     size = sum(f.size for f in payload.values())
     _write_cache_manifest(warm, wanted, size, f"{warm_name} (booted warm)")
@@ -113,7 +114,7 @@ def stage_cache(recipe: Recipe, cluster: Cluster, nodes: list[StageNode], source
             outcomes[name] = CacheOutcome(node=name, status="mismatch", key=found,
                                           error="not copied: " + "; ".join(differs))
     targets = [n for n in by_name if n not in outcomes]
-    tools = dict(zip(by_name, each(nodes, lambda n: node_tools(n.transport)), strict=True))
+    tools = dict(zip(by_name, in_parallel(nodes, lambda n: node_tools(n.transport)), strict=True))
 
     def send(sender: str, target: str) -> None:
         src, dest = by_name[sender], by_name[target]

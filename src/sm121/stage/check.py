@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from sm121.launch.transport import Transport
+from sm121.hosts.transport import Transport
 from sm121.stage.files import checksums, list_files
 from sm121.stage.manifest import find_manifest, mismatches
 

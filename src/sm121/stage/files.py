@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from sm121 import paths
 from sm121.errors import Sm121Error
-from sm121.launch.transport import Transport
+from sm121.hosts.transport import Transport
 
 PARTIAL_DIR = ".sm121-partial"  # rsync keeps an interrupted file here, to resume from it
 SUM_TIMEOUT_S = 6 * 3600  # checksums of a 400 GB model at a few hundred MB/s per file

@@ -15,12 +15,13 @@ from pydantic import BaseModel
 
 from sm121.cluster.spec import Cluster
 from sm121.errors import Sm121Error
-from sm121.launch.transport import Transport
+from sm121.hosts.parallel import in_parallel
+from sm121.hosts.transport import Transport
 from sm121.stage.fanout import fan_out
 from sm121.stage.job import Job
 from sm121.stage.layout import ModelKey
 from sm121.stage.manifest import NodeManifest, StagedImage, read_manifest, write_manifest
-from sm121.stage.nodes import StageNode, each, hop_ssh
+from sm121.stage.nodes import StageNode, hop_ssh
 from sm121.stage.progress import ProgressBoard, Snapshot
 
 LOAD_TIMEOUT_S = 6 * 3600
@@ -87,7 +88,7 @@ def stage_image(image: str, cluster: Cluster, nodes: list[StageNode], source: st
     if wanted is None:
         raise Sm121Error(f"{sender_name}: docker has no image {image}",
                          f"pull or build it there first (docker pull {image})")
-    ids = each(nodes, lambda n: image_id(n.transport, wanted))
+    ids = in_parallel(nodes, lambda n: image_id(n.transport, wanted))
     outcomes = {n.name: ImageOutcome(node=n.name, status="already" if found == wanted
                                      else "loaded", id=wanted)
                 for n, found in zip(nodes, ids, strict=True)}

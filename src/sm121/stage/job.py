@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 
 from sm121.errors import Sm121Error
-from sm121.launch.transport import LocalTransport, SshTransport, Transport
+from sm121.hosts.transport import LocalTransport, SshTransport, Transport
 
 # $1 is the job's script. setsid puts the job in its own session and process group (its pid
 # is the group id: a background child of a shell is no group leader, so setsid does not fork),

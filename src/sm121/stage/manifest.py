@@ -11,7 +11,7 @@ import time
 from pydantic import BaseModel, ValidationError
 
 from sm121.errors import Sm121Error
-from sm121.launch.transport import Transport
+from sm121.hosts.transport import Transport
 from sm121.stage.files import FileEntry
 from sm121.stage.layout import MANIFEST_DIR, ModelKey, manifest_path
 

@@ -3,20 +3,18 @@ local cache folders, and the address other nodes copy to (the fabric unless aske
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
 from sm121.cluster.spec import Cluster, Node
 from sm121.errors import Sm121Error
-from sm121.launch.transport import Transport, transport_for
+from sm121.hosts.parallel import in_parallel
+from sm121.hosts.transport import Transport, transport_for
 from sm121.stage.layout import expand_home, node_compile_cache, node_hf_cache
 
 Link = Literal["fabric", "mgmt"]
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -31,19 +29,11 @@ class StageNode:
     spec: Node | None = None
 
 
-def each(items: Sequence[T], work: Callable[[T], R]) -> list[R]:
-    """work(item) for every item at once, in order; the first error is raised."""
-    if len(items) <= 1:
-        return [work(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(len(items), 16)) as pool:
-        return list(pool.map(work, items))
-
-
 def stage_nodes(cluster: Cluster, link: Link = "fabric",
                 names: Sequence[str] | None = None) -> list[StageNode]:
     """The cluster's nodes (head first), each reached once to learn its home."""
     chosen = [n for n in cluster.ordered() if names is None or n.name in names]
-    return each(chosen, lambda node: _stage_node(cluster, node, link))
+    return in_parallel(chosen, lambda node: _stage_node(cluster, node, link))
 
 
 def _stage_node(cluster: Cluster, node: Node, link: Link) -> StageNode:

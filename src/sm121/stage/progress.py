@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sm121.errors import Sm121Error
-from sm121.launch.transport import Transport
+from sm121.hosts.transport import Transport
 
 
 @dataclass(frozen=True)

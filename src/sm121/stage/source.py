@@ -11,7 +11,7 @@ from pathlib import Path
 from sm121 import paths
 from sm121.cluster.spec import Cluster
 from sm121.errors import Sm121Error
-from sm121.launch.transport import LocalTransport, Transport
+from sm121.hosts.transport import LocalTransport, Transport
 from sm121.recipes.schema import ModelSource, Recipe
 from sm121.stage.layout import ModelKey, expand_home, model_key, repo_folder, snapshot_folder
 from sm121.stage.nodes import StageNode

@@ -4,7 +4,7 @@ for plan, doctor, cluster check, the stage-check hook and serve."""
 from __future__ import annotations
 
 from sm121.cluster.spec import Node
-from sm121.launch.transport import Transport
+from sm121.hosts.transport import Transport
 from sm121.recipes.schema import Recipe
 from sm121.stage.layout import DEFAULT_HF_CACHE, expand_home, model_key, node_hf_cache
 from sm121.stage.manifest import NodeManifest, find_manifest

@@ -3,7 +3,7 @@ the same probe."""
 
 from __future__ import annotations
 
-from sm121.launch.transport import Transport
+from sm121.hosts.transport import Transport
 
 TOOLS = ("rsync", "tar", "sha256sum", "docker")
 _PROBE = 'for t in "$@"; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done; true'

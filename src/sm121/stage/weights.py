@@ -13,13 +13,14 @@ from pydantic import BaseModel
 
 from sm121.cluster.spec import Cluster
 from sm121.errors import Sm121Error
+from sm121.hosts.parallel import in_parallel
 from sm121.recipes.schema import Recipe
 from sm121.stage import manifest as mf
 from sm121.stage.fanout import fan_out
 from sm121.stage.files import PARTIAL_DIR, FileEntry, SourceSums, checksums, list_files
 from sm121.stage.job import Job
 from sm121.stage.layout import repo_folder, snapshot_folder
-from sm121.stage.nodes import Link, StageNode, each, hop_ssh
+from sm121.stage.nodes import Link, StageNode, hop_ssh
 from sm121.stage.progress import ProgressBoard, Snapshot
 from sm121.stage.source import Source, resolve_source
 from sm121.stage.tools import copy_method, node_tools
@@ -91,11 +92,11 @@ def stage_weights(request: WeightsRequest, nodes: list[StageNode],
                                                             files)
     total = sum(f.size for f in files.values())
     senders = [source.transport] + [n.transport for n in nodes]
-    found = each(senders, node_tools)
+    found = in_parallel(senders, node_tools)
     tools = {source.name: found[0]} | {n.name: t for n, t in zip(nodes, found[1:], strict=True)}
     stage = _Stage(request, source, files, sums, {n.name: n for n in nodes}, tools,
                    ProgressBoard(0, report), {})
-    for outcome in each(nodes, lambda n: _already(stage, n)):
+    for outcome in in_parallel(nodes, lambda n: _already(stage, n)):
         stage.outcomes[outcome.node] = outcome
     targets = [n.name for n in nodes if stage.outcomes[n.name].status != "already"]
     ready = [n.name for n in nodes if n.name not in targets and n.name != source.name]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from doctor_hosts import probe_tree
 
-from sm121.doctor.facts import HostFacts
 from sm121.doctor.model import NodeContext
 from sm121.doctor.weights_route import check_weights_route, load_tax_s
+from sm121.hosts.facts import HostFacts
 from sm121.recipes.loader import load_recipe
 from sm121.stage.manifest import NodeManifest, StagedFile, StagedWeights
 

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from sm121.launch.transport import LocalTransport
+from sm121.hosts.transport import LocalTransport
 from sm121.stage.job import Job
 
 
