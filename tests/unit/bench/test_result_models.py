@@ -29,6 +29,8 @@ NOT_BENCH = {
     "gpu-h200/calibration": "`sm121 memory calibrate --json`, with its command line",
     "cpu-testbed/soak/run.json": "the run's state (`sm121 status RUN --json`)",
     "cpu-testbed/soak/startup.json": "`sm121 startup --json`",
+    "cpu-testbed/stage": "benchmarks/stage_weights.py; cache-demo.sh (`sm121 startup --json`, "
+                         "a node's sm121-cache.json)",
 }
 
 
