@@ -229,8 +229,9 @@ def test_an_image_is_streamed_to_the_nodes_that_lack_its_id(
 
 def test_serve_reads_the_staged_copy_and_stage_check_refuses_a_changed_one(
         sshd4: Sshd, toy: tuple[Path, Path], tmp_path: Path, sm121_home: Path) -> None:
-    """The head's argv names its staged snapshot, not the recipe's path; the stage-check hook
-    finds a shard changed since it was verified and nothing starts (no engine boots here)."""
+    """The head's argv names its staged snapshot, not the recipe's path; once a shard changed
+    since it was verified, the stage-check hook refuses the node and the argv falls back to
+    the recipe's path (no engine boots here)."""
     folder, recipe = toy
     file = cluster(sshd4, tmp_path, 2)
     stage(recipe, file)
@@ -250,23 +251,35 @@ def test_serve_reads_the_staged_copy_and_stage_check_refuses_a_changed_one(
                                     "--json", check=False).stdout)
     staged_rows = [c for c in checked if c["check"] == "staged"]
     assert len(staged_rows) == 2 and all(c["status"] == "ok" for c in staged_rows), staged_rows
+    # A custom hook after stage-check refuses every serve, so nothing boots here: what the
+    # launch would have run is in the run's argv.json.
     served = tmp_path / "served.yaml"
     served.write_text(json.dumps({
         "name": "toy-served", "model": {"id": "toy", "source": "path", "path": str(folder)},
         "runtime": {"kind": "native",
                     "command": ["python", "-m", "vllm.entrypoints.openai.api_server"]},
-        "hooks": {"before_serve": ["stage-check"]}}))
+        "hooks": {"before_serve": ["stage-check", "refuse"],
+                  "custom": {"refuse": "echo refused by the test; exit 1"}}}))
     staged = tmp_path / "node1" / "hf" / SNAPSHOT
+
+    def serve() -> tuple[str, list[str]]:
+        before = set((sm121_home / "runs").glob("*"))
+        done = invoke_cli("serve", str(served), "--cluster", str(file), "--trust", check=False)
+        assert done.returncode == 2, done.stdout + done.stderr
+        (run_dir,) = set((sm121_home / "runs").glob("*")) - before
+        return done.stderr, json.loads((run_dir / "argv.json").read_text())["spark1"]
+
+    err, argv = serve()
+    assert "stage-check on spark1: ok" in err and "refused by the test" in err
+    assert str(staged) in argv and str(folder) not in argv  # the staged copy, not the path
+
     shard = staged / sorted(SHARDS)[0]
     shard.write_bytes(shard.read_bytes()[::-1])  # same size, new mtime
-    before = set((sm121_home / "runs").glob("*"))
-    done = invoke_cli("serve", str(served), "--cluster", str(file), "--trust", check=False)
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "stage-check on spark1: failed" in done.stderr
-    assert "does not match its verified checksums" in done.stderr and shard.name in done.stderr
-    (run_dir,) = set((sm121_home / "runs").glob("*")) - before
-    argv = json.loads((run_dir / "argv.json").read_text())["spark1"]
-    assert str(staged) in argv and str(folder) not in argv
+    err, argv = serve()
+    assert "stage-check on spark1: failed" in err
+    assert "does not match its verified checksums" in err and shard.name in err
+    assert "changed since it was verified" in err
+    assert str(folder) in argv and str(staged) not in argv  # back to the recipe's path
 
     # Told to: SM121_STAGE_CHECK=warn lets it pass (the finding stays in the hook's message).
     hf = str(tmp_path / "node1" / "hf")

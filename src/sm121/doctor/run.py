@@ -102,9 +102,9 @@ def _context(spec: Node | None, cluster: tuple[Cluster, str] | None,
     share = (int(recipe.model.size_gb * 1e9) // recipe.parallelism.nodes
              if recipe.model.size_gb else None)
     name = recipe.name if loaded.builtin else loaded.source
-    stage = shlex.join(["sm121", "stage", name, *(["--profile", profile] if profile
-                                                              else []),
-                        "--cluster", cluster[1] if cluster else "CLUSTER.yaml"])
+    chosen = ["--profile", profile] if profile else []
+    stage = shlex.join(["sm121", "stage", name, *chosen, "--cluster",
+                        cluster[1] if cluster else "CLUSTER.yaml"])
     return replace(ctx, recipe=recipe, profile=profile, args=args, env=env, hf_cache=hf,
                    jit_cache=jit, model_share_bytes=share, stage_command=stage)
 

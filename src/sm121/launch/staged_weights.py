@@ -1,6 +1,7 @@
 """A serve reads the node-local staged copy of the weights when `sm121 stage` left one: the
 model argument of a native node's argv becomes that node's staged snapshot folder (the served
-model name stays the recipe's). Docker nodes keep the model id: the container finds the copy
+model name stays the recipe's), unless its files changed since they were verified. Docker
+nodes keep the model id: the container finds the copy
 through the HF cache mounted into it. `sm121 plan --staged` shows the same per node."""
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from sm121.launch.node_ops import NodeSlot
 from sm121.plan.model import NodePlan, ServePlan
 from sm121.plan.runtime_argv import expand_home
 from sm121.recipes.schema import Recipe
+from sm121.stage.files import list_files
 from sm121.stage.layout import DEFAULT_HF_CACHE, plan_model_key
-from sm121.stage.manifest import find_manifest
+from sm121.stage.manifest import find_manifest, mismatches
 from sm121.stage.staged import staged_on
 
 
@@ -31,6 +33,13 @@ def use_staged(slot: NodeSlot, plan: ServePlan, progress: Callable[[str], None])
         return
     folder = manifest.weights.folder
     if plan.model_ref not in slot.plan.argv or folder == plan.model_ref:
+        return
+    expected = {n: f.sha256 for n, f in manifest.weights.files.items()}
+    changed = mismatches(manifest.weights, expected, list_files(slot.transport, folder))
+    if changed:
+        progress(f"{slot.plan.name}: its staged copy {folder} changed since it was verified "
+                 f"({', '.join(changed[:3])}): reading {plan.model_ref} instead; `sm121 stage` "
+                 "copies it again")
         return
     slot.plan = slot.plan.model_copy(update={
         "argv": [folder if arg == plan.model_ref else arg for arg in slot.plan.argv]})
