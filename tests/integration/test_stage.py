@@ -160,6 +160,10 @@ def test_tar_over_ssh_where_rsync_is_not_used(sshd4: Sshd, toy: tuple[Path, Path
     for i in (1, 2):
         staged = tmp_path / f"node{i}" / "hf" / SNAPSHOT
         assert digest(staged / "config.json") == digest(folder / "config.json")
+    shown = invoke_cli("stage", str(recipe), "--cluster", str(file), "--from", str(folder),
+                       "--via", "tar")  # the table a person reads
+    assert "spark1" in shown.stdout and "already" in shown.stdout
+    assert "full copies sent to other nodes: none" in shown.stdout
 
 
 def test_a_copy_to_a_node_without_a_fabric_address_is_refused(
