@@ -3,7 +3,9 @@ local disk, over the fabric, verified; progress per node and in total."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import typer
@@ -11,6 +13,7 @@ from rich.table import Table
 
 from sm121.cli.options import JSON, PROFILE, TRUST
 from sm121.cli.output import console, err_console, print_json
+from sm121.cli.progress import LongWait
 from sm121.cluster.spec import load_cluster
 from sm121.errors import Sm121Error
 from sm121.plan.effective import resolve_profile
@@ -76,7 +79,8 @@ def stage(
     if "weights" in parts:
         request = WeightsRequest(loaded.recipe, spec, source, link, via,  # type: ignore[arg-type]
                                  verify)
-        weights = stage_weights(request, nodes, report=_printer(as_json))
+        with _progress(as_json, "staging weights") as report:
+            weights = stage_weights(request, nodes, report=report)
         results["weights"] = weights.model_dump()
         failed += [f"{n.node}: {n.error}" for n in weights.nodes if n.status == "failed"]
         if not as_json:
@@ -89,8 +93,9 @@ def stage(
             _print_cache(cache)
     if "image" in parts:
         assert image is not None
-        staged = stage_image(image, spec, nodes, source, model_key(loaded.recipe),
-                             report=_printer(as_json))
+        with _progress(as_json, "staging the image") as report:
+            staged = stage_image(image, spec, nodes, source, model_key(loaded.recipe),
+                                 report=report)
         results["image"] = staged.model_dump()
         failed += [f"{n.node}: {n.error}" for n in staged.nodes if n.status == "failed"]
         if not as_json:
@@ -102,17 +107,23 @@ def stage(
                          "fix the cause and run the same command again: it resumes")
 
 
-def _printer(quiet: bool) -> Any:
-    last = [0.0]
+@contextlib.contextmanager
+def _progress(quiet: bool, title: str) -> Iterator[Callable[[Snapshot], None]]:
+    """A rich bar on a terminal (plain lines otherwise) of bytes, rate and ETA; with --json a
+    line every 10 s on stderr, so stdout stays JSON."""
+    if quiet:
+        last = [0.0]
 
-    def report(snap: Snapshot) -> None:
-        now = time.monotonic()
-        if quiet and now - last[0] < 10:
-            return
-        last[0] = now
-        err_console.print(progress_line(snap), highlight=False)
+        def sparse(snap: Snapshot) -> None:
+            if time.monotonic() - last[0] >= 10:
+                last[0] = time.monotonic()
+                err_console.print(progress_line(snap), highlight=False)
 
-    return report
+        yield sparse
+        return
+    with LongWait(title, err_console) as wait:
+        yield lambda snap: wait.update(progress_line(snap), snap.done_bytes,
+                                       snap.total_bytes or 1)
 
 
 def progress_line(snap: Snapshot) -> str:
