@@ -107,3 +107,6 @@ def _print(data: dict[str, Any]) -> None:
     console.print(f"report: {data.get('report')}")
     if data.get("written"):
         console.print(f"profile `tuned` written into {data['written']}")
+        if data.get("serve_needs_trust"):
+            console.print("serving it needs --trust (the copy is not built in): "
+                          + "; ".join(data["serve_needs_trust"]), highlight=False)

@@ -138,6 +138,9 @@ def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], state: dic
         lines += [f"- {line}" for line in effect_lines] + [""]
     if state.get("written"):
         lines += [f"Written as profile `tuned` into the user's recipe ({state['written']})."]
+        if state.get("serve_needs_trust"):
+            lines += ["", "Serving it needs `--trust` (the user's copy is not built in): "
+                      + "; ".join(state["serve_needs_trust"])]
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path

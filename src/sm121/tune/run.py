@@ -18,6 +18,7 @@ from sm121.bench.knee_run import knee_on_recipe
 from sm121.bench.results import ResultsFile, load_results
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args
+from sm121.plan.trust import trust_needs
 from sm121.recipes.loader import load_recipe
 from sm121.tune import candidates as cands
 from sm121.tune.budget import Estimates, candidate_cost, plan
@@ -59,7 +60,9 @@ def run_tune(request: TuneRequest, say: Say = lambda _: None) -> dict[str, Any]:
         text = _recipe_text(recipe.name, loaded.builtin, loaded.source)
         profile = tuned_profile(request, state.data, found, knee, report)
         path = write_tuned(recipe.name, text, profile)
-        state.set(written=str(path))
+        needs = trust_needs(load_recipe(recipe.name).recipe, "tuned", builtin=False)
+        # Shown as $SM121_HOME/..., so a committed report names no machine's folders.
+        state.set(written=f"$SM121_HOME/recipes/{path.name}", serve_needs_trust=needs)
         write_report(request.out, knee, ab.data, state.data)
         say(f"wrote profile `tuned` into {path}")
     state.set(status="complete")
