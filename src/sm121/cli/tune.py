@@ -37,6 +37,8 @@ def tune(
     budget: str = typer.Option("25m", "--budget", help="Time for the whole tune (25m, "
                                "1h, 900s): chooses how many candidates and repetitions fit."),
     reps: int = typer.Option(3, "--reps", help="Repetitions per candidate (one boot), at most."),
+    max_candidates: int | None = typer.Option(None, "--max-candidates", help="At most this "
+                                              "many candidates, whatever the budget allows."),
     sweep_points: int = typer.Option(2, "--sweep-points", help="Agent counts tried beyond "
                                      "--agents per candidate, at most."),
     rest: float = typer.Option(5.0, "--rest", help="Seconds between repetitions on a boot."),
@@ -83,7 +85,8 @@ def tune(
         turns=turns, baselines=[b.strip() for b in baselines.split(",") if b.strip()]
         if baselines is not None else None,
         knee_params={"steps": _ints(steps), "batches": _ints(batches), "reps": knee_reps},
-        knee_file=knee, reps=reps, sweep_points=sweep_points, rest_s=rest,
+        knee_file=knee, reps=reps, max_candidates=max_candidates, sweep_points=sweep_points,
+        rest_s=rest,
         rep_estimate_s=rep_estimate, cluster=cluster, trust=trust, fresh=fresh,
         write=not no_write)
     with LongWait(f"tune {recipe}: {workload}, {slo}, {agents} agents") as wait:

@@ -85,9 +85,9 @@ def tuned_profile(request: TuneRequest, data: dict[str, Any], found: list[Candid
               f"{sat['knee_at']} ({sat['peak'] or 0:,.0f} tok/s peak, engine window); "
               f"holds {request.agents} agents and the background job",
     }
-    notes = {name: comments.get(name, f"from profile {chosen.base} ({measured})")
-             if name in chosen.args or name in (CHUNK, THRESHOLD, SEQS)
-             else f"from profile {chosen.base}, unchanged" for name in args}
+    notes = {name: (comments.get(name, measured) if name in chosen.args else
+                    f"from profile {chosen.base}; {comments[name]}" if name in comments else
+                    f"from profile {chosen.base}, unchanged") for name in args}
     header = [f"Chosen by sm121 tune from {len(result['table'])} candidates (ranking: "
               f"{', '.join(result['ranking'])}): {chosen.name}, {chosen.why}.",
               f"Measured on {result['device']}, {result['engine']}, {result['date']}; "

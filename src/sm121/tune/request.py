@@ -21,6 +21,7 @@ class TuneRequest:
     knee_params: dict[str, Any] = field(default_factory=dict)
     knee_file: Path | None = None  # reuse this knee instead of booting for one
     reps: int = 3
+    max_candidates: int | None = None  # at most this many, whatever the budget allows
     sweep_points: int = 2
     rest_s: float = 5.0
     rep_estimate_s: float = 60.0  # one agents run, until this tune has measured one
@@ -33,7 +34,8 @@ class TuneRequest:
         return {"recipe": self.recipe, "workload": self.workload, "slo": self.slo,
                 "agents": self.agents, "turns": self.turns, "budget_s": self.budget_s,
                 "baselines": self.baselines, "knee_params": self.knee_params,
-                "reps": self.reps, "sweep_points": self.sweep_points, "rest_s": self.rest_s,
+                "reps": self.reps, "max_candidates": self.max_candidates,
+                "sweep_points": self.sweep_points, "rest_s": self.rest_s,
                 "cluster": self.cluster}
 
 

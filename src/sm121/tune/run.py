@@ -117,7 +117,8 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
                            rest_s=request.rest_s, variants=variants, cluster=request.cluster)
     if "plan" not in state.data:
         est = Estimates(_boot_s(knee, {}), request.rep_estimate_s, request.rest_s)
-        first = plan(request.budget_s - state.elapsed_s, est, len(found), request.reps,
+        available = min(len(found), request.max_candidates or len(found))
+        first = plan(request.budget_s - state.elapsed_s, est, available, request.reps,
                      request.sweep_points)
         state.set(plan={"candidates": first.candidates, "reps": first.reps,
                         "sweep_points": first.sweep_points, "estimate_s": round(first.seconds),
@@ -156,7 +157,7 @@ def _candidate(request: TuneRequest, ab_request: AbRequest, state: TuneState,
         return
     cost = candidate_cost(est, len(todo), sweep_points if wants_sweep else 0)
     measured = {s["profile"] for s in results.data["samples"] if not s.get("error")}
-    if cost > left and len(measured) >= 2 and name not in measured:
+    if cost > left and len(measured - {name}) >= 2:
         say(f"{name}: skipped, {cost:.0f} s estimated and {left:.0f} s of the budget left")
         state.data.setdefault("skipped", []).append(name)
         state.save()
@@ -187,6 +188,11 @@ def _sweep(request: TuneRequest, state: TuneState, results: ResultsFile, boot: B
     while len(done := state.sweep(name)) < points:
         n = next_n(request.agents, met, done)
         if n is None:
+            break
+        need = _rep_s(results.data, request.rep_estimate_s) * max(1.0, n / request.agents)
+        if request.budget_s - state.elapsed_s < need:
+            say(f"  {name}: sweep stopped before N={n}: about {need:.0f} s needed, "
+                f"{request.budget_s - state.elapsed_s:.0f} s of the budget left")
             break
         say(f"  {name}: sweep N={n} (SLO {'met' if met else 'missed'} at {request.agents})")
         out = request.out / "sweep" / f"{name}-agents-{n}.json"
