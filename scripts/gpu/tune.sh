@@ -20,6 +20,9 @@ SLO=${SLO:-ttft_p95=2s}
 AGENTS=${AGENTS:-8}
 TURNS=${TURNS:-5}
 BUDGET=${BUDGET:-17m}
+# agent-admission is the reference the tuned profile must match (largest N, goodput); `agent`
+# is left out on the GPU for time (the CPU testbed's tune ranks agent against agent-admission).
+BASELINES=${BASELINES:-agent-admission}
 TUNE_DIR=$SITTING/tune
 # Extra tune options (e.g. TUNE_ARGS='--steps 128,512,2048 --batches 1,2 --knee-reps 1').
 read -ra extra <<< "${TUNE_ARGS:-}"
@@ -28,7 +31,9 @@ left=$(( $(seconds_left) - 20 ))
 say "tune $RECIPE: $WORKLOAD, $SLO, $AGENTS agents x $TURNS turns, budget $BUDGET; ${left}s for this call"
 rc=0
 args=(tune "$RECIPE" --workload "$WORKLOAD" --slo "$SLO" --agents "$AGENTS" --turns "$TURNS"
-      --budget "$BUDGET" --out "$TUNE_DIR" --port "$PORT" "${extra[@]}")
+      --budget "$BUDGET" --baselines "$BASELINES" --sweep-points "${SWEEP_POINTS:-1}"
+      --boot-estimate "${BOOT_ESTIMATE:-55}" --rep-estimate "${REP_ESTIMATE:-60}"
+      --out "$TUNE_DIR" --port "$PORT" "${extra[@]}")
 if [ "$DRY_RUN" = 1 ]; then
     sm "${args[@]}"
 else

@@ -53,6 +53,9 @@ def tune(
                                      "file instead of booting for the knee."),
     rep_estimate: float = typer.Option(60.0, "--rep-estimate", help="Seconds one agents run "
                                        "is assumed to take until one is measured."),
+    boot_estimate: float | None = typer.Option(None, "--boot-estimate", help="Seconds a warm "
+                                               "boot is assumed to take until one is measured "
+                                               "(default: the knee's boot, which may be cold)."),
     out: Path | None = typer.Option(None, "--out", help="Folder for the results, the state "
                                     "and the report (default: tune-RECIPE); a rerun resumes."),
     port: int | None = typer.Option(None, "--port", help="Engine port (default: a free one)."),
@@ -87,7 +90,7 @@ def tune(
         knee_params={"steps": _ints(steps), "batches": _ints(batches), "reps": knee_reps},
         knee_file=knee, reps=reps, max_candidates=max_candidates, sweep_points=sweep_points,
         rest_s=rest,
-        rep_estimate_s=rep_estimate, cluster=cluster, trust=trust, fresh=fresh,
+        rep_estimate_s=rep_estimate, boot_estimate_s=boot_estimate, cluster=cluster, trust=trust, fresh=fresh,
         write=not no_write)
     with LongWait(f"tune {recipe}: {workload}, {slo}, {agents} agents") as wait:
         data = run_tune(request, say=wait.say)

@@ -25,6 +25,7 @@ class TuneRequest:
     sweep_points: int = 2
     rest_s: float = 5.0
     rep_estimate_s: float = 60.0  # one agents run, until this tune has measured one
+    boot_estimate_s: float | None = None  # a warm boot; None: the knee's boot (maybe cold)
     cluster: str | None = None
     trust: bool = False
     fresh: bool = False

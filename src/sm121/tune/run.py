@@ -91,12 +91,12 @@ def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> dict[s
     return results.data
 
 
-def _boot_s(knee: dict[str, Any], ab: dict[str, Any]) -> float:
+def _boot_s(knee: dict[str, Any], ab: dict[str, Any], guess: float | None) -> float:
     """Boot time to the first generation: the A/B's boots when there are any (warm), else
-    the knee's (the first boot of a machine may be cold and slower)."""
+    `guess`, else the knee's (the first boot of a machine may be cold and slower)."""
     times = [b["timings"].get("first_generation_s") for b in ab.get("boots", [])]
-    times = [t for t in times if t] or [((knee.get("boot") or {}).get("timings") or {})
-                                        .get("first_generation_s") or 60.0]
+    times = [t for t in times if t] or [guess or ((knee.get("boot") or {}).get("timings")
+                                                  or {}).get("first_generation_s") or 60.0]
     return float(sorted(times)[len(times) // 2])
 
 
@@ -116,7 +116,8 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
                            trust=request.trust, reps_per_boot=request.reps,
                            rest_s=request.rest_s, variants=variants, cluster=request.cluster)
     if "plan" not in state.data:
-        est = Estimates(_boot_s(knee, {}), request.rep_estimate_s, request.rest_s)
+        est = Estimates(_boot_s(knee, {}, request.boot_estimate_s), request.rep_estimate_s,
+                        request.rest_s)
         available = min(len(found), request.max_candidates or len(found))
         first = plan(request.budget_s - state.elapsed_s, est, available, request.reps,
                      request.sweep_points)
@@ -149,8 +150,8 @@ def _candidate(request: TuneRequest, ab_request: AbRequest, state: TuneState,
     sweep_points = int(state.data["plan"]["sweep_points"])
     done = state.sweep(name)
     left = request.budget_s - state.elapsed_s
-    est = Estimates(_boot_s(knee, results.data), _rep_s(results.data, request.rep_estimate_s),
-                    request.rest_s)
+    est = Estimates(_boot_s(knee, results.data, request.boot_estimate_s),
+                    _rep_s(results.data, request.rep_estimate_s), request.rest_s)
     wants_sweep = sweep_points > 0 and _sweep_open(request, results.data, name, done,
                                                    sweep_points)
     if not todo and not wants_sweep:
