@@ -49,7 +49,6 @@ if state.get("status") == "complete":
     result = state.get("result") or {}
     print(f"tune complete: chosen {result.get('chosen')}; {(result.get('binding') or {}).get('text', '')}")
 else:
-    done = sorted({k for k in (state.get("sweeps") or {})})
     print(f"tune partial: {'knee measured' if (path.parent / 'knee.json').is_file() else 'no knee yet'}"
           f", plan {state.get('plan')}, spent {state.get('elapsed_s', 0):.0f} s")
 PY

@@ -4,6 +4,8 @@ installed engine by `sm121 engine flags`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sm121.engines.vllm_flags import choose
 
 CHUNK = "max-num-batched-tokens"  # tokens one engine step may schedule
@@ -21,7 +23,7 @@ def version_flags(engine_version: str | None) -> tuple[frozenset[str], str]:
     return chosen.flags.flags, chosen.flags.version
 
 
-def effective_step(args: dict[str, object]) -> int | None:
+def effective_step(args: Mapping[str, object]) -> int | None:
     """Tokens a long prefill gets per step: the chunk, capped by the threshold when set."""
     chunk, threshold = args.get(CHUNK), args.get(THRESHOLD)
     sizes = [int(v) for v in (chunk, threshold) if isinstance(v, int | str) and str(v).isdigit()

@@ -31,6 +31,7 @@ from sm121.tune.state import TuneState
 from sm121.tune.sweep import largest_n, met_at_target, next_n, run_point
 
 Say = Callable[[str], None]
+SETUP_S = 10.0  # an agents run's probe and prompt building, beyond its measured wall_s
 
 
 def run_tune(request: TuneRequest, say: Say = lambda _: None) -> dict[str, Any]:
@@ -104,7 +105,8 @@ def _rep_s(ab: dict[str, Any], guess: float) -> float:
     walls = [s["summary"].get("wall_s") for s in ab.get("samples", [])
              if not s.get("error") and s.get("summary")]
     walls = [w for w in walls if w]
-    return float(sorted(walls)[len(walls) // 2]) if walls else guess
+    # wall_s is the measured part; the probe and building the prompts come before it.
+    return float(sorted(walls)[len(walls) // 2]) + SETUP_S if walls else guess
 
 
 def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
