@@ -117,6 +117,9 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
                            request.out / "ab-agents.json", request.port, resume=True,
                            trust=request.trust, reps_per_boot=request.reps,
                            rest_s=request.rest_s, variants=variants, cluster=request.cluster)
+    if (state.data.get("plan") or {}).get("budget_s") not in (None, request.budget_s):
+        say(f"a new budget ({request.budget_s:.0f} s): planning again")
+        state.data.pop("plan")
     if "plan" not in state.data:
         est = Estimates(_boot_s(knee, {}, request.boot_estimate_s), request.rep_estimate_s,
                         request.rest_s)
@@ -125,7 +128,8 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
                      request.sweep_points)
         state.set(plan={"candidates": first.candidates, "reps": first.reps,
                         "sweep_points": first.sweep_points, "estimate_s": round(first.seconds),
-                        "fits": first.fits, "boot_s": est.boot_s, "rep_s": est.rep_s})
+                        "fits": first.fits, "boot_s": est.boot_s, "rep_s": est.rep_s,
+                        "budget_s": request.budget_s})
         say(f"budget {request.budget_s:.0f} s ({state.elapsed_s:.0f} s spent): "
             f"{first.candidates} of {len(found)} candidates x {first.reps} repetitions per "
             f"boot, up to {first.sweep_points} sweep points each (estimate "
