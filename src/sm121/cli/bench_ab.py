@@ -92,7 +92,7 @@ def ab(
     if results.data["summary"].get("boot_effect"):
         from sm121.bench.boot_effect import describe
 
-        console.print("second repetition on a boot against the first:")
+        console.print("later repetitions on a boot against its first:")
         for line in describe(results.data["summary"]["boot_effect"]):
             console.print(f"  {line}", highlight=False)
     console.print(f"results: {request.out}")

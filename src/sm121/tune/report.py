@@ -134,7 +134,7 @@ def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], state: dic
                                                      "background_ttft_s"])
     effect_lines = describe(effects)
     if effect_lines:
-        lines += ["## Second repetition on a boot against the first", ""]
+        lines += ["## Later repetitions on a boot against its first", ""]
         lines += [f"- {line}" for line in effect_lines] + [""]
     if state.get("written"):
         lines += [f"Written as profile `tuned` into the user's recipe ({state['written']})."]

@@ -30,9 +30,11 @@ def _sample(profile, boot, k, value, error=None):
 def test_pairs_come_from_one_boot_and_a_lean_one_way_is_systematic():
     samples = [s for b in range(6) for s in (_sample("a", b, 0, 1.0), _sample("a", b, 1, 1.2))]
     effect = boot_effect(samples, "m")
-    assert effect["n"] == 6 and effect["second_higher"] == 6
+    assert effect["n"] == 6 and effect["later_higher"] == 6
     assert effect["median_ratio"] == pytest.approx(1.2)
-    assert effect["verdict"].startswith("systematic: the second repetition is higher")
+    assert effect["verdict"].startswith("systematic: the later repetition is higher")
+    three = [_sample("a", 0, k, v) for k, v in enumerate((1.0, 1.1, 0.9))]
+    assert [(p["k"], p["later"]) for p in boot_effect(three, "m")["pairs"]] == [(1, 1.1), (2, 0.9)]
 
 
 def test_mixed_pairs_are_no_systematic_difference_and_few_pairs_are_said_to_be_few():
@@ -46,4 +48,4 @@ def test_mixed_pairs_are_no_systematic_difference_and_few_pairs_are_said_to_be_f
     assert effect["sign_test_p"] == 1.0
     few = boot_effect(samples[:4], "m")
     assert few["verdict"].startswith("too few pairs")
-    assert "2 boots" in describe({"m": few})[0]
+    assert "2 pairs" in describe({"m": few})[0]
