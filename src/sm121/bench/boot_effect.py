@@ -53,7 +53,7 @@ def boot_effect(samples: list[dict[str, Any]], metric: str) -> dict[str, Any]:
     elif p_value < ALPHA:
         verdict = f"systematic: the later repetition is {'higher' if up > down else 'lower'}"
     else:
-        verdict = "no systematic difference"
+        verdict = "no systematic difference detected"
     return {"metric": metric, "pairs": found, "n": len(found), "later_higher": up,
             "later_lower": down, "ties": len(found) - up - down,
             "median_ratio": median(ratios) if ratios else None,

@@ -44,7 +44,7 @@ def test_mixed_pairs_are_no_systematic_difference_and_few_pairs_are_said_to_be_f
     samples.append(_sample("a", 9, 1, 5.0))  # no first repetition on boot 9: no pair
     samples += [_sample("b", 0, 0, 1.0), _sample("b", 0, 1, None, error="boom")]
     effect = boot_effect(samples, "m")
-    assert effect["n"] == 6 and effect["verdict"] == "no systematic difference"
+    assert effect["n"] == 6 and effect["verdict"] == "no systematic difference detected"
     assert effect["sign_test_p"] == 1.0
     few = boot_effect(samples[:4], "m")
     assert few["verdict"].startswith("too few pairs")
