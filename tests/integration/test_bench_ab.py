@@ -22,10 +22,12 @@ def test_ab_serves_each_profile_runs_the_scenario_and_compares(tmp_path):
     recipe's argv check (one vLLM import, about 14 s) on top."""
     out = tmp_path / "ab.json"
     result = run_cli("bench", "ab", "tiny-cpu", "--profiles", "agent,lpt-512", "--reps", "2",
-                     "--reps-per-boot", "2", "--rest", "0", "-L", "4096", "--param", "before_s=1", "--short-at", "0.3",
+                     "--reps-per-boot", "2", "--rest", "0", "-L", "4096", "--param", "before_s=1",
+                     "--short-at", "0.3",
                      "--out", str(out), timeout=serves(2, work_s=300))
     data = json.loads(out.read_text())
     assert data["kind"] == "ab" and data["status"] == "complete"
+    assert parse_results(data).to_json() == data  # the A/B's models read what it wrote
     assert [s["profile"] for s in data["samples"]] == ["agent", "agent", "lpt-512", "lpt-512"]
     assert [s.get("error") for s in data["samples"]] == [None] * 4
     assert [s["rep_on_boot"] for s in data["samples"]] == [0, 1, 0, 1]

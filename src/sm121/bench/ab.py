@@ -20,6 +20,7 @@ from typing import Any
 
 from sm121.bench.boot import Boot, served
 from sm121.bench.boot_effect import boot_effects
+from sm121.bench.compare import compare_with
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
@@ -149,10 +150,10 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
                     ) -> dict[str, Any]:
     """One repetition of the scenario on a served engine (its own results file)."""
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
-    spec = SCENARIOS[request.scenario]
+    spec = get(request.scenario)
     say(f"  {profile}: ready, running {request.scenario} (repetition {rep + 1})")
     scenario_results = asyncio.run(run_scenario(
-        request.scenario, spec.run, Target(boot.plan.base_url, boot.plan.readiness.model,
+        request.scenario, spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model,
                                            api=spec.api),
         {**request.params, "reps": 1}, sub_out,
         progress=lambda m, _d, _t: say(f"  {profile}: {m}"),
@@ -170,21 +171,9 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
 def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str
             ) -> dict[str, Any]:
     """Per metric and profile: median, min, max, n over repetitions, and the ratio of each
-    median to the first profile's (the baseline)."""
-    spec = SCENARIOS[scenario]
-    table: dict[str, Any] = {"baseline": profiles[0], "metrics": {}}
-    for key, *_ in spec.headline:
-        row = {p: summarize([s["metrics"].get(key) for s in samples if s["profile"] == p])
-               for p in profiles}
-        base = row[profiles[0]]["median"]
-        ratios = {p: _ratio(row[p]["median"], base) for p in profiles}
-        table["metrics"][key] = {"profiles": row, "ratio_to_baseline": ratios}
-    if spec.verdict is not None:
-        table["verdict"] = spec.verdict(samples, profiles)
+    median to the first profile's (the baseline); with reps per boot, the boot-effect test."""
+    spec = get(scenario)
+    table = compare_with(spec, samples, profiles)
     if any(s.get("rep_on_boot") for s in samples):
-        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline[:4]])
+        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline_rows()[:4]])
     return table
-
-
-def _ratio(value: float | int | None, base: float | int | None) -> float | None:
-    return value / base if value is not None and base else None

@@ -34,6 +34,7 @@ from sm121.bench.knee_math import TOLERANCE, summarize_knee
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
 from sm121.bench.scaling import decode_metrics
+from sm121.bench.server import engine_of
 from sm121.engines.prometheus import parse_metrics
 from sm121.errors import Sm121Error
 
@@ -60,8 +61,6 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
 
 
 async def metrics(client: BenchClient) -> dict[str, float]:
-    from sm121.bench.server import engine_of
-
     text = await engine_of(client).metrics_text()
     return parse_metrics(text) if text else {}
 

@@ -36,11 +36,7 @@ bench_app.registered_commands = _WithScenarios()
 
 
 def register(app: typer.Typer) -> None:
-    # ab and report; agent-check; agents, replay and sweep; soak
-    from sm121.cli import bench_ab, bench_agent_check, bench_agents, bench_knee, bench_soak
-
     bench_ab.register(bench_app)
-    bench_knee.register(bench_app)
     bench_agent_check.register(bench_app)
     bench_agents.register(bench_app)
     bench_soak.register(bench_app)

@@ -69,8 +69,7 @@ def tune(
     on the agents workload beside its background prefill with repetitions per boot, sweep N,
     pick by goodput, then prefill cost, then KV capacity, and write profile `tuned` into
     $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is never changed)."""
-    from sm121.bench.agents.scenario import resolve_workload
-    from sm121.bench.agents.slo import parse_slo
+    from sm121.bench.agents.params import agent_params
     from sm121.cli.bench_ab import _free_port
     from sm121.tune.budget import parse_duration
     from sm121.tune.request import TuneRequest
@@ -79,9 +78,7 @@ def tune(
     if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1:
         raise Sm121Error("--agents, --reps, --turns and --knee-reps must be at least 1",
                          "example: --agents 8 --reps 3")
-    parse_slo(slo)
-    resolve_workload(workload)
-    spec = str(Path(workload).resolve()) if Path(workload).is_file() else workload
+    spec = agent_params(agents, turns, None, workload, slo)["workload"]  # checked here
     folder = out or Path(f"tune-{Path(recipe).stem}")
     request = TuneRequest(
         recipe, spec, slo, agents, folder, port or _free_port(), parse_duration(budget),

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.agents.params import agent_params as checked_agent_params
+
 
 @dataclass(frozen=True)
 class TuneRequest:
@@ -41,5 +43,6 @@ class TuneRequest:
 
 
 def agent_params(request: TuneRequest) -> dict[str, Any]:
-    return {"agents": request.agents, "turns": request.turns, "duration_s": None,
-            "workload": request.workload, "slo": request.slo}
+    """The agents scenario's params (checked: a bad workload or SLO fails here)."""
+    return checked_agent_params(request.agents, request.turns, None, request.workload,
+                                request.slo)

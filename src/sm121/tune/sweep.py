@@ -13,7 +13,7 @@ from typing import Any
 from sm121.bench.agents.sweep import largest_meeting
 from sm121.bench.boot import Boot
 from sm121.bench.runner import Target, run_scenario
-from sm121.bench.scenarios import SCENARIOS
+from sm121.bench.scenarios import get
 
 Say = Callable[[str], None]
 
@@ -49,12 +49,12 @@ def largest_n(target: int, met: bool | None, done: list[dict[str, Any]]) -> int 
 
 def run_point(boot: Boot, params: dict[str, Any], n: int, out: Path, say: Say
               ) -> dict[str, Any]:
-    spec = SCENARIOS["agents"]
+    spec = get("agents")
     results = asyncio.run(run_scenario(
-        "agents", spec.run, Target(boot.plan.base_url, boot.plan.readiness.model, api="chat"),
+        "agents", spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model, api="chat"),
         {**params, "agents": n}, out, progress=lambda m, _d, _t: say(f"N={n}: {m}"),
         needs_stream=True))
-    metrics = spec.flatten(results.data["samples"])
+    metrics = spec.flat(results.data["samples"])
     return {"agents": n, "slo_met": bool(metrics.get("slo_met")),
             "goodput": metrics.get("goodput"), "ttft_p95_judged_s":
             metrics.get("ttft_p95_judged_s"), "results_file": str(out), "run_id": boot.run_id}
