@@ -100,6 +100,7 @@ register(ScenarioSpec(
     "prefill-time histogram) and the client's (TTFT); decode tok/s by batch; repetitions "
     "with spread. The engine's max-num-batched-tokens must hold the largest step (--chunk "
     "drops larger ones); `sm121 tune` boots one that does.",
+    api_option=False,  # its prompts are token ids: completions only
     params=(Param("steps", "--steps", str, "128,256,512,1024,2048,4096,8192,16384",
                   "Tokens per step.", parse="ints", nonempty="128,2048"),
             Param("batches", "--batches", str, "1,2,4,8,16,32", "Decode batch sizes.",
