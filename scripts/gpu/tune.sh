@@ -11,7 +11,7 @@
 # Each call stops tune before the call's limit (SIGTERM: the current engine is stopped, what
 # was measured is kept in $SITTING/tune) and the next call resumes it.
 # Comes back: $OUT/tune.log, tune-status.txt, tune-results.tar.gz; when complete also
-# tune-report.tar.gz (report.md, PNGs, tune.json) and tuned-recipe.yaml
+# tune-report.tar.gz (report.md, PNGs, tune.json, conditions.txt) and tuned-recipe.yaml
 source "$(dirname "$0")/lib.sh"
 exec > >(tee -a "$OUT/tune.log") 2>&1
 [ "$DRY_RUN" = 1 ] || need_install
@@ -57,7 +57,8 @@ say "$status"
 echo "$status" > "$OUT/tune-status.txt"
 tar -C "$SITTING" -czf "$OUT/tune-results.tar.gz" tune 2> /dev/null || true
 case $status in "tune complete"*) ;; *) say "run tune.sh again to resume"; exit 0 ;; esac
-tar -C "$TUNE_DIR" -czf "$OUT/tune-report.tar.gz" report.md tune-knee.png tune-candidates.png tune.json
-[ "$DRY_RUN" = 1 ] || cp "$SM121_HOME/recipes/$RECIPE.yaml" "$OUT/tuned-recipe.yaml" || true
 conditions > "$TUNE_DIR/conditions.txt"
+tar -C "$TUNE_DIR" -czf "$OUT/tune-report.tar.gz" report.md tune-knee.png tune-candidates.png \
+    tune.json conditions.txt
+[ "$DRY_RUN" = 1 ] || cp "$SM121_HOME/recipes/$RECIPE.yaml" "$OUT/tuned-recipe.yaml" || true
 say "done"

@@ -36,6 +36,13 @@ SETUP_S = 10.0  # an agents run's probe and prompt building, beyond its measured
 
 def run_tune(request: TuneRequest, say: Say = lambda _: None) -> dict[str, Any]:
     state = TuneState(request.out, request.to_json(), fresh=request.fresh)
+    try:
+        return _tune(request, state, say)
+    finally:  # an interrupted tune keeps the time it spent (the budget counts it)
+        state.save()
+
+
+def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
     loaded = load_recipe(request.recipe)
     recipe = loaded.recipe
     base = recipe.default_profile or next(iter(recipe.profiles))
