@@ -8,6 +8,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from sm121.launch.control import stop_run
+from sm121.launch.local import serve_local
+from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import ArgValue
 
@@ -29,12 +32,11 @@ def served(recipe: str, profile: str | None, overrides: dict[str, ArgValue], por
            cluster: str | None = None) -> Iterator[Boot]:
     """Serve `recipe` at `profile` with `overrides` until the block ends (Ctrl-C and errors
     included: the engine is stopped and waited for)."""
-    from sm121.launch.control import stop_run
-    from sm121.launch.local import serve_local
-    from sm121.plan.build import build_plan
+    def said(what: str, done: float | None = None, total: float | None = None, /) -> None:
+        say(what)  # steps only: the caller shows its own counts
 
     plan = build_plan(recipe, profile, cluster, overrides, port, host)
-    run, process = serve_local(plan, progress=say, trust=trust)
+    run, process = serve_local(plan, progress=said, trust=trust)
     try:
         yield Boot(plan, run.run_id, {
             "run_id": run.run_id, "profile": profile, "overrides": overrides,

@@ -36,17 +36,19 @@ from sm121.bench.runner import Context, run_together
 from sm121.bench.scaling import decode_metrics
 from sm121.bench.server import engine_of
 from sm121.engines.prometheus import parse_metrics
+from sm121.engines.registry import metric_names
 from sm121.errors import Sm121Error
 
 STEPS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 BATCHES = (1, 2, 4, 8, 16, 32)
 DEFAULTS: dict[str, Any] = {"steps": list(STEPS), "batches": list(BATCHES), "reps": 3,
                             "decode_tokens": 128, "tolerance": TOLERANCE, "chunk": None}
-PREFILL_SUM, PREFILL_COUNT = ("vllm:request_prefill_time_seconds_sum",
-                              "vllm:request_prefill_time_seconds_count")
-DECODE_SUM, DECODE_COUNT = ("vllm:request_decode_time_seconds_sum",
-                            "vllm:request_decode_time_seconds_count")
-GENERATED = "vllm:generation_tokens_total"
+# The engine's names (its adapter's table): the first name of each that the engine has.
+_NAMES = metric_names()
+_PREFILL, _DECODE = _NAMES.prefill_time[0], _NAMES.decode_time[0]
+PREFILL_SUM, PREFILL_COUNT = f"{_PREFILL}_sum", f"{_PREFILL}_count"
+DECODE_SUM, DECODE_COUNT = f"{_DECODE}_sum", f"{_DECODE}_count"
+GENERATED = _NAMES.generation_tokens[0]
 # The histograms are observed when the frontend logs a finished request, which may come just
 # after the response ended: wait this long for the count to move.
 METRICS_WAIT_S = 2.0

@@ -11,29 +11,32 @@ from sm121.bench.boot import Say, served
 from sm121.bench.knee import DEFAULTS, knee
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
+from sm121.engines.registry import adapter_for
+from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import ArgValue
 
-# The vLLM args a knee boot sets (its step budget and its batch limit).
-STEP_BUDGET, BATCH_LIMIT = "max-num-batched-tokens", "max-num-seqs"
 
-
-def knee_overrides(params: dict[str, Any], overrides: dict[str, ArgValue]
-                   ) -> dict[str, ArgValue]:
+def knee_overrides(recipe: str, params: dict[str, Any], overrides: dict[str, ArgValue]
+                   ) -> tuple[dict[str, ArgValue], str, str]:
+    """The boot's args: its step budget holds the largest step and its batch limit the
+    largest batch (the engine's names for both, from its adapter)."""
+    knobs = adapter_for(load_recipe(recipe).recipe.engine.kind).scheduler
     p = {**DEFAULTS, **params}
-    return {**overrides, STEP_BUDGET: max(int(s) for s in p["steps"]),
-            BATCH_LIMIT: max(int(b) for b in p["batches"])}
+    return ({**overrides, knobs.batched_tokens: max(int(s) for s in p["steps"]),
+             knobs.max_num_seqs: max(int(b) for b in p["batches"])},
+            knobs.batched_tokens, knobs.max_num_seqs)
 
 
 def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgValue],
                    params: dict[str, Any], out: Path, port: int, trust: bool = False,
                    say: Say = lambda _: None, cluster: str | None = None) -> ResultsFile:
-    args = knee_overrides(params, overrides)
+    args, step_budget, batch_limit = knee_overrides(recipe, params, overrides)
     with served(recipe, profile, args, port, trust=trust, say=say, cluster=cluster) as boot:
-        say(f"knee: engine ready ({STEP_BUDGET} {args[STEP_BUDGET]}, {BATCH_LIMIT} "
-            f"{args[BATCH_LIMIT]}), measuring")
+        say(f"knee: engine ready ({step_budget} {args[step_budget]}, {batch_limit} "
+            f"{args[batch_limit]}), measuring")
         results = asyncio.run(run_scenario(
             "knee", knee, Target(boot.plan.base_url, boot.plan.readiness.model),
-            {**params, "chunk": args[STEP_BUDGET]}, out,
+            {**params, "chunk": args[step_budget]}, out,
             progress=lambda m, _d, _t: say(m), needs_stream=True))
         results.set(boot=boot.record)
     return results

@@ -24,27 +24,6 @@ app = typer.Typer(
     # Markdown reflows docstrings, so help text wraps to the terminal instead of the source.
     rich_markup_mode="markdown",
 )
-app.add_typer(recipes_cli.app, name="recipes")
-plan_cli.register(app)
-serve_cli.register(app)
-
-
-def _register_optional() -> None:
-    """Command groups built in their own modules (bench, gateway, memory, doctor, cluster)."""
-    import importlib
-
-    for module_name in ("bench", "gateway", "memory", "doctor", "cluster", "startup", "engine",
-                        "model", "top", "tune"):
-        try:
-            module = importlib.import_module(f"sm121.cli.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"sm121.cli.{module_name}":
-                continue
-            raise
-        module.register(app)
-
-
-_register_optional()
 
 
 def _version(value: bool) -> None:

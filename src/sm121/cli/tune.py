@@ -3,6 +3,7 @@ agents workload, and write the best as profile `tuned` into the user's recipe.""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,12 @@ from sm121.errors import Sm121Error
 
 def register(app: typer.Typer) -> None:
     app.command("tune")(tune)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _ints(text: str) -> list[int]:
@@ -70,10 +77,9 @@ def tune(
     pick by goodput, then prefill cost, then KV capacity, and write profile `tuned` into
     $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is never changed)."""
     from sm121.bench.agents.params import agent_params
-    from sm121.cli.bench_ab import _free_port
-    from sm121.tune.budget import parse_duration
-    from sm121.tune.request import TuneRequest
-    from sm121.tune.run import run_tune
+    from sm121.bench.tune.budget import parse_duration
+    from sm121.bench.tune.request import TuneRequest
+    from sm121.bench.tune.run import run_tune
 
     if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1:
         raise Sm121Error("--agents, --reps, --turns and --knee-reps must be at least 1",

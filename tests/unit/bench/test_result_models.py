@@ -29,8 +29,8 @@ NOT_BENCH = {
     "gpu-h200/calibration": "`sm121 memory calibrate --json`, with its command line",
     "cpu-testbed/soak/run.json": "the run's state (`sm121 status RUN --json`)",
     "cpu-testbed/soak/startup.json": "`sm121 startup --json`",
-    "cpu-testbed/tune/tune.json": "`sm121 tune`'s state file (sm121/tune/state.py)",
-    "gpu-h200/tune/tune.json": "`sm121 tune`'s state file (sm121/tune/state.py)",
+    "cpu-testbed/tune/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
+    "gpu-h200/tune/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
 }
 
 

@@ -1,13 +1,16 @@
-"""Candidates from the knee, the budget's plan, and the pick order (sm121/tune)."""
+"""Candidates from the knee, the budget's plan, and the pick order (sm121/bench/tune)."""
 
 import pytest
 
+from sm121.bench.tune.budget import Estimates, candidate_cost, parse_duration, plan
+from sm121.bench.tune.candidates import Candidate, derive
+from sm121.bench.tune.knobs import effective_step
+from sm121.bench.tune.pick import binding, rank
+from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
-from sm121.tune.budget import Estimates, candidate_cost, parse_duration, plan
-from sm121.tune.candidates import Candidate, derive
-from sm121.tune.knobs import effective_step
-from sm121.tune.pick import binding, rank
+from sm121.recipes.schema import EngineKind
 
+KNOBS = adapter_for(EngineKind.VLLM).scheduler
 BASE = {"max-num-batched-tokens": 2048, "max-num-seqs": 6}
 BASELINES = {"agent": BASE, "agent-admission": {**BASE, "long-prefill-token-threshold": 1024}}
 
@@ -18,7 +21,7 @@ def _by_name(found):
 
 def test_candidates_start_with_the_recipe_profiles_then_derive_around_the_knee():
     found = derive(1024, 32, "agent", BASE, BASELINES, agents=8,
-                   flags=frozenset({"long-prefill-token-threshold-adaptive"}))
+                   flags=frozenset({"long-prefill-token-threshold-adaptive"}), knobs=KNOBS)
     names = [c.name for c in found]
     assert names[:2] == ["agent", "agent-admission"] and found[0].args == {}
     c = _by_name(found)
@@ -35,11 +38,11 @@ def test_candidates_start_with_the_recipe_profiles_then_derive_around_the_knee()
 def test_a_knee_at_or_above_the_chunk_gets_twice_the_knee_as_step_budget():
     found = _by_name(derive(4096, None, "agent", BASE, {}, agents=2,
                             flags=frozenset({"max-num-partial-prefills",
-                                             "max-long-partial-prefills"})))
+                                             "max-long-partial-prefills"}), knobs=KNOBS))
     assert found["t-lpt-4096"].args["max-num-batched-tokens"] == 8192
     assert found["t-lpt-4096-partial-2"].args["max-num-partial-prefills"] == 2
-    assert effective_step(found["t-lpt-4096"].args) == 4096
-    assert derive(None, None, "agent", BASE, {"agent": BASE}, 4, frozenset())[0].name == "agent"
+    assert effective_step(found["t-lpt-4096"].args, KNOBS) == 4096
+    assert derive(None, None, "agent", BASE, {"agent": BASE}, 4, frozenset(), KNOBS)[0].name == "agent"
     assert Candidate.from_json(found["t-lpt-2048"].to_json()) == found["t-lpt-2048"]
 
 

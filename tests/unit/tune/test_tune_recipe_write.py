@@ -1,14 +1,14 @@
 """The `tuned` profile written into the user's recipe: a comment per value, the user's own
-text kept, a rerun replacing its block, the built-in never touched (sm121/tune)."""
+text kept, a rerun replacing its block, the built-in never touched (sm121/bench/tune)."""
 
 from importlib import resources
 
 import pytest
 import yaml
 
+from sm121.bench.tune.recipe_write import BEGIN, TunedProfile, with_tuned, write_tuned
 from sm121.errors import Sm121Error
 from sm121.recipes.loader import load_recipe
-from sm121.tune.recipe_write import BEGIN, TunedProfile, with_tuned, write_tuned
 
 PROFILE = TunedProfile(
     "t-lpt-1024 chosen by sm121 tune", {"max-num-batched-tokens": 2048,

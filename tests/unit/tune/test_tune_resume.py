@@ -1,11 +1,11 @@
 """What lets tune resume: its state file across invocations, and the sweep's next step from
-the points already measured (sm121/tune)."""
+the points already measured (sm121/bench/tune)."""
 
 import pytest
 
+from sm121.bench.tune.state import TuneState
+from sm121.bench.tune.sweep import largest_n, met_at_target, next_n
 from sm121.errors import Sm121Error
-from sm121.tune.state import TuneState
-from sm121.tune.sweep import largest_n, met_at_target, next_n
 
 REQUEST = {"recipe": "tiny-cpu", "workload": "coding-agent-with-batch", "slo": "ttft_p95=2s",
            "agents": 4, "turns": 3, "budget_s": 600}

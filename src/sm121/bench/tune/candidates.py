@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm121.bench.tune.knobs import effective_step
+from sm121.engines.adapter import SchedulerFlags
 from sm121.recipes.schema import ArgValue
-from sm121.tune.knobs import ADAPTIVE, CHUNK, LONG_PARTIAL, PARTIAL, SEQS, THRESHOLD, effective_step
 
 MIN_STEP = 128
 
@@ -52,12 +53,17 @@ def _int(value: object, default: int) -> int:
 
 def derive(knee_step: int | None, saturation_batch: int | None, base: str,
            base_args: dict[str, ArgValue], baselines: dict[str, dict[str, ArgValue]],
-           agents: int, flags: frozenset[str]) -> list[Candidate]:
-    """All candidates in priority order. `baselines`: recipe profile -> its merged args."""
+           agents: int, flags: frozenset[str], knobs: SchedulerFlags) -> list[Candidate]:
+    """All candidates in priority order. `baselines`: recipe profile -> its merged args;
+    `knobs`: the engine's names for the scheduler flags; `flags`: its version's flags."""
+    CHUNK, SEQS, THRESHOLD = knobs.batched_tokens, knobs.max_num_seqs, \
+        knobs.long_prefill_threshold
+    ADAPTIVE, PARTIAL, LONG_PARTIAL = knobs.adaptive_threshold, knobs.partial_prefills, \
+        knobs.long_partial_prefills
     chunk = _int(base_args.get(CHUNK), 2048)
     seqs = max(_int(base_args.get(SEQS), 1), agents + 1)
     found = [Candidate(name, name, {}, f"the recipe's profile {name} as it is "
-                       f"(step {effective_step(dict(args))})", "recipe")
+                       f"(step {effective_step(dict(args), knobs)})", "recipe")
              for name, args in baselines.items()]
     if knee_step is None:
         return found
@@ -83,14 +89,14 @@ def derive(knee_step: int | None, saturation_batch: int | None, base: str,
     if k // 2 >= MIN_STEP:
         add(f"t-lpt-{k // 2}", {THRESHOLD: k // 2},
             f"half the knee ({k // 2} tokens): shorter admission waits, prefill below the knee")
-    if ADAPTIVE in flags:
+    if ADAPTIVE and ADAPTIVE in flags:
         add(f"t-lpt-{k}-adaptive", {THRESHOLD: k, ADAPTIVE: True},
-            "the knee's threshold, adapted by the engine to its load (vLLM's "
-            f"--{ADAPTIVE})", "engine option")
-    if PARTIAL in flags and LONG_PARTIAL in flags:
+            f"the knee's threshold, adapted by the engine to its load (--{ADAPTIVE})",
+            "engine option")
+    if PARTIAL and LONG_PARTIAL and PARTIAL in flags and LONG_PARTIAL in flags:
         add(f"t-lpt-{k}-partial-2", {THRESHOLD: k, PARTIAL: 2, LONG_PARTIAL: 1},
             "the knee's threshold with two concurrent partial prefills, one of them long "
-            f"(vLLM's --{PARTIAL})", "engine option")
+            f"(--{PARTIAL})", "engine option")
     add(f"t-chunk-{2 * big}-lpt-{k}", {CHUNK: 2 * big, THRESHOLD: k},
         f"a {2 * big}-token step budget: decodes and short prefills beside the long "
         f"prefill's {k} tokens")

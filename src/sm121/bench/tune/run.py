@@ -16,19 +16,19 @@ from sm121.bench.ab import AbRequest, boot_and_measure, measured_pairs, open_res
 from sm121.bench.boot import Boot
 from sm121.bench.knee_run import knee_on_recipe
 from sm121.bench.results import ResultsFile, load_results
+from sm121.bench.tune import candidates as cands
+from sm121.bench.tune.budget import Estimates, candidate_cost, plan
+from sm121.bench.tune.choose import choose, tuned_profile
+from sm121.bench.tune.knobs import knobs_of, version_flags
+from sm121.bench.tune.recipe_write import write_tuned
+from sm121.bench.tune.report import write_report
+from sm121.bench.tune.request import TuneRequest, agent_params
+from sm121.bench.tune.state import TuneState
+from sm121.bench.tune.sweep import largest_n, met_at_target, next_n, run_point
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args
 from sm121.plan.trust import trust_needs
 from sm121.recipes.loader import load_recipe
-from sm121.tune import candidates as cands
-from sm121.tune.budget import Estimates, candidate_cost, plan
-from sm121.tune.choose import choose, tuned_profile
-from sm121.tune.knobs import version_flags
-from sm121.tune.recipe_write import write_tuned
-from sm121.tune.report import write_report
-from sm121.tune.request import TuneRequest, agent_params
-from sm121.tune.state import TuneState
-from sm121.tune.sweep import largest_n, met_at_target, next_n, run_point
 
 Say = Callable[[str], None]
 SETUP_S = 10.0  # an agents run's probe and prompt building, beyond its measured wall_s
@@ -50,12 +50,13 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
     names = request.baselines if request.baselines is not None else \
         [p for p in (base, "agent-admission") if p in recipe.profiles]
     if "candidates" not in state.data:
-        flags, flags_version = version_flags(recipe.engine.version)
+        flags, flags_version = version_flags(recipe)
         engine = knee["summary"]["engine"]
         found = cands.derive(
             engine["knee"]["knee_at"], engine["decode_saturation"]["knee_at"], base,
             profile_args(recipe, base),
-            {n: profile_args(recipe, n) for n in dict.fromkeys(names)}, request.agents, flags)
+            {n: profile_args(recipe, n) for n in dict.fromkeys(names)}, request.agents, flags,
+            knobs_of(recipe.engine.kind))
         state.set(candidates=[c.to_json() for c in found], flags_version=flags_version)
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121.errors import Sm121Error
-from sm121.launch.run_state import write_json_atomic
+from sm121.runs.state import write_json_atomic
 
 NAME = "tune.json"
 # What must match for a resume: the same question asked of the same recipe.

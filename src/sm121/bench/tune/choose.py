@@ -8,17 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.knee_math import prefill_cost, rate_at
+from sm121.bench.tune import conditions
+from sm121.bench.tune.candidates import Candidate
+from sm121.bench.tune.knobs import effective_step, knobs_of
+from sm121.bench.tune.pick import binding, rank, rows
+from sm121.bench.tune.recipe_write import TunedProfile
+from sm121.bench.tune.request import TuneRequest
+from sm121.bench.tune.state import TuneState
+from sm121.bench.tune.sweep import largest_n, met_at_target
 from sm121.plan.effective import profile_args
 from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import ArgValue
-from sm121.tune import conditions
-from sm121.tune.candidates import Candidate
-from sm121.tune.knobs import CHUNK, SEQS, THRESHOLD, effective_step
-from sm121.tune.pick import binding, rank, rows
-from sm121.tune.recipe_write import TunedProfile
-from sm121.tune.request import TuneRequest
-from sm121.tune.state import TuneState
-from sm121.tune.sweep import largest_n, met_at_target
 
 REFERENCE_STEP = 8192  # the field's batch-8192: what a background prefill's cost is against
 
@@ -40,7 +40,8 @@ def _kv(ab: dict[str, Any]) -> dict[str, int | None]:
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
            knee: dict[str, Any], ab: dict[str, Any]) -> dict[str, Any]:
     prefill = knee["summary"]["engine"]["prefill"]
-    steps = {c.name: effective_step(merged_args(request.recipe, c)) for c in found}
+    knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
+    steps = {c.name: effective_step(merged_args(request.recipe, c), knobs) for c in found}
     costs = {n: (prefill_cost(prefill, s, REFERENCE_STEP) if s else None)
              for n, s in steps.items()}
     largest = {c.name: largest_n(request.agents, met_at_target(ab["samples"], c.name),
@@ -68,7 +69,9 @@ def tuned_profile(request: TuneRequest, data: dict[str, Any], found: list[Candid
     row = next(r for r in result["table"] if r["name"] == chosen.name)
     engine = knee["summary"]["engine"]
     k, sat = engine["knee"], engine["decode_saturation"]
-    base = load_recipe(request.recipe).recipe.profiles[chosen.base].args
+    recipe = load_recipe(request.recipe).recipe
+    knobs = knobs_of(recipe.engine.kind)
+    base = recipe.profiles[chosen.base].args
     args = {**base, **chosen.args}
     measured = (f"goodput {_pct(row['goodput'])} (min {_pct(row['goodput_min'])}, "
                 f"{row['reps']} reps) at {request.agents} agents, {request.workload}, "
@@ -76,12 +79,12 @@ def tuned_profile(request: TuneRequest, data: dict[str, Any], found: list[Candid
     step = row.get("step")
     rate = rate_at(engine["prefill"], "step", step) if step else None
     comments = {
-        CHUNK: f"prefill knee {k['knee_at']} tokens/step ({k['knee_rate'] or 0:,.0f} tok/s, "
+        knobs.batched_tokens: f"prefill knee {k['knee_at']} tokens/step ({k['knee_rate'] or 0:,.0f} tok/s, "
                f"engine window; peak {k['peak'] or 0:,.0f} at {k['peak_at']}); {measured}",
-        THRESHOLD: f"a long prefill runs {step}-token steps at {rate or 0:,.0f} tok/s: "
+        knobs.long_prefill_threshold: f"a long prefill runs {step}-token steps at {rate or 0:,.0f} tok/s: "
                    f"{_pct(row['prefill_cost'])} prefill cost against {REFERENCE_STEP}-token "
                    f"steps (the knee's curve); {measured}",
-        SEQS: f"decode {'saturates at batch ' if sat['saturated'] else 'not saturated up to '}"
+        knobs.max_num_seqs: f"decode {'saturates at batch ' if sat['saturated'] else 'not saturated up to '}"
               f"{sat['knee_at']} ({sat['peak'] or 0:,.0f} tok/s peak, engine window); "
               f"holds {request.agents} agents and the background job",
     }
