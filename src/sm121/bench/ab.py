@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.boot import Boot, served
+from sm121.bench.boot import Boot, served, steps
 from sm121.bench.boot_effect import boot_effects
 from sm121.bench.compare import compare_with
 from sm121.bench.results import ResultsFile
@@ -156,7 +156,7 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
         request.scenario, spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model,
                                            api=spec.api),
         {**request.params, "reps": 1}, sub_out,
-        progress=lambda m, _d, _t: say(f"  {profile}: {m}"),
+        progress=steps(say, f"  {profile}: "),
         needs_stream=spec.needs_stream))
     data = scenario_results.data
     record = boot.record

@@ -12,6 +12,7 @@ from sm121.launch.control import stop_run
 from sm121.launch.local import serve_local
 from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
+from sm121.progress import Progress
 from sm121.recipes.schema import ArgValue
 
 Say = Callable[[str], None]
@@ -26,17 +27,22 @@ class Boot:
     record: dict[str, Any]  # run id, engine args, boot-log facts, phase timings (JSON)
 
 
+def steps(say: Say, prefix: str = "") -> Progress:
+    """Progress as lines of `say` (steps only: the caller shows its own counts)."""
+    def said(what: str, done: float | None = None, total: float | None = None, /) -> None:
+        say(prefix + what)
+
+    return said
+
+
 @contextmanager
 def served(recipe: str, profile: str | None, overrides: dict[str, ArgValue], port: int,
            host: str = "127.0.0.1", trust: bool = False, say: Say = lambda _: None,
            cluster: str | None = None) -> Iterator[Boot]:
     """Serve `recipe` at `profile` with `overrides` until the block ends (Ctrl-C and errors
     included: the engine is stopped and waited for)."""
-    def said(what: str, done: float | None = None, total: float | None = None, /) -> None:
-        say(what)  # steps only: the caller shows its own counts
-
     plan = build_plan(recipe, profile, cluster, overrides, port, host)
-    run, process = serve_local(plan, progress=said, trust=trust)
+    run, process = serve_local(plan, progress=steps(say), trust=trust)
     try:
         yield Boot(plan, run.run_id, {
             "run_id": run.run_id, "profile": profile, "overrides": overrides,

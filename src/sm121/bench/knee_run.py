@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.boot import Say, served
+from sm121.bench.boot import Say, served, steps
 from sm121.bench.knee import DEFAULTS, knee
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
@@ -37,6 +37,6 @@ def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgVal
         results = asyncio.run(run_scenario(
             "knee", knee, Target(boot.plan.base_url, boot.plan.readiness.model),
             {**params, "chunk": args[step_budget]}, out,
-            progress=lambda m, _d, _t: say(m), needs_stream=True))
+            progress=steps(say), needs_stream=True))
         results.set(boot=boot.record)
     return results

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.agents.sweep import largest_meeting
-from sm121.bench.boot import Boot
+from sm121.bench.boot import Boot, steps
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
 
@@ -52,7 +52,7 @@ def run_point(boot: Boot, params: dict[str, Any], n: int, out: Path, say: Say
     spec = get("agents")
     results = asyncio.run(run_scenario(
         "agents", spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model, api="chat"),
-        {**params, "agents": n}, out, progress=lambda m, _d, _t: say(f"N={n}: {m}"),
+        {**params, "agents": n}, out, progress=steps(say, f"N={n}: "),
         needs_stream=True))
     metrics = spec.flat(results.data["samples"])
     return {"agents": n, "slo_met": bool(metrics.get("slo_met")),
