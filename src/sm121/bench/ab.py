@@ -1,15 +1,25 @@
 """`ab`: serve each profile of a recipe through sm121's own launcher, run one scenario on it,
-stop it, and compare. The order alternates between repetitions (A B, then B A) so that a
-slow drift of a shared machine does not favour one profile; medians and spread per metric."""
+stop it, and compare. The order alternates between boots (A B, then B A) so that a slow drift
+of a shared machine does not favour one profile; medians and spread per metric.
+
+With `reps_per_boot` N > 1 one boot measures N repetitions, `rest_s` apart. Each repetition
+is salted of its own (the scenario's client draws a fresh salt per run, and prompts carry it
+in their first block and in `cache_salt`), so the prefix cache a repetition left cannot serve
+the next. The boot is recorded apart (`boots`), and `boot_effect` tests whether the second
+repetition on a boot differs systematically from the first."""
 
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.boot import Boot, served, steps
+from sm121.bench.boot_effect import boot_effects
 from sm121.bench.compare import compare_with
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
@@ -32,6 +42,11 @@ class AbRequest:
     overrides: dict[str, ArgValue] = field(default_factory=dict)  # --set, parsed
     resume: bool = False
     trust: bool = False  # --trust: what a recipe that is not built in asks to run
+    reps_per_boot: int = 1
+    cluster: str | None = None  # a cluster file for build_plan (serving is one node)
+    rest_s: float = 0.0  # pause between repetitions on one boot
+    # A name measured as a profile that is not in the recipe: (base profile, engine args).
+    variants: dict[str, tuple[str, dict[str, ArgValue]]] = field(default_factory=dict)
 
 
 def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
@@ -40,63 +55,114 @@ def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
             for p in (profiles if rep % 2 == 0 else list(reversed(profiles)))]
 
 
+def boot_order(profiles: list[str], reps: int, per_boot: int = 1
+               ) -> list[tuple[int, str, list[int]]]:
+    """(boot, profile, its repetitions) in run order: forward on even boots, reversed on odd
+    ones; per_boot 1 is run_order."""
+    boots = math.ceil(reps / max(1, per_boot))
+    return [(b, p, list(range(b * per_boot, min(reps, (b + 1) * per_boot))))
+            for b in range(boots)
+            for p in (profiles if b % 2 == 0 else list(reversed(profiles)))]
+
+
 def run_ab(request: AbRequest, say: Say = lambda _: None) -> ResultsFile:
-    """Every (rep, profile) in alternating order. A boot or scenario that fails is recorded
-    with its error and the A/B goes on; with `resume`, pairs already measured are skipped."""
-    results = ResultsFile(request.out, "ab", request.scenario, {
-        "recipe": request.recipe, "profiles": request.profiles, "reps": request.reps,
-        "overrides": request.overrides, "scenario_params": request.params,
-        "order": [f"{rep}:{p}" for rep, p in run_order(request.profiles, request.reps)]},
-        resume=request.resume)
-    done = {(s["rep"], s["profile"]) for s in results.data["samples"] if not s.get("error")}
+    """Every (boot, profile) in alternating order, each boot measuring its repetitions. A boot
+    or scenario that fails is recorded with its error and the A/B goes on; with `resume`,
+    pairs already measured are skipped (a boot whose repetitions are all measured is not
+    booted again)."""
+    results = open_results(request)
+    order = boot_order(request.profiles, request.reps, request.reps_per_boot)
     with results.recording():
-        for index, (rep, profile) in enumerate(run_order(request.profiles, request.reps)):
-            if (rep, profile) in done:
+        for index, (boot, profile, reps) in enumerate(order):
+            todo = [r for r in reps if (r, profile) not in measured_pairs(results)]
+            if not todo:
                 continue
-            say(f"[{index + 1}/{request.reps * len(request.profiles)}] rep {rep + 1}, "
-                f"profile {profile}")
-            results.add_sample(_measure_or_record(request, profile, rep, say))
-            measured = [s for s in results.data["samples"] if not s.get("error")]
-            results.set(summary=compare(measured, request.profiles, request.scenario))
+            say(f"[boot {index + 1}/{len(order)}] profile {profile}, repetitions "
+                f"{', '.join(str(r + 1) for r in todo)}")
+            boot_and_measure(request, results, boot, profile, todo, say)
     return results
 
 
-def _measure_or_record(request: AbRequest, profile: str, rep: int, say: Say) -> dict[str, Any]:
+def open_results(request: AbRequest) -> ResultsFile:
+    """The A/B's results file, new or (with `resume`) as left; `boots` lists every boot."""
+    results = ResultsFile(request.out, "ab", request.scenario, {
+        "recipe": request.recipe, "profiles": request.profiles, "reps": request.reps,
+        "reps_per_boot": request.reps_per_boot, "rest_s": request.rest_s,
+        "variants": {k: {"profile": b, "args": a} for k, (b, a) in request.variants.items()},
+        "overrides": request.overrides, "scenario_params": request.params,
+        "order": [f"{rep}:{p}" for rep, p in run_order(request.profiles, request.reps)]},
+        resume=request.resume)
+    results.data.setdefault("boots", [])
+    return results
+
+
+def measured_pairs(results: ResultsFile) -> set[tuple[int, str]]:
+    return {(s["rep"], s["profile"]) for s in results.data["samples"] if not s.get("error")}
+
+
+def boot_and_measure(request: AbRequest, results: ResultsFile, boot_index: int, profile: str,
+                     reps: list[int], say: Say,
+                     after: Callable[[Boot], None] | None = None) -> None:
+    """One boot of `profile`, its repetitions in order, then `after` (more work on the same
+    boot); samples and the boot record are saved as they come."""
+    base, args = request.variants.get(profile, (profile, {}))
     try:
-        return _serve_and_measure(request, profile, rep, say)
+        with served(request.recipe, base, {**request.overrides, **args}, request.port,
+                    request.host, request.trust, say=lambda m: say(f"  {profile}: {m}"),
+                    cluster=request.cluster) as boot:
+            results.data["boots"].append({**boot.record, "name": profile, "boot_index": boot_index})
+            results.save()
+            for k, rep in enumerate(reps):
+                if k:
+                    say(f"  {profile}: resting {request.rest_s:g} s")
+                    time.sleep(request.rest_s)
+                _add(request, results, _measure_or_record(request, boot, profile, rep, say),
+                     boot_index, k)
+            if after is not None:
+                after(boot)
     except Exception as exc:  # one bad boot must not lose the other profiles' results
         say(f"  {profile}: failed: {exc}")
-        return {"profile": profile, "rep": rep, "error": str(exc), "metrics": {}}
+        done = measured_pairs(results)
+        for k, rep in enumerate(reps):
+            if (rep, profile) not in done:
+                _add(request, results, {"profile": profile, "rep": rep, "error": str(exc),
+                                        "metrics": {}}, boot_index, k)
 
 
-def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> dict[str, Any]:
-    from sm121.launch.control import stop_run
-    from sm121.launch.local import serve_local
-    from sm121.plan.build import build_plan
+def _add(request: AbRequest, results: ResultsFile, sample: dict[str, Any], boot: int,
+         rep_on_boot: int) -> None:
+    results.add_sample({**sample, "boot_index": boot, "rep_on_boot": rep_on_boot})
+    measured = [s for s in results.data["samples"] if not s.get("error")]
+    results.set(summary=compare(measured, request.profiles, request.scenario))
 
-    plan = build_plan(request.recipe, profile, None, request.overrides, request.port,
-                      request.host)
-    def said(what: str, done: float | None = None, total: float | None = None, /) -> None:
-        say(f"  {profile}: {what}")  # steps only: the A/B shows its own counts
 
-    run, process = serve_local(plan, progress=said, trust=request.trust)
+def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
+                       ) -> dict[str, Any]:
+    try:
+        return measure_on_boot(request, boot, profile, rep, say)
+    except Exception as exc:  # a failed repetition; the next one may still measure
+        say(f"  {profile}: repetition {rep + 1} failed: {exc}")
+        return {"profile": profile, "rep": rep, "run_id": boot.run_id, "error": str(exc),
+                "metrics": {}}
+
+
+def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
+                    ) -> dict[str, Any]:
+    """One repetition of the scenario on a served engine (its own results file)."""
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
     spec = get(request.scenario)
-    try:
-        say(f"  {profile}: ready, running {request.scenario}")
-        scenario_results = asyncio.run(run_scenario(
-            request.scenario, spec.scenario(), Target(plan.base_url, plan.readiness.model,
-                                               api=spec.api),
-            {**request.params, "reps": 1}, sub_out,
-            progress=said,
-            needs_stream=spec.needs_stream))
-    finally:
-        stop_run(run)
-        process.wait(timeout=60)
+    say(f"  {profile}: ready, running {request.scenario} (repetition {rep + 1})")
+    scenario_results = asyncio.run(run_scenario(
+        request.scenario, spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model,
+                                           api=spec.api),
+        {**request.params, "reps": 1}, sub_out,
+        progress=steps(say, f"  {profile}: "),
+        needs_stream=spec.needs_stream))
     data = scenario_results.data
-    return {"profile": profile, "rep": rep, "run_id": run.run_id,
-            "engine_args": plan.engine_args, "boot": run.boot.model_dump(mode="json"),
-            "timings": run.timings.model_dump(mode="json"), "results_file": str(sub_out),
+    record = boot.record
+    return {"profile": profile, "rep": rep, "run_id": boot.run_id,
+            "engine_args": record["engine_args"], "boot": record["boot"],
+            "timings": record["timings"], "results_file": str(sub_out),
             "server": data["server"], "probe": data["probe"], "samples": data["samples"],
             "summary": data["summary"],
             "metrics": spec.flat(data["samples"])}
@@ -105,5 +171,9 @@ def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> 
 def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str
             ) -> dict[str, Any]:
     """Per metric and profile: median, min, max, n over repetitions, and the ratio of each
-    median to the first profile's (the baseline)."""
-    return compare_with(get(scenario), samples, profiles)
+    median to the first profile's (the baseline); with reps per boot, the boot-effect test."""
+    spec = get(scenario)
+    table = compare_with(spec, samples, profiles)
+    if any(s.get("rep_on_boot") for s in samples):
+        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline_rows()[:4]])
+    return table

@@ -93,6 +93,26 @@ register(ScenarioSpec(
 
 
 
+register(ScenarioSpec(
+    "knee", "sm121.bench.knee:knee",
+    "The prefill knee and decode saturation on one engine: one exact prompt of N tokens per "
+    "step size (alone, max_tokens 1: one step of N tokens), rate in the engine's window (its "
+    "prefill-time histogram) and the client's (TTFT); decode tok/s by batch; repetitions "
+    "with spread. The engine's max-num-batched-tokens must hold the largest step (--chunk "
+    "drops larger ones); `sm121 tune` boots one that does.",
+    api_option=False,  # its prompts are token ids: completions only
+    params=(Param("steps", "--steps", str, "128,256,512,1024,2048,4096,8192,16384",
+                  "Tokens per step.", parse="ints", nonempty="128,2048"),
+            Param("batches", "--batches", str, "1,2,4,8,16,32", "Decode batch sizes.",
+                  parse="ints", nonempty="1,8"),
+            Param("reps", "--reps", int, 3, "Measured repetitions per size."),
+            Param("decode_tokens", "--decode-tokens", int, 128, "Tokens per decode stream."),
+            Param("chunk", "--chunk", int | None, None, "The engine's max-num-batched-tokens "
+                  "(larger steps are dropped).")),
+    headline="sm121.bench.knee:HEADLINE", flatten="sm121.bench.knee:flatten",
+    console="sm121.bench.knee_text:console"))
+
+
 def _agent_scenario(name: str, run: str, help: str, **fields: Any) -> ScenarioSpec:
     """An agent workload scenario: chat by default, judged and reported from its turns."""
     return ScenarioSpec(

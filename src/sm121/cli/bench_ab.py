@@ -44,6 +44,9 @@ def ab(
                                  "is the baseline of the ratios."),
     scenario: str = typer.Option("overlap", "--scenario"),
     reps: int = typer.Option(3, "--reps", help="Repetitions; the order alternates."),
+    reps_per_boot: int = typer.Option(1, "--reps-per-boot", help="Repetitions measured on "
+                                      "one boot (salted apart, --rest between them)."),
+    rest: float = typer.Option(5.0, "--rest", help="Seconds between repetitions on a boot."),
     prefill_tokens: int | None = typer.Option(None, "--prefill-tokens", "-L"),
     short_at: str | None = typer.Option(None, "--short-at"),
     params: list[str] | None = typer.Option(None, "--param", help="Scenario parameter "
@@ -68,7 +71,7 @@ def ab(
 
     get(scenario)  # an unknown scenario fails before anything is served
     names = [p.strip() for p in profiles.split(",") if p.strip()]
-    if len(names) < 1 or reps < 1:
+    if len(names) < 1 or reps < 1 or reps_per_boot < 1:
         raise Sm121Error("ab needs at least one profile and one repetition",
                          "example: --profiles agent,batch --reps 3")
     scenario_params = _params(prefill_tokens, short_at, params)
@@ -78,13 +81,20 @@ def ab(
         scenario_params = {**agent_params(agents, turns, None, workload, slo), **scenario_params}
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
                         out or default_path(f"ab-{scenario}"), port or _free_port(),
-                        overrides=parse_sets(sets), resume=resume, trust=trust)
+                        overrides=parse_sets(sets), resume=resume, trust=trust,
+                        reps_per_boot=reps_per_boot, rest_s=rest)
     with LongWait(f"A/B {scenario}: {', '.join(names)} x {reps}") as wait:
         results = run_ab(request, say=wait.say)
     if as_json:
         print_json(results.data["summary"])
         return
     console_summary(results.data)
+    if results.data["summary"].get("boot_effect"):
+        from sm121.bench.boot_effect import describe
+
+        console.print("later repetitions on a boot against its first:")
+        for line in describe(results.data["summary"]["boot_effect"]):
+            console.print(f"  {line}", highlight=False)
     console.print(f"results: {request.out}")
 
 

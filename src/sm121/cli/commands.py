@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "startup": "startup",
     "top": "top",
     "stage": "stage",
+    "tune": "tune",
     "recipes": "recipes",
     "bench": "bench",
     "gateway": "gateway",

@@ -44,6 +44,10 @@ class MetricNames:
     # The counters a bench records as deltas over a measurement, exactly as exported.
     bench_counters: tuple[str, ...]
     namespaces: tuple[str, ...]  # the engine's name prefixes, which a report may drop
+    # Histograms of a request's time in prefill and in decode (the engine's own window), read
+    # as NAME_sum and NAME_count deltas (bench knee).
+    prefill_time: tuple[str, ...] = ()
+    decode_time: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,19 @@ class MemoryFlags:
     dtype: str
     max_num_seqs: str
     kv_bytes: str  # an explicit KV cache size in bytes
+
+
+@dataclass(frozen=True)
+class SchedulerFlags:
+    """The flags that shape one engine step, by the engine's names (`sm121 tune` varies
+    them). The optional ones exist in some versions only: check the version's flag list."""
+
+    batched_tokens: str  # tokens one step may schedule
+    max_num_seqs: str  # requests one step may hold
+    long_prefill_threshold: str  # a long prefill's tokens per step
+    adaptive_threshold: str | None = None  # the engine adapts the threshold to its load
+    partial_prefills: str | None = None  # concurrent partial prefills
+    long_partial_prefills: str | None = None  # ... of which long ones
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,7 @@ class EngineAdapter(Protocol):
     docker_command: tuple[str, ...]
     metrics: MetricNames
     memory: MemoryFlags
+    scheduler: SchedulerFlags
     tool_call_parser: str  # the flag naming the tool-call parser (its errors name it too)
 
     # --- argv ---------------------------------------------------------------------------

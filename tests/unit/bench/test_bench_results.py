@@ -77,22 +77,32 @@ def test_ctrl_c_leaves_an_interrupted_file(tmp_path):
 
 def test_ab_records_a_failed_boot_goes_on_and_resumes_only_what_is_missing(tmp_path,
                                                                             monkeypatch):
+    from contextlib import contextmanager
+
     from sm121.bench import ab
+    from sm121.bench.boot import Boot
 
-    calls = []
+    calls, boots = [], []
 
-    def fake(request, profile, rep, say):
-        calls.append((rep, profile))
-        if (rep, profile) == (0, "b"):
+    @contextmanager
+    def served(recipe, profile, overrides, port, host, trust, say, cluster=None):
+        boots.append(profile)
+        if profile == "b" and boots.count("b") == 1:  # the first boot of b fails
             raise Sm121Error("the engine did not become ready")
+        yield Boot(None, f"run-{len(boots)}", {"run_id": f"run-{len(boots)}"})  # type: ignore[arg-type]
+
+    def measure(request, boot, profile, rep, say):
+        calls.append((rep, profile))
         return {"profile": profile, "rep": rep, "metrics": {"admission_ratio": 1.0}}
 
-    monkeypatch.setattr(ab, "_serve_and_measure", fake)
+    monkeypatch.setattr(ab, "served", served)
+    monkeypatch.setattr(ab, "measure_on_boot", measure)
     request = ab.AbRequest("tiny-cpu", ["a", "b"], "overlap", 2, {}, tmp_path / "ab.json", 1)
     first = ab.run_ab(request).data
-    assert calls == [(0, "a"), (0, "b"), (1, "b"), (1, "a")]
+    assert boots == ["a", "b", "b", "a"] and calls == [(0, "a"), (1, "b"), (1, "a")]
     assert first["status"] == "complete"
     assert [s.get("error") is not None for s in first["samples"]] == [False, True, False, False]
+    assert [s["boot_index"] for s in first["samples"]] == [0, 0, 1, 1]
     calls.clear()
     ab.run_ab(ab.AbRequest(**{**request.__dict__, "resume": True}))
     assert calls == [(0, "b")]

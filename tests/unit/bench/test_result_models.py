@@ -31,6 +31,8 @@ NOT_BENCH = {
     "cpu-testbed/soak/startup.json": "`sm121 startup --json`",
     "cpu-testbed/stage": "benchmarks/stage_weights.py; cache-demo.sh (`sm121 startup --json`, "
                          "a node's sm121-cache.json)",
+    "cpu-testbed/tune/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
+    "gpu-h200/tune/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from sm121.engines.adapter import MemoryFlags, MetricNames, NodeArgvRequest
+from sm121.engines.adapter import MemoryFlags, MetricNames, NodeArgvRequest, SchedulerFlags
 from sm121.engines.boot import BootFacts, BootPhases, Milestone, StampedLine
 from sm121.engines.flag_list import FlagChoice, FlagList
 from sm121.engines.vllm import agent as _agent
@@ -30,6 +30,14 @@ MEMORY = MemoryFlags(
     max_num_seqs=_args.MAX_NUM_SEQS, kv_bytes="kv-cache-memory-bytes",
 )
 
+# vLLM 0.32 has the adaptive threshold, 0.21 the partial prefills (the bundled flag lists).
+SCHEDULER = SchedulerFlags(
+    batched_tokens=MEMORY.batched_tokens, max_num_seqs=MEMORY.max_num_seqs,
+    long_prefill_threshold="long-prefill-token-threshold",
+    adaptive_threshold="long-prefill-token-threshold-adaptive",
+    partial_prefills="max-num-partial-prefills", long_partial_prefills="max-long-partial-prefills",
+)
+
 
 class VllmAdapter:
     kind: EngineKind = EngineKind.VLLM
@@ -38,6 +46,7 @@ class VllmAdapter:
     docker_command: tuple[str, ...] = _args.DOCKER_COMMAND
     metrics: MetricNames = METRICS
     memory: MemoryFlags = MEMORY
+    scheduler: SchedulerFlags = SCHEDULER
     tool_call_parser: str = _parsers.TOOL_CALL_PARSER
 
     # --- argv ---------------------------------------------------------------------------

@@ -31,4 +31,6 @@ METRICS = MetricNames(
         "vllm:request_queue_time_seconds_sum", "vllm:request_queue_time_seconds_count",
     ),
     namespaces=("vllm:",),
+    prefill_time=("vllm:request_prefill_time_seconds",),
+    decode_time=("vllm:request_decode_time_seconds",),
 )

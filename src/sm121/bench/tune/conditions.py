@@ -1,0 +1,43 @@
+"""The conditions a tuned value was measured under: the device, the engine version, the date
+(what each value's comment in the recipe names)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from typing import Any
+
+
+def device() -> str:
+    """The GPU as nvidia-smi names it, else the CPU (the CPU testbed)."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            names = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"],
+                                   capture_output=True, text=True, timeout=20, check=True
+                                   ).stdout.split("\n")
+            found = sorted({n.strip() for n in names if n.strip()})
+            if found:
+                return ", ".join(found)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return f"CPU {platform.machine()} x{os.cpu_count() or '?'}"
+
+
+def engine_version(server: dict[str, Any]) -> str:
+    version = server.get("version")
+    if isinstance(version, str) and version.startswith("{"):
+        with contextlib.suppress(ValueError):
+            version = json.loads(version)
+    if isinstance(version, dict):
+        version = version.get("version")
+    return f"vLLM {version}" if version else "vLLM (version not reported)"
+
+
+def today() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")

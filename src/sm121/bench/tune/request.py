@@ -1,0 +1,48 @@
+"""What `sm121 tune` is asked: the recipe, the workload and SLO, the budget, and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.agents.params import agent_params as checked_agent_params
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    recipe: str
+    workload: str
+    slo: str
+    agents: int
+    out: Path
+    port: int
+    budget_s: float
+    turns: int | None = 6
+    baselines: list[str] | None = None  # None: the default profile and agent-admission
+    knee_params: dict[str, Any] = field(default_factory=dict)
+    knee_file: Path | None = None  # reuse this knee instead of booting for one
+    reps: int = 3
+    max_candidates: int | None = None  # at most this many, whatever the budget allows
+    sweep_points: int = 2
+    rest_s: float = 5.0
+    rep_estimate_s: float = 60.0  # one agents run, until this tune has measured one
+    boot_estimate_s: float | None = None  # a warm boot; None: the knee's boot (maybe cold)
+    cluster: str | None = None
+    trust: bool = False
+    fresh: bool = False
+    write: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"recipe": self.recipe, "workload": self.workload, "slo": self.slo,
+                "agents": self.agents, "turns": self.turns, "budget_s": self.budget_s,
+                "baselines": self.baselines, "knee_params": self.knee_params,
+                "reps": self.reps, "max_candidates": self.max_candidates,
+                "sweep_points": self.sweep_points, "rest_s": self.rest_s,
+                "cluster": self.cluster}
+
+
+def agent_params(request: TuneRequest) -> dict[str, Any]:
+    """The agents scenario's params (checked: a bad workload or SLO fails here)."""
+    return checked_agent_params(request.agents, request.turns, None, request.workload,
+                                request.slo)

@@ -1,0 +1,65 @@
+"""tune's state on disk (OUT/tune.json), written after every step, so that an interrupted
+tune (Ctrl-C, SIGTERM, a device call's time limit) resumes where it stopped: the knee, the
+candidates, the plan, which boots and sweep points are measured, the time already spent."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sm121.errors import Sm121Error
+from sm121.runs.state import write_json_atomic
+
+NAME = "tune.json"
+# What must match for a resume: the same question asked of the same recipe.
+KEYS = ("recipe", "workload", "slo", "agents", "turns")
+
+
+class TuneState:
+    def __init__(self, out: Path, request: dict[str, Any], fresh: bool = False) -> None:
+        self.path = out / NAME
+        self._since = time.monotonic()
+        if self.path.is_file() and not fresh:
+            try:
+                self.data: dict[str, Any] = json.loads(self.path.read_text())
+            except ValueError as exc:
+                raise Sm121Error(f"{self.path} is not readable JSON: {exc}",
+                                 "pass --fresh to start this tune over") from exc
+            asked = {k: request.get(k) for k in KEYS}
+            was = {k: self.data["request"].get(k) for k in KEYS}
+            if asked != was:
+                raise Sm121Error(f"{self.path} is a tune of {was}, not of {asked}",
+                                 "pass the same arguments to resume, another --out, or "
+                                 "--fresh to start over here")
+            self.data["resumed"] = self.data.get("resumed", 0) + 1
+            self.data["request"] = {**self.data["request"], **request}
+        else:
+            self.data = {"request": request, "created": datetime.now(UTC).isoformat(
+                timespec="seconds"), "elapsed_s": 0.0, "resumed": 0, "status": "running"}
+        out.mkdir(parents=True, exist_ok=True)
+        self.save()
+
+    @property
+    def elapsed_s(self) -> float:
+        """Time spent by this tune, over every invocation, up to now."""
+        return float(self.data["elapsed_s"]) + time.monotonic() - self._since
+
+    def save(self) -> None:
+        now = time.monotonic()
+        self.data["elapsed_s"] = float(self.data["elapsed_s"]) + now - self._since
+        self._since = now
+        write_json_atomic(self.path, self.data)
+
+    def set(self, **fields: Any) -> None:
+        self.data.update(fields)
+        self.save()
+
+    def sweep(self, name: str) -> list[dict[str, Any]]:
+        return list(self.data.setdefault("sweeps", {}).get(name, []))
+
+    def add_sweep_point(self, name: str, point: dict[str, Any]) -> None:
+        self.data.setdefault("sweeps", {}).setdefault(name, []).append(point)
+        self.save()
