@@ -9,12 +9,9 @@ count, so short agent turns pay nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 TEMPLATE_MARGIN = 256
-_OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
 @dataclass(frozen=True)
@@ -25,14 +22,6 @@ class PromptSize:
 
 def estimate(body_bytes: int) -> PromptSize:
     return PromptSize(body_bytes + TEMPLATE_MARGIN, exact=False)
-
-
-def requested_output(body: Mapping[str, Any]) -> int | None:
-    for name in _OUTPUT_FIELDS:
-        value = body.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
 
 
 def needs_exact(size: PromptSize, output: int | None, long_threshold: int,
