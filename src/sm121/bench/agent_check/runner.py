@@ -13,7 +13,13 @@ from typing import Any
 
 import aiohttp
 
-from sm121.bench.agent_check import cases_api, cases_limits, cases_tools
+from sm121.bench.agent_check import (
+    cases_api,
+    cases_limits,
+    cases_messages,
+    cases_responses,
+    cases_tools,
+)
 from sm121.bench.agent_check.model import CaseFailed, CaseResult, CaseUnsupported, Status
 from sm121.bench.agent_check.probe import Facts, Probe
 from sm121.engines.client import EngineClient, max_model_len
@@ -22,9 +28,24 @@ from sm121.progress import Progress, quiet
 
 Case = Callable[[Probe], Awaitable[str]]
 CASE_TIMEOUT_S = 900.0  # the near-limit prefill of a 65K prompt on a loaded CPU is minutes
+# An idle connection is reused only while younger than this: under the engine's own keep-alive
+# (uvicorn's, 5 s in vLLM: VLLM_HTTP_TIMEOUT_KEEP_ALIVE), so the client never sends a request
+# on a connection the server is closing (aiohttp's default, 15 s, outlives it: the request then
+# meets the server's close and fails with ServerDisconnectedError).
+KEEPALIVE_S = 2.0
+APIS = ("chat", "messages", "responses")
 
 
-def all_cases(long_tokens: int | None = None) -> dict[str, Case]:
+def all_cases(long_tokens: int | None = None, api: str = "chat") -> dict[str, Case]:
+    """The cases of one protocol: chat completions (with the endpoint-wide checks), Anthropic
+    Messages or the Responses API, each as its agents run it."""
+    if api == "messages":
+        return {"api.models": cases_api.CASES["api.models"], **cases_messages.cases(long_tokens)}
+    if api == "responses":
+        return {"api.models": cases_api.CASES["api.models"],
+                **cases_responses.cases(long_tokens)}
+    if api != "chat":
+        raise Sm121Error(f"agent-check has no protocol {api!r}", f"--api one of {', '.join(APIS)}")
     return {
         "api.models": cases_api.CASES["api.models"],
         **cases_tools.CASES,
@@ -48,14 +69,16 @@ def select(cases: dict[str, Case], only: list[str] | None) -> dict[str, Case]:
 
 async def run_agent_check(url: str, model: str | None, *, api_key: str | None = None,
                           only: list[str] | None = None, long_tokens: int | None = None,
-                          label: str | None = None,
+                          label: str | None = None, api: str = "chat",
                           progress: Progress = quiet) -> dict[str, Any]:
     """`label` names the target in the report instead of the URL (for committed results)."""
-    cases = select(all_cases(long_tokens), only)
+    cases = select(all_cases(long_tokens, api), only)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     timeout = aiohttp.ClientTimeout(total=CASE_TIMEOUT_S, sock_connect=30)
     started = time.time()
-    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
+    connector = aiohttp.TCPConnector(keepalive_timeout=KEEPALIVE_S)
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout,
+                                     connector=connector) as session:
         facts = await learn_facts(session, url, model)
         results: list[CaseResult] = []
         try:
@@ -63,10 +86,10 @@ async def run_agent_check(url: str, model: str | None, *, api_key: str | None = 
                 progress(name, i, len(cases))
                 results.append(await run_case(name, case, Probe(session, url, facts)))
         except asyncio.CancelledError:  # Ctrl-C: keep what was checked
-            data = report(label or url, facts, results, time.time() - started)
+            data = report(label or url, facts, results, time.time() - started, api)
             return data | {"interrupted": True}
         progress("done", len(cases), len(cases))
-    return report(label or url, facts, results, time.time() - started)
+    return report(label or url, facts, results, time.time() - started, api)
 
 
 async def learn_facts(session: aiohttp.ClientSession, url: str, model: str | None) -> Facts:
@@ -96,14 +119,27 @@ async def run_case(name: str, case: Case, probe: Probe) -> CaseResult:
         return CaseResult(name, Status.FAIL, f"no answer within {CASE_TIMEOUT_S:.0f} s",
                           probe.evidence)
     except aiohttp.ClientError as exc:
-        return CaseResult(name, Status.FAIL, f"connection failed: {exc!r}", probe.evidence)
+        return CaseResult(name, Status.FAIL, f"connection failed: {exc!r}"
+                          f"{await _engine_after(probe)}", probe.evidence)
 
 
-def report(target: str, facts: Facts, results: list[CaseResult], elapsed_s: float
-           ) -> dict[str, Any]:
+async def _engine_after(probe: Probe) -> str:
+    """Whether the server still answers after a dropped connection, on a new connection: a
+    live engine means the connection, not the engine, failed."""
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as fresh, \
+                fresh.get(f"{probe.base_url}/health") as response:
+            return f"; /health after it, on a new connection: HTTP {response.status}"
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return f"; /health after it, on a new connection: {exc!r} (the server is gone)"
+
+
+def report(target: str, facts: Facts, results: list[CaseResult], elapsed_s: float,
+           api: str = "chat") -> dict[str, Any]:
     counts = {s.value: sum(r.status is s for r in results) for s in Status}
     return {
         "kind": "agent-check",
+        "api": api,
         "target": target,
         "model": facts.model,
         "max_model_len": facts.max_model_len,
