@@ -24,7 +24,7 @@ from sm121.engines.client import EngineClient, raise_for_status
 from sm121.errors import Sm121Error
 from sm121.sse import SSEParser
 
-APIS = ("completions", "chat")
+APIS = ("completions", "chat", "messages", "responses")  # the last two: bench agents only
 _PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 
@@ -153,6 +153,10 @@ class BenchClient:
             body["messages"] = [{"role": "user", "content": prompt}]
         else:
             body["prompt"] = prompt
+        if self.api not in _PATHS:
+            raise Sm121Error(f"{label}: this scenario runs over chat or completions, not "
+                             f"{self.api}", "--api messages and --api responses are for "
+                             "`bench agents` (and `bench ab --scenario agents`)")
         record = into if into is not None else StreamRecord(label=label, submitted=0.0)
         record.prompt_chars = len(prompt) if isinstance(prompt, str) else 0
         return await self._send(self.api, body, record, label, headers)

@@ -146,29 +146,41 @@ def _anthropic_tool(tool: Any) -> dict[str, Any]:
 
 
 def _responses_item(item: Any, chat: list[dict[str, Any]]) -> None:
+    """One input item, merged as vLLM merges them (responses/utils.py): a function_call, a
+    reasoning item or an assistant text joins the assistant message before it."""
     if not isinstance(item, dict):
         raise NoView("input item")
+    last = chat[-1] if chat and chat[-1].get("role") == "assistant" else None
     kind = item.get("type", "message")
-    if kind == "message":
-        role = item.get("role")
-        if not isinstance(role, str):
-            raise NoView("message role")
-        chat.append({"role": "system" if role == "developer" else role,
-                     "content": _responses_content(item.get("content"))})
-    elif kind == "function_call":
+    if kind == "function_call":
         call = {"id": str(item.get("call_id") or ""), "type": "function",
                 "function": {"name": str(item.get("name") or ""),
                              "arguments": str(item.get("arguments") or "")}}
-        last = chat[-1] if chat else None
-        if last is not None and last.get("role") == "assistant" and "tool_calls" in last:
-            last["tool_calls"].append(call)  # parallel calls: one assistant turn
+        if last is not None:
+            last.setdefault("tool_calls", []).append(call)
         else:
-            chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            chat.append({"role": "assistant", "tool_calls": [call]})
     elif kind == "function_call_output":
         output = item.get("output")
         chat.append({"role": "tool", "tool_call_id": str(item.get("call_id") or ""),
                      "content": output if isinstance(output, str) else json.dumps(output)})
-    elif kind != "reasoning":
+    elif kind == "reasoning":
+        parts = item.get("content") or item.get("summary") or []
+        text = str(parts[0].get("text") or "") if parts and isinstance(parts[0], dict) else ""
+        if last is not None and last.get("reasoning") is None:
+            last["reasoning"] = text
+        else:
+            chat.append({"role": "assistant", "reasoning": text})
+    elif kind == "message":
+        role = item.get("role")
+        if not isinstance(role, str):
+            raise NoView("message role")
+        text = _responses_content(item.get("content"))
+        if role == "assistant" and last is not None and last.get("content") is None:
+            last["content"] = text
+        else:
+            chat.append({"role": role, "content": text})
+    else:
         raise NoView(f"input item {kind!r}")
 
 

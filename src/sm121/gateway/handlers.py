@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from aiohttp import web
@@ -80,12 +80,14 @@ async def generation(request: web.Request) -> web.StreamResponse:
             return response
 
 
+@dataclass(frozen=True)
 class _Prompt:
     """One generation's body with what its protocol says about it."""
 
-    def __init__(self, protocol: Protocol, body: dict[str, Any], view: dict[str, Any] | None,
-                 nbytes: int) -> None:
-        self.protocol, self.body, self.view, self.nbytes = protocol, body, view, nbytes
+    protocol: Protocol
+    body: dict[str, Any]
+    view: dict[str, Any] | None  # the prompt in chat form, or None when it has none
+    nbytes: int
 
 
 async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange,

@@ -137,7 +137,7 @@ def test_a_responses_prompt_in_chat_form() -> None:
     assert view["messages"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "read a.py"},
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "reasoning": "", "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "read",
                                                           "arguments": '{"path":"a"}'}},
             {"id": "c2", "type": "function", "function": {"name": "read",
