@@ -1,8 +1,8 @@
 """agent-check on the Responses API (`/v1/responses`), each case as Codex runs it: tools with
 auto, required and a named function; streamed function-call arguments assembled; the
-function_call_output on the next turn; usage in the stream; max_output_tokens; a prompt over
-the context and a long one near it. The API has no stop parameter and no count route: those
-cases are unsupported, saying so.
+function_call_output on the next turn; usage in the stream; max_output_tokens; stop (vLLM's
+extension); a prompt over the context and a long one near it. The API has no count route:
+that case is unsupported, saying so.
 
 An empty `output` is not taken at its word: the same prompt goes over chat completions, and
 only when chat has text where Responses has none is it a Responses failure (a random-weight
@@ -144,8 +144,27 @@ async def max_output_tokens(p: Probe) -> str:
     return f"output_tokens {tokens} <= 5, incomplete {reason!r}, text {texts[0]!r}"
 
 
-async def no_stop(p: Probe) -> str:
-    raise CaseUnsupported("the Responses API has no stop parameter")
+def _text(data: dict[str, Any]) -> str:
+    return "".join(c.get("text", "") for item in data.get("output") or []
+                   if item.get("type") == "message" for c in item.get("content") or [])
+
+
+async def stop_honoured(p: Probe) -> str:
+    """`stop` is vLLM's extension of the Responses API (OpenAI's has none): greedy text,
+    then the same request stopping at a piece of it."""
+    plain = {"model": p.model, "input": NOTE, "temperature": 0, "max_output_tokens": 24}
+    text = _text(response(await p.post(ROUTE, plain), "without stop"))
+    stop = next((text[i:i + 3] for i in range(3, max(len(text) - 3, 3))
+                 if text[i:i + 3].strip() and text.find(text[i:i + 3]) == i), None)
+    if stop is None:
+        raise CaseUnsupported(f"the reply {text!r} has no piece to stop at")
+    cut = _text(response(await p.post(ROUTE, {**plain, "stop": [stop]}), "with stop"))
+    if cut == text:
+        raise CaseUnsupported("the engine ignores `stop` on /v1/responses (a vLLM extension, "
+                              "not in OpenAI's Responses API)")
+    if stop in cut or not text.startswith(cut):
+        raise CaseFailed(f"stop {stop!r}: got {cut!r}, expected the text before it")
+    return f"stop {stop!r} (vLLM's extension) cut {len(text)} chars to {len(cut)}"
 
 
 async def no_count(p: Probe) -> str:
@@ -194,7 +213,7 @@ def cases(long_tokens: int | None) -> dict[str, Any]:
         "tools.result-round-trip": tool_result_round_trip,
         "stream.usage": usage_in_stream,
         "params.max-tokens": max_output_tokens,
-        "params.stop": no_stop,
+        "params.stop": stop_honoured,
         "api.count-tokens": no_count,
         "limits.overflow-400": overflow,
         "limits.long-input": long_input(long_tokens),
