@@ -32,6 +32,7 @@ class AbRequest:
     overrides: dict[str, ArgValue] = field(default_factory=dict)  # --set, parsed
     resume: bool = False
     trust: bool = False  # --trust: what a recipe that is not built in asks to run
+    api: str | None = None  # --api: the protocol the scenario speaks (None: its own)
 
 
 def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
@@ -86,7 +87,7 @@ def _serve_and_measure(request: AbRequest, profile: str, rep: int, say: Say) -> 
         say(f"  {profile}: ready, running {request.scenario}")
         scenario_results = asyncio.run(run_scenario(
             request.scenario, spec.scenario(), Target(plan.base_url, plan.readiness.model,
-                                               api=spec.api),
+                                               api=request.api or spec.api),
             {**request.params, "reps": 1}, sub_out,
             progress=said,
             needs_stream=spec.needs_stream))

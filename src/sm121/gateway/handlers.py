@@ -296,9 +296,10 @@ async def _measure(gw: Gateway, replica: Replica, prompt: _Prompt
         return size, None
     size, tokens = PromptSize(counted.count, exact=True), counted.tokens
     limit = counted.max_model_len or limit
-    problem = context_problem(counted.count, output, limit)
+    field = protocol.output_field(prompt.body)
+    problem = context_problem(counted.count, output, limit, field)
     if problem is not None:
-        param = protocol.output_fields[0] if output is not None else protocol.prompt_field
+        param = field if output is not None else protocol.prompt_field
         raise Refused(_protocol_error(protocol, 400, problem, param), "context_length")
     return size, tokens
 

@@ -59,11 +59,17 @@ class Protocol:
     error_body: Callable[[int, str, str, str | None], dict[str, Any]]
 
     def requested_output(self, body: Mapping[str, Any]) -> int | None:
+        name = self.output_field(body)
+        value = body.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def output_field(self, body: Mapping[str, Any]) -> str:
+        """The field that bounds this body's reply (the protocol's last, when none is set)."""
         for name in self.output_fields:
             value = body.get(name)
             if isinstance(value, int) and not isinstance(value, bool):
-                return value
-        return None
+                return name
+        return self.output_fields[-1]
 
 
 def openai_error(status: int, message: str, kind: str, param: str | None = None

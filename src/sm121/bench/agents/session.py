@@ -86,7 +86,10 @@ def turn_record(record: StreamRecord, t0: float, **fields: Any) -> dict[str, Any
         "reuse": cached / prompt if prompt and cached is not None else None,
         "queue_wait_s": float(wait) if wait else None,
         "finish_reason": record.finish_reason,
-        **decode_metrics(record),
+        # A Messages or Responses stream whose events are not one per token (pieces with no
+        # text of their own are not sent) times its first token, not its decode.
+        **(decode_metrics(record) if (record.usage or {}).get("events_match_usage") is not False
+           else {"decode_tok_s": None, "itl_p50_s": None, "itl_p95_s": None}),
     }
 
 
