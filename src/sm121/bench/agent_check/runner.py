@@ -28,11 +28,6 @@ from sm121.progress import Progress, quiet
 
 Case = Callable[[Probe], Awaitable[str]]
 CASE_TIMEOUT_S = 900.0  # the near-limit prefill of a 65K prompt on a loaded CPU is minutes
-# An idle connection is reused only while younger than this: under the engine's own keep-alive
-# (uvicorn's, 5 s in vLLM: VLLM_HTTP_TIMEOUT_KEEP_ALIVE), so the client never sends a request
-# on a connection the server is closing (aiohttp's default, 15 s, outlives it: the request then
-# meets the server's close and fails with ServerDisconnectedError).
-KEEPALIVE_S = 2.0
 APIS = ("chat", "messages", "responses")
 
 
@@ -76,7 +71,13 @@ async def run_agent_check(url: str, model: str | None, *, api_key: str | None = 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     timeout = aiohttp.ClientTimeout(total=CASE_TIMEOUT_S, sock_connect=30)
     started = time.time()
-    connector = aiohttp.TCPConnector(keepalive_timeout=KEEPALIVE_S)
+    # A connection per request. On the H200 (vLLM 0.21) the long-input case failed direct
+    # with ServerDisconnectedError on its first request, a /tokenize sent right after the
+    # overflow case's 400 to a 350 KB body: the engine had closed that kept-alive connection
+    # after its answer and the client reused it. Through the gateway the same case passed:
+    # the relay retries once, on a new connection, a reused one closed without a byte of
+    # answer (forward.py). bench's own client already opens one per request (client.py).
+    connector = aiohttp.TCPConnector(force_close=True)
     async with aiohttp.ClientSession(headers=headers, timeout=timeout,
                                      connector=connector) as session:
         facts = await learn_facts(session, url, model)
