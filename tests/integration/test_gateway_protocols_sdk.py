@@ -48,8 +48,9 @@ async def _claude_turns(base_url: str) -> dict[str, Any]:
     client = anthropic.AsyncAnthropic(base_url=base_url, auth_token="any", api_key=None,
                                       max_retries=0)
     messages: list[Any] = [{"role": "user", "content": ASK}]
+    # This SDK (anthropic 2.15) has no temperature argument: vLLM takes it from the body.
     async with client.messages.stream(
-            model=MODEL, max_tokens=96, temperature=0, messages=messages,
+            model=MODEL, max_tokens=96, extra_body={"temperature": 0}, messages=messages,
             tools=ANTHROPIC_TOOLS, tool_choice={"type": "tool", "name": "get_weather"}) as s:
         first = await s.get_final_message()
     (use,) = [b for b in first.content if b.type == "tool_use"]
@@ -57,7 +58,8 @@ async def _claude_turns(base_url: str) -> dict[str, Any]:
                                                    for b in first.content]},
                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
                                                "content": RESULT}]}]
-    second = await client.messages.create(model=MODEL, max_tokens=12, temperature=0,
+    second = await client.messages.create(model=MODEL, max_tokens=12,
+                                          extra_body={"temperature": 0},
                                           messages=messages, tools=ANTHROPIC_TOOLS)
     counted = await client.messages.count_tokens(model=MODEL, messages=messages,
                                                  tools=ANTHROPIC_TOOLS)
