@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sm121.gateway import chat_view, defaults
+from sm121 import chat_view
+from sm121.gateway import defaults
 from sm121.gateway.replies import error_body
 from sm121.recipes.schema import RequestDefaults
 

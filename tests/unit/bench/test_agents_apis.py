@@ -15,8 +15,8 @@ from sm121.bench.agents.apis import (
     responses_body,
 )
 from sm121.bench.client import StreamRecord
+from sm121.chat_view import messages_to_chat, responses_to_chat
 from sm121.errors import Sm121Error
-from sm121.gateway.chat_view import messages_to_chat, responses_to_chat
 
 TOOLS = [{"type": "function", "function": {
     "name": "read_file_0", "description": "read_file_0: reads",

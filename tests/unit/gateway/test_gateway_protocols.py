@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from sm121.gateway.chat_view import messages_to_chat, responses_to_chat
+from sm121.chat_view import messages_to_chat, responses_to_chat
 from sm121.gateway.policy import Change, apply_policy
 from sm121.gateway.protocols import (
     CHAT,
