@@ -24,6 +24,7 @@ from support import TinyEngine, invoke_cli
 from support.gateway_process import spawned_gateway
 
 from sm121.bench.agent_check.tools import ASK, SCHEMAS
+from sm121.gateway.sessions import DEFAULT_SESSION_HEADER, session_id
 
 pytestmark = pytest.mark.integration
 
@@ -63,10 +64,13 @@ async def _claude_turns(base_url: str) -> dict[str, Any]:
                                           messages=messages, tools=ANTHROPIC_TOOLS)
     counted = await client.messages.count_tokens(model=MODEL, messages=messages,
                                                  tools=ANTHROPIC_TOOLS)
+    await client.close()
     return {"tool": use.name, "input": use.input, "stop": first.stop_reason,
             "second": [b.model_dump() for b in second.content],
             "second_stop": second.stop_reason, "count": counted.input_tokens,
-            "usage": second.usage.input_tokens + (second.usage.cache_read_input_tokens or 0)}
+            # Anthropic's input_tokens leaves out the prompt-cache hits and writes
+            "usage": second.usage.input_tokens + (second.usage.cache_read_input_tokens or 0)
+            + (second.usage.cache_creation_input_tokens or 0)}
 
 
 async def test_anthropic_sdk_tool_use_result_and_count_same_as_direct(
@@ -89,6 +93,7 @@ async def _codex_turns(base_url: str) -> dict[str, Any]:
                          "output": RESULT}]
     second = await client.responses.create(model=MODEL, input=given, tools=RESPONSES_TOOLS,
                                            temperature=0, max_output_tokens=12)
+    await client.close()
     return {"name": call.name, "arguments": json.loads(call.arguments),
             "second": second.output_text, "second_status": second.status,
             "usage": second.usage.input_tokens if second.usage else None}
@@ -113,6 +118,7 @@ async def test_openai_sdk_chat_same_as_direct(gateway_url: str, tiny_engine: Tin
                 "name": n, "parameters": SCHEMAS[n]}} for n in SCHEMAS],
             tool_choice={"type": "function", "function": {"name": "get_weather"}})
         (call,) = reply.choices[0].message.tool_calls or []
+        await client.close()
         return call.function.name, json.loads(call.function.arguments)  # type: ignore[union-attr]
 
     assert await chat(gateway_url) == await chat(tiny_engine.base_url)
@@ -128,6 +134,7 @@ async def test_connect_settings_reach_the_real_engine(gateway_url: str) -> None:
                                       auth_token=env["ANTHROPIC_AUTH_TOKEN"], api_key=None)
     reply = await client.messages.create(model=env["ANTHROPIC_MODEL"], max_tokens=4,
                                          messages=[{"role": "user", "content": "hi"}])
+    await client.close()
     assert reply.usage.output_tokens >= 1
 
 
@@ -152,10 +159,13 @@ async def test_messages_and_responses_tokens_and_reuse_match_the_engines_counter
     engine_before, gw_before = await _samples(tiny_engine.base_url), await _samples(gateway_url)
     filler = "Notes on the build: " + "the cache keeps every block it has seen. " * 40
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as http:
-        for turn in range(2):
-            history = [{"role": "user", "content": filler},
-                       {"role": "assistant", "content": "Noted."}] * (turn + 1)
-            ask = [*history, {"role": "user", "content": f"turn {turn}"}]
+        for turn in range(2):  # append-only: turn 1 is turn 0 and two more messages
+            ask: list[Any] = [{"role": "user", "content": filler},
+                              {"role": "assistant", "content": "Noted."},
+                              {"role": "user", "content": "turn 0"}]
+            if turn:
+                ask += [{"role": "assistant", "content": "Done."},
+                        {"role": "user", "content": "turn 1"}]
             for path, body in (
                     ("/v1/messages", {"model": MODEL, "max_tokens": 6, "messages": ask,
                                       "stream": True}),
@@ -197,6 +207,4 @@ async def _locality(url: str) -> dict[str, Any]:
 
 
 def _digest(value: str) -> str:
-    from sm121.gateway.sessions import session_id
-
-    return session_id({"X-Session-Id": value}, {})
+    return session_id({DEFAULT_SESSION_HEADER: value}, {})
