@@ -29,7 +29,8 @@ NO_STREAM = typer.Option(False, "--no-stream", help="Fallback for servers withou
 AS_JSON = typer.Option(False, "--json", help="Print the summary as JSON.")
 API = typer.Option(None, "--api", help="completions or chat (default: the scenario's own; "
                    "agents speak chat). Exact-length prompts are exact over completions; chat "
-                   "adds the template's tokens.")
+                   "adds the template's tokens. agents also speak messages (Anthropic, Claude "
+                   "Code's) and responses (Codex's): the same workload, prompts exact.")
 
 
 def ints(text: str) -> list[int]:
