@@ -137,3 +137,21 @@ async def test_the_shell_form_exports_the_settings(engine: FakeProtocolEngine) -
                                        "claude-code")).stdout
     assert f"export ANTHROPIC_BASE_URL={gw.url}\n" in out
     assert "export ANTHROPIC_MODEL=coder\n" in out and "unset ANTHROPIC_API_KEY" in out
+
+
+async def test_a_run_id_gives_its_gateway_or_its_engine_with_a_note(
+        engine: FakeProtocolEngine) -> None:
+    """A run started with --gateway is reached through it; one without is reached directly,
+    and the settings say that the gateway is missing."""
+    from sm121.launch.run_state import RunInfo, create_run_dir, now_iso
+
+    async with running_gateway(engine.url) as gw:
+        for run_id, gateway in (("connect-gw-run", gw.url), ("connect-bare-run", None)):
+            create_run_dir(run_id)
+            RunInfo(run_id=run_id, recipe="tiny-cpu", profile="agent", created=now_iso(),
+                    base_url=engine.url, model="coder", gateway_url=gateway).save()
+        through = await _connect("connect-gw", "openai-sdk")
+        bare = await _connect("connect-bare", "openai-sdk")
+    assert through["base_url"] == f"{gw.url}/v1" and not any(
+        "no gateway" in n for n in through["notes"])
+    assert bare["base_url"] == f"{engine.url}/v1" and "no gateway" in bare["notes"][0]
