@@ -149,6 +149,7 @@ async def _replay_session(ctx: Context, index: int, items: list[Prepared]) -> No
         record = await _send(ctx.client, entry, messages, f"{entry.session}-{turn}")
         ctx.add(turn_record(
             record, ctx.t0, agent=index, conversation=0, turn=turn, session=entry.session,
+            path=entry.path,
             scheduled_s=round(offset, 6), late_s=round(late, 6),
             captured_prompt_tokens=entry.prompt_tokens,
             prompt_exact=entry.prompt_tokens is None or record.prompt_tokens == entry.prompt_tokens,
