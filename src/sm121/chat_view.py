@@ -16,11 +16,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sm121.errors import Sm121Error
+
 _PASSED = ("model", "chat_template_kwargs")
 
 
-class NoView(ValueError):
-    """The request holds a part that has no chat-completions form."""
+class NoView(Sm121Error):
+    """The request holds a part that has no chat-completions form (caught inside this
+    module: the caller gets None)."""
 
 
 def messages_to_chat(body: Mapping[str, Any]) -> dict[str, Any] | None:

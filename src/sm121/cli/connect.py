@@ -7,8 +7,8 @@ import os
 import typer
 
 from sm121.cli.output import console, print_json
-from sm121.connect import DEFAULT_KEY_ENV, Agent, choose_model, discover, settings, shell_lines
 from sm121.errors import Sm121Error
+from sm121.gateway.connect import DEFAULT_KEY_ENV, Agent, choose_model, discover, settings, shell_lines
 
 
 def register(app: typer.Typer) -> None:

@@ -143,7 +143,7 @@ async def test_a_run_id_gives_its_gateway_or_its_engine_with_a_note(
         engine: FakeProtocolEngine) -> None:
     """A run started with --gateway is reached through it; one without is reached directly,
     and the settings say that the gateway is missing."""
-    from sm121.launch.run_state import RunInfo, create_run_dir, now_iso
+    from sm121.runs.state import RunInfo, create_run_dir, now_iso
 
     async with running_gateway(engine.url) as gw:
         for run_id, gateway in (("connect-gw-run", gw.url), ("connect-bare-run", None)):

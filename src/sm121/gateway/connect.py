@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from sm121.engines.api_key import bearer
+from sm121.engines.client_sync import SyncEngineClient
+from sm121.engines.engine_error import EngineError
 from sm121.errors import Sm121Error
 
 DEFAULT_KEY_ENV = "SM121_API_KEY"
@@ -82,17 +83,17 @@ def discover(url: str, key: str | None, timeout_s: float = 10.0) -> Endpoint:
 
 
 def _get_models(base: str, key: str | None, timeout_s: float) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(f"{base}/v1/models")
-    if key:
-        request.add_header("Authorization", f"Bearer {key}")
+    client = SyncEngineClient(base, bearer(key), timeout_s)
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, {}
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise Sm121Error(f"cannot read {base}/v1/models: {exc}",
+        status, body = client.request("/v1/models")
+    except EngineError as exc:
+        raise Sm121Error(f"cannot read {base}/v1/models: {exc.message}",
                          "check the URL, or give a run id (`sm121 status` lists them)") from exc
+    try:
+        data = json.loads(body) if status == 200 else {}
+    except ValueError:
+        data = {}
+    return status, data if isinstance(data, dict) else {}
 
 
 def choose_model(endpoint: Endpoint, model: str | None) -> str:
