@@ -13,7 +13,8 @@
 # One call of at most 9.5 minutes (CALL_BUDGET_S=570). Comes back (7 files):
 #   $OUT/protocols.log, $OUT/keepalive.txt, $OUT/agent-check.tar.gz, $OUT/agents-table.md,
 #   $OUT/agents-results.tar.gz, $OUT/engine-log-tail.txt, $OUT/conditions.txt
-# DRY_RUN=1 prints the commands; RECIPE=tiny-cpu PROFILE=agent runs it against the CPU engine.
+# DRY_RUN=1 prints the commands; RECIPE=tiny-cpu PROFILE=agent AGENTS=2 TURNS=2
+# LONG_TOKENS=4096 rehearses it against the CPU engine.
 export CALL_BUDGET_S=${CALL_BUDGET_S:-570}
 source "$(dirname "$0")/lib.sh"
 exec > >(tee -a "$OUT/protocols.log") 2>&1
@@ -21,7 +22,7 @@ exec > >(tee -a "$OUT/protocols.log") 2>&1
 PROFILE=${PROFILE:-agent-admission}
 GATEWAY_PORT=${GATEWAY_PORT:-8100}
 AGENTS=${AGENTS:-8} TURNS=${TURNS:-6} WORKLOAD=${WORKLOAD:-coding-agent}
-SLO=${SLO:-ttft_p95=2s}
+SLO=${SLO:-ttft_p95=2s} LABEL=${LABEL:-gpu-h200}
 work="$SITTING/protocols"
 mkdir -p "$work/agent-check" "$work/agents"
 [ "$DRY_RUN" = 1 ] || conditions > "$OUT/conditions.txt"
@@ -58,7 +59,8 @@ for api in chat messages responses; do
     for target in direct gateway; do
         url=$direct; [ "$target" = gateway ] && url=$gateway
         within 240 90 bench agent-check --url "$url" --model "$model" --api "$api" \
-            --label "gpu-h200-$target-$api" --out "$work/agent-check/$target-$api.json"
+            --label "$LABEL-$target-$api" --out "$work/agent-check/$target-$api.json" \
+            ${LONG_TOKENS:+--long-tokens "$LONG_TOKENS"}
     done
 done
 tar -C "$work" -czf "$OUT/agent-check.tar.gz" agent-check 2> /dev/null || true
