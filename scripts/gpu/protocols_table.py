@@ -29,8 +29,14 @@ def row(data: dict[str, Any]) -> str:
              f"{s.get('prompt_exact', '?')}/{s.get('turns', '?')}",
              _pct(slo.get("goodput")), _s(ttft.get("p50")), _s(ttft.get("p95")),
              _s(judged.get("p95")), _pct(reuse), _num(s.get("decode_p50")),
-             str(s.get("events_match_usage", "-")), data.get("status", "?")]
+             _events(s), data.get("status", "?")]
     return "| " + " | ".join(cells) + " |"
+
+
+def _events(s: dict[str, Any]) -> str:
+    """Turns whose content events were one per token (Messages, Responses; chat counts ids)."""
+    value = s.get("events_match_usage")
+    return "-" if value is None else f"{value}/{s.get('turns', '?')}"
 
 
 def _pct(value: Any) -> str:
@@ -54,7 +60,7 @@ def main(paths: list[str]) -> int:
     print(f"SLO {slo}; goodput counted from the turn the SLO judges (judged p95).\n")
     print("| api | agents | turns | usage checked | prompt exact | goodput | TTFT p50 | "
           "TTFT p95 | judged p95 | reuse after turn 1 | decode tok/s p50 | "
-          "events = usage tokens | status |")
+          "one event per token | status |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for data in runs:
         print(row(data))
