@@ -105,3 +105,16 @@ def test_a_stream_without_usage_or_with_more_events_than_tokens_is_refused() -> 
             {"type": "response.output_text.delta", "delta": "y"},
             {"type": "response.completed", "response": {"usage": {
                 "input_tokens": 5, "output_tokens": 1}}}])
+
+
+def test_messages_and_responses_are_for_the_agents_scenario_only() -> None:
+    from support import invoke_cli
+
+    for args in (("bench", "overlap", "--url", "http://127.0.0.1:9", "--api", "messages"),
+                 ("bench", "ab", "tiny-cpu", "--profiles", "agent", "--scenario", "overlap",
+                  "--api", "responses")):
+        result = invoke_cli(*args, check=False)
+        assert result.returncode == 2 and "for the agents scenario" in result.stderr, args
+    unknown = invoke_cli("bench", "agents", "--url", "http://127.0.0.1:9", "--api", "grpc",
+                         check=False)
+    assert unknown.returncode == 2 and "unknown --api" in unknown.stderr
