@@ -16,7 +16,7 @@ from sm121.gateway import handlers
 from sm121.gateway.config import GatewayConfig
 from sm121.gateway.handlers import GATEWAY, Refused
 from sm121.gateway.http_log import http_log
-from sm121.gateway.protocols import GENERATION_ROUTES
+from sm121.gateway.protocols import GENERATION_ROUTES, in_protocol_shape
 from sm121.gateway.replies import error_reply
 from sm121.gateway.state import Gateway
 
@@ -76,7 +76,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except Refused as refusal:
         gw.metrics.refused.labels(refusal.reason).inc()
-        return refusal.response
+        return in_protocol_shape(request.path, refusal.response)
     except web.HTTPNotFound:
         gw.metrics.refused.labels("not_found").inc()
         return error_reply(404, f"no route {request.path} on this gateway; it serves "

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from aiohttp import web
+
 from sm121 import chat_view
 from sm121.gateway import defaults
 from sm121.gateway.replies import error_body
@@ -136,6 +138,26 @@ GENERATION_ROUTES = tuple(PROTOCOLS)
 def protocol_for(route: str) -> Protocol | None:
     """The protocol of a generation route; None for every other route."""
     return PROTOCOLS.get(route)
+
+
+def in_protocol_shape(route: str, response: web.Response) -> web.Response:
+    """A refusal the gateway built in the OpenAI shape, in the shape of `route`'s protocol
+    (Anthropic's on /v1/messages: {"type": "error", "error": {"type", "message"}}): the same
+    status and headers, for every refusal (401, 404, 413, policy, context)."""
+    protocol = PROTOCOLS.get(route)
+    if protocol is None or protocol.error_body is openai_error or response.body is None:
+        return response
+    try:
+        error = json.loads(bytes(response.body)).get("error")  # type: ignore[arg-type]
+    except (ValueError, AttributeError, TypeError):
+        return response
+    if not isinstance(error, dict) or "message" not in error:
+        return response  # not an error body the gateway made
+    body = protocol.error_body(response.status, str(error["message"]),
+                               str(error.get("type") or "error"), error.get("param"))
+    headers = {k: v for k, v in response.headers.items()
+               if k.lower() not in ("content-length", "content-type")}
+    return web.json_response(body, status=response.status, headers=headers)
 
 
 def stream_error_for(route: str, message: str, kind: str, status: int = 502) -> bytes:
