@@ -74,6 +74,26 @@ def test_agent_check_passes_direct_and_gives_the_same_through_the_gateway(
     assert statuses(proxied) == found, differing  # the reasons say why a case differs
 
 
+@pytest.mark.parametrize("api", ["messages", "responses"])
+def test_each_protocol_passes_direct_and_gives_the_same_through_the_gateway(
+        tiny_engine: TinyEngine, gateway: str, api: str) -> None:
+    """Claude Code's and Codex's flows: tools, the streamed call, the tool result, usage,
+    limits. Every case passes or is unsupported with its reason, the same both ways."""
+    direct = asyncio.run(run_agent_check(tiny_engine.base_url, None, long_tokens=LONG_TOKENS,
+                                         api=api))
+    failed = {c["name"]: c["reason"] for c in direct["cases"] if c["status"] == "fail"}
+    assert not failed, failed
+    found = statuses(direct)
+    for case in ("tools.named", "tools.streamed", "tools.result-round-trip", "stream.usage",
+                 "params.max-tokens", "limits.overflow-400", "limits.long-input"):
+        assert found[case] == "pass", (case, direct["cases"])
+    assert found["api.count-tokens"] == ("pass" if api == "messages" else "unsupported")
+    proxied = asyncio.run(run_agent_check(gateway, None, long_tokens=LONG_TOKENS, api=api))
+    differing = {c["name"]: (c["status"], c["reason"]) for c in proxied["cases"]
+                 if found.get(c["name"]) != c["status"]}
+    assert statuses(proxied) == found, differing
+
+
 def test_cli_writes_the_report_and_exits_0(tiny_engine: TinyEngine, tmp_path: Path) -> None:
     out = tmp_path / "report"
     result = run_cli("bench", "agent-check", "--url", tiny_engine.base_url, "--cases",

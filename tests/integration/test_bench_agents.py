@@ -107,3 +107,31 @@ def test_a_capture_through_the_gateway_replays_in_order_with_its_gaps(
     assert all(t["prompt_exact"] for t in agent_turns)
     gaps = data["summary"]["gaps"]
     assert gaps["gaps"] >= 4 and gaps["median_rel_error"] <= 0.10
+
+
+@pytest.mark.parametrize("api", ["messages", "responses"])
+def test_agents_over_messages_and_responses_are_token_exact_and_replay(
+        tiny_engine, workload, capturing_gateway, tmp_path, api):
+    """The same workload as Claude Code (Messages) or Codex (Responses) sends it, through
+    the capturing gateway: every prompt is the chat prompt to the token and usage checks out;
+    the captured session then replays in its own protocol, still token-exact."""
+    url, folder = capturing_gateway
+    out = tmp_path / f"agents-{api}.json"
+    run_cli("bench", "agents", "--url", url, "--api", api, "--agents", "2", "--turns", "3",
+            "--workload", str(workload), "--slo", "ttft_p95=30s", "--out", str(out),
+            timeout=600)
+    data = json.loads(out.read_text())
+    assert data["status"] == "complete" and data["api"] == api
+    assert parse_results(data).to_json() == data
+    turns = _turns(data)
+    assert len(turns) == 6 and all(t["usage_checked"] and t["prompt_exact"] for t in turns)
+    # Responses takes ignore_eos; vLLM's Messages does not, so a reply may end early there
+    assert all(t["completion_tokens"] == t["output_asked"] if api == "responses"
+               else 0 < t["completion_tokens"] <= t["output_asked"] for t in turns)
+    assert all(t["reuse"] >= 0.8 for t in turns if t["turn"] > 0)
+    replayed = tmp_path / f"replay-{api}.json"
+    run_cli("bench", "replay", str(folder), "--url", tiny_engine.base_url, "--out",
+            str(replayed), timeout=600)
+    again = [t for t in _turns(json.loads(replayed.read_text()))
+             if t["path"] == f"/v1/{api}"]
+    assert len(again) == 6 and all(t["prompt_exact"] and t["usage_checked"] for t in again)

@@ -47,6 +47,7 @@ class AbRequest:
     rest_s: float = 0.0  # pause between repetitions on one boot
     # A name measured as a profile that is not in the recipe: (base profile, engine args).
     variants: dict[str, tuple[str, dict[str, ArgValue]]] = field(default_factory=dict)
+    api: str | None = None  # --api: the protocol the scenario speaks (None: its own)
 
 
 def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
@@ -154,7 +155,7 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
     say(f"  {profile}: ready, running {request.scenario} (repetition {rep + 1})")
     scenario_results = asyncio.run(run_scenario(
         request.scenario, spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model,
-                                           api=spec.api),
+                                           api=request.api or spec.api),
         {**request.params, "reps": 1}, sub_out,
         progress=steps(say, f"  {profile}: "),
         needs_stream=spec.needs_stream))

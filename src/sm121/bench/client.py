@@ -24,7 +24,7 @@ from sm121.engines.client import EngineClient, raise_for_status
 from sm121.errors import Sm121Error
 from sm121.sse import SSEParser
 
-APIS = ("completions", "chat")
+APIS = ("completions", "chat", "messages", "responses")  # the last two: bench agents only
 _PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 
@@ -146,7 +146,10 @@ class BenchClient:
             if isinstance(prompt, str):
                 prompt = f"[{tag}] {prompt}"
             body.update(self.cache_salt_field(tag))
-        if self.api == "chat":
+        # A Messages or Responses run (bench agents) sends its helper requests (the probe,
+        # prompts of exact length) over chat: the same engine, with token ids to count.
+        api = self.api if self.api in _PATHS else "chat"
+        if api == "chat":
             if not isinstance(prompt, str):
                 raise Sm121Error(f"{label}: a prompt of token ids cannot be sent over chat",
                                  "run this scenario with --api completions")
@@ -155,7 +158,7 @@ class BenchClient:
             body["prompt"] = prompt
         record = into if into is not None else StreamRecord(label=label, submitted=0.0)
         record.prompt_chars = len(prompt) if isinstance(prompt, str) else 0
-        return await self._send(self.api, body, record, label, headers)
+        return await self._send(api, body, record, label, headers)
 
     async def chat(self, messages: list[dict[str, Any]], max_tokens: int, label: str, *,
                    tools: list[dict[str, Any]] | None = None, ignore_eos: bool = True,

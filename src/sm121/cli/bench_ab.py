@@ -63,11 +63,15 @@ def ab(
                                  "preset or YAML file (see `bench agents --help`)."),
     slo: str = typer.Option("ttft_p95=2s", "--slo", help="agents scenario: the SLO; the "
                             "best profile is the one with the highest goodput against it."),
+    api: str | None = typer.Option(None, "--api", help="agents scenario: the protocol the "
+                                   "sessions speak (chat, messages, responses): the one "
+                                   "your agent speaks."),
     trust: bool = TRUST,
 ) -> None:
     """Serve each profile through sm121's launcher, run the scenario, stop, alternate the
     order, and print one comparison table of medians, spread and ratios."""
     from sm121.bench.ab import AbRequest, run_ab
+    from sm121.bench.agents.apis import check_api
 
     get(scenario)  # an unknown scenario fails before anything is served
     names = [p.strip() for p in profiles.split(",") if p.strip()]
@@ -75,6 +79,7 @@ def ab(
         raise Sm121Error("ab needs at least one profile and one repetition",
                          "example: --profiles agent,batch --reps 3")
     scenario_params = _params(prefill_tokens, short_at, params)
+    check_api(scenario, api)
     if scenario == "agents":
         from sm121.bench.agents.params import agent_params  # numpy, pydantic: only for agents
 
@@ -82,7 +87,7 @@ def ab(
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
                         out or default_path(f"ab-{scenario}"), port or _free_port(),
                         overrides=parse_sets(sets), resume=resume, trust=trust,
-                        reps_per_boot=reps_per_boot, rest_s=rest)
+                        reps_per_boot=reps_per_boot, rest_s=rest, api=api)
     with LongWait(f"A/B {scenario}: {', '.join(names)} x {reps}") as wait:
         results = run_ab(request, say=wait.say)
     if as_json:

@@ -35,11 +35,17 @@ def agent_check(
     label: str | None = typer.Option(None, "--label", help="Name the target in the report "
                                      "instead of its URL."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    api: str = typer.Option("chat", "--api", help="The protocol checked: chat (completions, "
+                            "with the endpoint-wide checks), messages (Anthropic, Claude "
+                            "Code's) or responses (Codex's)."),
 ) -> None:
     """Does this endpoint work for agent clients? Tool calling (tool_choice auto, none,
     required, named; streamed and parallel calls; a tool result sent back), reasoning
     separation, usage in the last chunk, max_tokens / stop / seed, /v1/models, /tokenize with
     tools, /v1/responses, /v1/messages, and the context limit (400 over it, served near it).
+    `--api messages` or `--api responses` runs the same flows (tools auto / any or required /
+    named, streamed calls assembled, the tool result on the next turn, usage in the stream,
+    stop, max tokens, count_tokens, overflow, a long input) in that protocol.
     Each case: pass, fail or unsupported, with the evidence. Exits 1 when a case fails."""
     from sm121.bench.agent_check import run_agent_check
     from sm121.bench.agent_check.report import markdown
@@ -48,7 +54,7 @@ def agent_check(
     with progress_bar() as update:
         report = asyncio.run(run_agent_check(
             url.rstrip("/"), model, api_key=api_key or os.environ.get("SM121_API_KEY"),
-            only=only, long_tokens=long_tokens, label=label,
+            only=only, long_tokens=long_tokens, label=label, api=api,
             progress=update))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,9 @@ from sm121.errors import Sm121Error
 
 WORKLOAD = typer.Option("coding-agent", "--workload", "-w", help=WORKLOAD_HELP)
 SLO = typer.Option("ttft_p95=2s", "--slo", help=SLO_HELP)
-API = typer.Option("chat", "--api", help="chat (default) or completions (messages "
-                   "flattened into one prompt).")
+API = typer.Option("chat", "--api", help="chat (default), messages (Anthropic, Claude "
+                   "Code's), responses (Codex's), or completions (messages flattened into one "
+                   "prompt). The same workload and token-exact prompts on each.")
 
 
 def register(bench_app: typer.Typer) -> None:

@@ -29,7 +29,8 @@ NO_STREAM = typer.Option(False, "--no-stream", help="Fallback for servers withou
 AS_JSON = typer.Option(False, "--json", help="Print the summary as JSON.")
 API = typer.Option(None, "--api", help="completions or chat (default: the scenario's own; "
                    "agents speak chat). Exact-length prompts are exact over completions; chat "
-                   "adds the template's tokens.")
+                   "adds the template's tokens. agents also speak messages (Anthropic, Claude "
+                   "Code's) and responses (Codex's): the same workload, prompts exact.")
 
 
 def ints(text: str) -> list[int]:
@@ -47,8 +48,10 @@ def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
                      api: str | None = None) -> None:
     # The runner (aiohttp) is imported here: every `sm121` command builds the bench command
     # table, and on a saturated host aiohttp's import alone took seconds.
+    from sm121.bench.agents.apis import check_api
     from sm121.bench.runner import Target, run_scenario
 
+    check_api(name, api)
     spec = get(name)
     path = out or default_path(name)
     target = Target(url, model, stream=not no_stream, api_key=api_key(engine_first=False),

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "doctor",
     "startup": "startup",
     "top": "top",
+    "connect": "connect",
     "stage": "stage",
     "tune": "tune",
     "recipes": "recipes",

@@ -16,6 +16,7 @@ from sm121.gateway import handlers
 from sm121.gateway.config import GatewayConfig
 from sm121.gateway.handlers import GATEWAY, Refused
 from sm121.gateway.http_log import http_log
+from sm121.gateway.protocols import GENERATION_ROUTES, in_protocol_shape
 from sm121.gateway.replies import error_reply
 from sm121.gateway.state import Gateway
 
@@ -32,7 +33,7 @@ def build_app(config: GatewayConfig) -> web.Application:
     app = web.Application(client_max_size=config.max_body_bytes,
                           middlewares=[_count_requests, _errors, _auth])
     app[GATEWAY] = gateway
-    for path in handlers.GENERATION_ROUTES:
+    for path in GENERATION_ROUTES:
         app.router.add_post(path, handlers.generation)
     for path in PASSTHROUGH_GET:
         app.router.add_get(path, handlers.passthrough)
@@ -75,11 +76,11 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except Refused as refusal:
         gw.metrics.refused.labels(refusal.reason).inc()
-        return refusal.response
+        return in_protocol_shape(request.path, refusal.response)
     except web.HTTPNotFound:
         gw.metrics.refused.labels("not_found").inc()
         return error_reply(404, f"no route {request.path} on this gateway; it serves "
-                           f"{', '.join(handlers.GENERATION_ROUTES + PASSTHROUGH_GET)}, "
+                           f"{', '.join(GENERATION_ROUTES + PASSTHROUGH_GET)}, "
                            f"{', '.join(PASSTHROUGH_POST + OWN_ROUTES)}", "not_found")
     except web.HTTPMethodNotAllowed as exc:
         gw.metrics.refused.labels("method").inc()

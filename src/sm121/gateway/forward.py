@@ -22,6 +22,7 @@ from aiohttp.abc import AbstractStreamWriter
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import CaptureRecord
 from sm121.gateway.observe import Observed, ResponseObserver
+from sm121.gateway.protocols import protocol_for, stream_error_for
 from sm121.gateway.relay import (
     Head,
     RelayProtocol,
@@ -31,7 +32,7 @@ from sm121.gateway.relay import (
     client_buffer_full,
 )
 from sm121.gateway.replicas import Replica
-from sm121.gateway.replies import SSE_CONTENT_TYPE, error_event, error_reply
+from sm121.gateway.replies import SSE_CONTENT_TYPE, error_reply
 from sm121.gateway.state import Gateway
 
 log = logging.getLogger("sm121.gateway")
@@ -235,10 +236,10 @@ async def _end_after_death(gw: Gateway, request: web.Request, response: web.Stre
     ex.outcome = "upstream_died"
     log.warning("upstream died mid-response on %s: %r", ex.route, exc)
     if event_stream:
-        # An error event, then the normal end of an OpenAI stream: the client's loop exits
-        # cleanly and sees why.
-        event = error_event(f"the upstream engine stopped mid-stream ({exc!r})",
-                            "upstream_disconnected")
+        # The protocol's own error event (with chat's, then the normal end of the stream):
+        # the client's loop exits cleanly and sees why.
+        event = stream_error_for(ex.route, f"the upstream engine stopped mid-stream ({exc!r})",
+                                 "upstream_disconnected")
         try:
             await response.write(event)
         except (ConnectionError, RuntimeError):
@@ -253,10 +254,16 @@ async def _end_after_death(gw: Gateway, request: web.Request, response: web.Stre
 
 
 def _count(gw: Gateway, observed: Observed, ex: Exchange) -> None:
+    protocol = protocol_for(ex.route)
+    api = protocol.api.value if protocol is not None else None
     if observed.prompt_tokens is not None:
         gw.metrics.prompt_tokens.inc(observed.prompt_tokens)
+        if api is not None:
+            gw.metrics.api_tokens.labels(api, "prompt").inc(observed.prompt_tokens)
     if observed.completion_tokens is not None:
         gw.metrics.completion_tokens.inc(observed.completion_tokens)
+        if api is not None:
+            gw.metrics.api_tokens.labels(api, "completion").inc(observed.completion_tokens)
     if observed.events:
         gw.metrics.stream_chunks.inc(observed.events)
     if observed.error is not None and ex.outcome == "ok":

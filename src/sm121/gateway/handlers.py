@@ -1,13 +1,14 @@
 """Route handlers: generation routes (model -> replica, policy, context check, admission,
-locality, forward), plain pass-through routes, the union /v1/models, and the gateway's own
-/health, /metrics, upstreams and locality report."""
+locality, forward; each read through its protocol's description, gateway/protocols.py), plain
+pass-through routes, the union /v1/models, and the gateway's own /health, /metrics, upstreams
+and locality report."""
 
 from __future__ import annotations
 
 import json
 import secrets
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from aiohttp import web
@@ -17,13 +18,8 @@ from sm121.gateway.forward import Exchange, forward
 from sm121.gateway.limits import MAX_JSON_DEPTH, deeper_than
 from sm121.gateway.metrics import CONTENT_TYPE
 from sm121.gateway.policy import PolicyViolation, apply_policy
-from sm121.gateway.prompt_size import (
-    PromptSize,
-    context_problem,
-    estimate,
-    needs_exact,
-    requested_output,
-)
+from sm121.gateway.prompt_size import PromptSize, context_problem, estimate, needs_exact
+from sm121.gateway.protocols import Protocol, protocol_for
 from sm121.gateway.replicas import Replica
 from sm121.gateway.replies import error_reply
 from sm121.gateway.routing import NoRoute, Route
@@ -36,9 +32,6 @@ STRIPPED_HEADER = "X-Sm121-Stripped-Params"
 REQUEST_ID_HEADER = "X-Sm121-Request-Id"
 UPSTREAM_HEADER = "X-Sm121-Upstream"  # which replica answered: affinity is visible to a client
 QUEUE_WAIT_HEADER = "X-Sm121-Queue-Wait"  # seconds the request waited for admission
-GENERATION_ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/responses",
-                     "/v1/messages")  # Anthropic-style, where the engine offers it
-LOCALITY_ROUTES = ("/v1/chat/completions", "/v1/completions")
 
 
 class Refused(Sm121Error):
@@ -53,11 +46,17 @@ class Refused(Sm121Error):
 async def generation(request: web.Request) -> web.StreamResponse:
     gw = request.app[GATEWAY]
     started = time.perf_counter()
+    protocol = protocol_for(request.path)
+    if protocol is None:
+        raise RuntimeError(f"{request.path} is routed as a generation but has no protocol")
     raw = await read_body(request, gw)
     body = parse_object(raw)
     session = session_id(request.headers, body, gw.config.session_header)
     pool = _pool(gw, body.get("model"))
-    stripped, changed = _apply_policy(gw, body, pool)
+    stripped, changed = _apply_policy(gw, body, pool, protocol)
+    # The prompt as the engine's chat template sees it: counted for the context check and
+    # the long lane, compared turn by turn by the locality watch.
+    view = protocol.chat_view(body)
     # Whatever policy changed (a parameter stripped, a default supplied) is sent re-encoded;
     # otherwise the client's own bytes go, as they came.
     payload = json.dumps(body).encode() if changed else raw
@@ -71,7 +70,8 @@ async def generation(request: web.Request) -> web.StreamResponse:
         ex.extra_headers[UPSTREAM_HEADER] = route.replica.name
         if stripped:
             ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
-        response = await _generate_on(gw, route.replica, request, ex, body, len(raw), session,
+        response = await _generate_on(gw, route.replica, request, ex,
+                                      _Prompt(protocol, body, view, len(raw)), session,
                                       watch=not tried)
         tried.append(route.replica)
         # Refused at the door (connection failed): nothing reached that engine, so another
@@ -80,11 +80,20 @@ async def generation(request: web.Request) -> web.StreamResponse:
             return response
 
 
+@dataclass(frozen=True)
+class _Prompt:
+    """One generation's body with what its protocol says about it."""
+
+    protocol: Protocol
+    body: dict[str, Any]
+    view: dict[str, Any] | None  # the prompt in chat form, or None when it has none
+    nbytes: int
+
+
 async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange,
-                       body: dict[str, Any], nbytes: int, session: str, watch: bool
-                       ) -> web.StreamResponse:
+                       prompt: _Prompt, session: str, watch: bool) -> web.StreamResponse:
     try:
-        size, tokens = await _measure(gw, replica, body, nbytes)
+        size, tokens = await _measure(gw, replica, prompt)
     except Refused:
         _finish_capture(ex)
         raise
@@ -98,9 +107,10 @@ async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: 
         ex.extra_headers[QUEUE_WAIT_HEADER] = f"{waited:.6f}"
         if ex.capture is not None:  # what `bench replay` needs: the session and the arrival
             ex.capture.note(session=session, queue_wait_s=round(waited, 6),
-                            arrived=time.time() - (time.perf_counter() - ex.started))
-        if watch and gw.config.locality.enabled and request.path in LOCALITY_ROUTES:
-            gw.watch.submit(session, body, nbytes, tokens)
+                            arrived=time.time() - (time.perf_counter() - ex.started),
+                            api=prompt.protocol.api.value)
+        if watch and gw.config.locality.enabled and prompt.view is not None:
+            gw.watch.submit(session, prompt.view, prompt.nbytes, tokens)
         return await forward(gw, replica, request, ex)
     finally:
         replica.finished()
@@ -245,7 +255,7 @@ def _too_deep() -> Refused:
                                "invalid_request_error"), "too_deep")
 
 
-def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica]
+def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica], protocol: Protocol
                   ) -> tuple[list[str], bool]:
     """The policy of the model's recipe (of each, should its replicas differ), applied once:
     a retry on another replica sends the same bytes. The parameters stripped, and whether
@@ -254,11 +264,10 @@ def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica]
     changed = False
     for policy in {id(r.spec.policy): r.spec.policy for r in pool}.values():
         try:
-            outcome = apply_policy(body, policy)
+            outcome = apply_policy(body, policy, protocol)
         except PolicyViolation as exc:
             gw.metrics.rejected.labels(exc.param).inc()
-            raise Refused(error_reply(400, str(exc), "invalid_request_error", exc.param),
-                          "policy") from exc
+            raise Refused(_protocol_error(protocol, 400, str(exc), exc.param), "policy") from exc
         for name in outcome.stripped:
             gw.metrics.stripped.labels(name).inc()
         stripped += outcome.stripped
@@ -266,22 +275,37 @@ def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica]
     return stripped, changed
 
 
-async def _measure(gw: Gateway, replica: Replica, body: dict[str, Any], nbytes: int
+async def _measure(gw: Gateway, replica: Replica, prompt: _Prompt
                    ) -> tuple[PromptSize, list[int] | None]:
     """The prompt's size for the long lane and the context check: estimated from the body's
-    bytes, counted exactly by the upstream only when the estimate is near a limit."""
-    size, output, limit = estimate(nbytes), requested_output(body), replica.max_model_len
-    tokens = None
-    if needs_exact(size, output, replica.spec.long_prompt_tokens, limit):
-        try:
-            counted = await tokenize(gw.session, replica.url, body, gw.upstream_auth())
-        except TokenizeError:
-            return size, None  # the engine still checks the context itself
-        size, tokens = PromptSize(counted.count, exact=True), counted.tokens
-        limit = counted.max_model_len or limit
-        problem = context_problem(counted.count, output, limit)
-        if problem is not None:
-            raise Refused(error_reply(400, problem, "invalid_request_error",
-                                      "max_tokens" if output is not None else "messages"),
-                          "context_length")
+    bytes, counted exactly by the upstream (its /tokenize of the protocol's chat view) only
+    when the estimate is near a limit. A check that cannot be made is counted, by protocol
+    and reason: the engine still checks the context itself, but never silently here."""
+    protocol = prompt.protocol
+    size, output = estimate(prompt.nbytes), protocol.requested_output(prompt.body)
+    limit = replica.max_model_len
+    if not needs_exact(size, output, replica.spec.long_prompt_tokens, limit):
+        return size, None
+    if prompt.view is None:
+        gw.metrics.exact_count_skipped.labels(protocol.api.value, "no_chat_view").inc()
+        return size, None
+    try:
+        counted = await tokenize(gw.session, replica.url, prompt.view, gw.upstream_auth())
+    except TokenizeError:
+        gw.metrics.exact_count_skipped.labels(protocol.api.value, "tokenize").inc()
+        return size, None
+    size, tokens = PromptSize(counted.count, exact=True), counted.tokens
+    limit = counted.max_model_len or limit
+    field = protocol.output_field(prompt.body)
+    problem = context_problem(counted.count, output, limit, field)
+    if problem is not None:
+        param = field if output is not None else protocol.prompt_field
+        raise Refused(_protocol_error(protocol, 400, problem, param), "context_length")
     return size, tokens
+
+
+def _protocol_error(protocol: Protocol, status: int, message: str, param: str | None
+                    ) -> web.Response:
+    """A refusal in the shape the route's own clients parse (Anthropic's on /v1/messages)."""
+    return web.json_response(protocol.error_body(status, message, "invalid_request_error",
+                                                 param), status=status)

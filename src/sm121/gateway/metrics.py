@@ -28,6 +28,14 @@ class GatewayMetrics:
         self.tokens = Counter(f"{P}tokens", "Tokens reported by the upstream's usage "
                               "(streams: when the client asks include_usage).",
                               ["kind"], registry=r)
+        self.api_tokens = Counter(f"{P}api_tokens", "Tokens reported by the upstream's usage, "
+                                  "by protocol (chat, completions, messages, responses).",
+                                  ["api", "kind"], registry=r)
+        self.exact_count_skipped = Counter(
+            f"{P}exact_count_skipped", "Prompts near a limit that could not be counted exactly "
+            "(no chat form of the prompt, or /tokenize failed): the context check and the long "
+            "lane used the byte estimate, and the engine checked the context itself.",
+            ["api", "reason"], registry=r)
         self.stream_chunks = Counter(f"{P}stream_chunks", "SSE chunks passed to clients.",
                                      registry=r)
         self.stripped = Counter(f"{P}params_stripped", "Parameters stripped by the request "

@@ -1,5 +1,7 @@
 """The request policy: strip or reject request parameters named by the recipe, and supply
-the defaults it names (tool_choice, chat template kwargs) where a client left them out.
+the defaults it names (tool_choice, chat template kwargs) where a client left them out, in the
+spelling of the request's protocol (gateway/defaults.py). What happened to each parameter is
+a `Change`, never a free string.
 
 Pure functions on the decoded JSON body. A neutral value (for example repetition_penalty 1.0,
 which `vllm bench serve` sends in every completions request) passes silently and unchanged:
@@ -11,14 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from sm121.errors import Sm121Error
+from sm121.gateway.protocols import CHAT, Protocol
 from sm121.recipes.schema import (
     ArgValue,
     ParamPolicy,
     PolicyAction,
-    RequestDefaults,
     RequestPolicy,
 )
 
@@ -32,21 +35,40 @@ class PolicyViolation(Sm121Error):
         self.param, self.value, self.reason = param, value, reason
 
 
+class Change(StrEnum):
+    """What the policy did to one parameter of a request."""
+
+    STRIPPED = "stripped"  # a non-neutral value the engine would refuse or misuse: removed
+    SUPPLIED = "supplied"  # a default the client had left out: filled in
+
+
 @dataclass
 class PolicyOutcome:
-    stripped: list[str] = field(default_factory=list)
-    supplied: list[str] = field(default_factory=list)  # defaults the client had omitted
+    changes: dict[str, Change] = field(default_factory=dict)  # in the order they were made
+
+    def names(self, change: Change) -> list[str]:
+        return [name for name, c in self.changes.items() if c is change]
+
+    @property
+    def stripped(self) -> list[str]:
+        return self.names(Change.STRIPPED)
+
+    @property
+    def supplied(self) -> list[str]:
+        return self.names(Change.SUPPLIED)
 
     @property
     def changed(self) -> bool:
         """The body differs from what the client sent: it must be re-encoded, not relayed
         as the client's bytes (a supplied default alone is a change)."""
-        return bool(self.stripped or self.supplied)
+        return bool(self.changes)
 
 
-def apply_policy(body: dict[str, Any], policy: RequestPolicy) -> PolicyOutcome:
-    """Remove stripped parameters from `body` in place; raise PolicyViolation for a rejected
-    one. Rejection is checked first, so a request is never half-rewritten and then refused."""
+def apply_policy(body: dict[str, Any], policy: RequestPolicy, protocol: Protocol = CHAT
+                 ) -> PolicyOutcome:
+    """Remove stripped parameters from `body` in place, then supply the defaults in the
+    protocol's spelling; raise PolicyViolation for a rejected parameter. Rejection is checked
+    first, so a request is never half-rewritten and then refused."""
     offending = [(name, rule) for name, rule in policy.params.items()
                  if name in body and not is_neutral(body[name], rule)]
     for name, rule in offending:
@@ -55,34 +77,10 @@ def apply_policy(body: dict[str, Any], policy: RequestPolicy) -> PolicyOutcome:
     outcome = PolicyOutcome()
     for name, _rule in offending:
         del body[name]
-        outcome.stripped.append(name)
-    outcome.supplied = apply_defaults(body, policy.defaults)
+        outcome.changes[name] = Change.STRIPPED
+    for name in protocol.render_defaults(body, policy.defaults):
+        outcome.changes.setdefault(name, Change.SUPPLIED)
     return outcome
-
-
-def apply_defaults(body: dict[str, Any], defaults: RequestDefaults) -> list[str]:
-    """Fill what a chat (or responses) request left out; returns the names supplied."""
-    supplied: list[str] = []
-    if _openai_tools(body.get("tools")):
-        for name in ("tool_choice", "parallel_tool_calls"):
-            value = getattr(defaults, name)
-            if value is not None and name not in body:
-                body[name] = value
-                supplied.append(name)
-    client = body.get("chat_template_kwargs") or {}
-    if defaults.chat_template_kwargs and "messages" in body and isinstance(client, dict):
-        merged = {**defaults.chat_template_kwargs, **client}
-        if merged != client:
-            body["chat_template_kwargs"] = merged
-            supplied.append("chat_template_kwargs")
-    return supplied
-
-
-def _openai_tools(tools: Any) -> bool:
-    """OpenAI chat and responses tools are `type: function`; an Anthropic /v1/messages body
-    has `input_schema` tools and an object tool_choice, so a string default would break it."""
-    return (isinstance(tools, list) and bool(tools)
-            and all(isinstance(t, dict) and t.get("type") == "function" for t in tools))
 
 
 def is_neutral(value: Any, rule: ParamPolicy) -> bool:

@@ -9,12 +9,9 @@ count, so short agent turns pay nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 TEMPLATE_MARGIN = 256
-_OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
 @dataclass(frozen=True)
@@ -27,14 +24,6 @@ def estimate(body_bytes: int) -> PromptSize:
     return PromptSize(body_bytes + TEMPLATE_MARGIN, exact=False)
 
 
-def requested_output(body: Mapping[str, Any]) -> int | None:
-    for name in _OUTPUT_FIELDS:
-        value = body.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
 def needs_exact(size: PromptSize, output: int | None, long_threshold: int,
                 max_model_len: int | None) -> bool:
     if size.exact:
@@ -44,8 +33,8 @@ def needs_exact(size: PromptSize, output: int | None, long_threshold: int,
     return max_model_len is not None and size.tokens + (output or 0) > max_model_len
 
 
-def context_problem(prompt_tokens: int, output: int | None, max_model_len: int | None
-                    ) -> str | None:
+def context_problem(prompt_tokens: int, output: int | None, max_model_len: int | None,
+                    output_field: str = "max_tokens") -> str | None:
     """Why the request cannot fit the model's context, or None when it fits."""
     if max_model_len is None:
         return None
@@ -53,7 +42,7 @@ def context_problem(prompt_tokens: int, output: int | None, max_model_len: int |
         return (f"the prompt has {prompt_tokens:,} tokens; the model's context "
                 f"(max-model-len) is {max_model_len:,}")
     if output is not None and prompt_tokens + output > max_model_len:
-        return (f"the prompt ({prompt_tokens:,} tokens) plus max_tokens ({output:,}) is "
+        return (f"the prompt ({prompt_tokens:,} tokens) plus {output_field} ({output:,}) is "
                 f"{prompt_tokens + output:,} tokens; the model's context (max-model-len) is "
                 f"{max_model_len:,}")
     return None

@@ -135,11 +135,7 @@ class RelayProtocol(asyncio.Protocol):
         if self._complete or not self._method:
             self._spoil()  # past the end, or on an idle connection: nobody's answer
             return
-        if self._head is None:
-            self._head_bytes += len(data)
-            if self._head_bytes > _HEAD_LIMIT:
-                self._fail("the upstream's response head is too large")
-                return
+        before = self._head is None
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -152,6 +148,13 @@ class RelayProtocol(asyncio.Protocol):
         finally:
             if self._payload:
                 self._deliver()
+        # Counted once the parser has seen the read: a head that ended in it is whole, and
+        # the body that came along (one read of a large answer holds up to 256 KB) is not
+        # head. Only a head still open past the limit is refused; each read is bounded.
+        if before and self._head is None:
+            self._head_bytes += len(data)
+            if self._head_bytes > _HEAD_LIMIT:
+                self._fail("the upstream's response head is too large")
         if self.spoiled and self.transport is not None:
             self.transport.close()
 

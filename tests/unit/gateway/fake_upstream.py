@@ -58,6 +58,10 @@ class FakeUpstream:
         app = web.Application(client_max_size=1 << 30, middlewares=[_refuse_bad_bodies])
         app.router.add_post("/v1/chat/completions", self._generate)
         app.router.add_post("/v1/completions", self._generate)
+        # Chat-shaped chunks on the other protocols' routes: enough for what the gateway adds
+        # (its error event when the upstream dies), not a Messages or Responses engine.
+        app.router.add_post("/v1/messages", self._generate)
+        app.router.add_post("/v1/responses", self._generate)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/tokenize", self._tokenize)
         app.router.add_get("/metrics", self._metrics)

@@ -47,6 +47,8 @@ async def recording() -> AsyncIterator[RecordingUpstream]:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", generate)
     app.router.add_post("/v1/completions", generate)
+    app.router.add_post("/v1/messages", generate)
+    app.router.add_post("/v1/responses", generate)
     app.router.add_get("/v1/models", models)
     runner = web.AppRunner(app)
     await runner.setup()
@@ -91,3 +93,39 @@ async def test_a_body_policy_leaves_alone_goes_as_the_client_sent_its_bytes(
         await _send(gw.url, "/v1/chat/completions", chat)
         await _send(gw.url, "/v1/completions", prompt)
     assert recording.received == [chat, prompt]
+
+
+SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
+# Each protocol's tool-bearing request without tool_choice, and the defaults as that protocol
+# spells them when they reach the engine.
+PER_PROTOCOL = {
+    "chat": ("/v1/chat/completions",
+             {"model": "fake", "messages": [{"role": "user", "content": "read a.py"}],
+              "tools": TOOLS},
+             {"tool_choice": "auto", "parallel_tool_calls": False,
+              "chat_template_kwargs": {"thinking": True}}),
+    "responses": ("/v1/responses",
+                  {"model": "fake", "input": "read a.py", "tools": [
+                      {"type": "function", "name": "read_file", "parameters": SCHEMA}]},
+                  {"tool_choice": "auto", "parallel_tool_calls": False,
+                   "chat_template_kwargs": {"thinking": True}}),
+    "messages": ("/v1/messages",
+                 {"model": "fake", "max_tokens": 16, "tools": [
+                     {"name": "read_file", "input_schema": SCHEMA}],
+                  "messages": [{"role": "user", "content": "read a.py"}]},
+                 {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
+                  "chat_template_kwargs": {"thinking": True}}),
+    "completions": ("/v1/completions", {"model": "fake", "prompt": "read a.py"}, {}),
+}
+
+
+@pytest.mark.parametrize("api", list(PER_PROTOCOL))
+async def test_each_protocol_receives_the_defaults_in_its_own_spelling(
+        recording: RecordingUpstream, api: str) -> None:
+    path, body, expected = PER_PROTOCOL[api]
+    async with running_gateway(recording.url, policy=DEFAULTS) as gw:
+        await _send(gw.url, path, json.dumps(body).encode())
+    (received,) = recording.received
+    assert json.loads(received) == {**body, **expected}
+    if not expected:  # nothing to supply: the client's own bytes
+        assert received == json.dumps(body).encode()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from fake_upstream import FakeUpstream
 from gateway_harness import running_gateway
 from support import free_port
@@ -95,3 +96,30 @@ async def test_gateway_recovers_when_the_upstream_comes_back() -> None:
             assert (await gw.chat()).status == 200
         finally:
             await back.stop()
+
+
+async def test_a_dead_upstream_reaches_each_sdk_as_its_protocols_error_event() -> None:
+    """Mid-stream death on Messages and Responses: the gateway ends the stream with that
+    protocol's `event: error`, which the anthropic and openai SDKs raise with its message."""
+    import anthropic
+    import openai
+
+    fake = await FakeUpstream(mode="die").start()
+    try:
+        async with running_gateway(fake.url) as gw:
+            claude = anthropic.AsyncAnthropic(base_url=gw.url, auth_token="x", api_key=None,
+                                              max_retries=0)
+            with pytest.raises(anthropic.APIStatusError, match="stopped mid-stream"):
+                async for _ in await claude.messages.create(
+                        model="fake", max_tokens=8, stream=True,
+                        messages=[{"role": "user", "content": "hi"}]):
+                    pass
+            await claude.close()
+            codex = openai.AsyncOpenAI(base_url=f"{gw.url}/v1", api_key="x", max_retries=0)
+            with pytest.raises(openai.APIError, match="stopped mid-stream"):
+                async for _ in await codex.responses.create(model="fake", input="hi",
+                                                            stream=True):
+                    pass
+            await codex.close()
+    finally:
+        await fake.stop()

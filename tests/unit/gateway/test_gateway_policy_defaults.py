@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sm121.gateway.policy import apply_policy
+from sm121.gateway.protocols import COMPLETIONS
 from sm121.recipes.schema import RequestDefaults, RequestPolicy
 
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
@@ -32,7 +33,7 @@ def test_no_tool_choice_without_tools_and_no_kwargs_outside_chat() -> None:
     apply_policy(chat, POLICY)
     assert "tool_choice" not in chat  # vLLM refuses tool_choice without tools
     completion = {"prompt": "hi"}
-    assert apply_policy(completion, POLICY).supplied == []
+    assert apply_policy(completion, POLICY, COMPLETIONS).supplied == []
     assert completion == {"prompt": "hi"}
 
 
@@ -52,4 +53,4 @@ def test_an_anthropic_body_gets_no_string_tool_choice() -> None:
 
 def test_the_outcome_says_whether_the_body_changed() -> None:
     assert apply_policy({"messages": [], "tools": TOOLS}, POLICY).changed  # a default alone
-    assert not apply_policy({"prompt": "hi"}, POLICY).changed
+    assert not apply_policy({"prompt": "hi"}, POLICY, COMPLETIONS).changed

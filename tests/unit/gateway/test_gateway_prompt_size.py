@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from sm121.gateway.prompt_size import (
-    PromptSize,
-    context_problem,
-    estimate,
-    needs_exact,
-    requested_output,
-)
+from sm121.gateway.prompt_size import PromptSize, context_problem, estimate, needs_exact
+from sm121.gateway.protocols import CHAT, COMPLETIONS, MESSAGES, RESPONSES
 
 
 def test_short_prompt_needs_no_exact_count() -> None:
@@ -28,10 +23,14 @@ def test_exact_size_is_not_counted_again() -> None:
 
 
 def test_output_fields_of_each_api() -> None:
-    assert requested_output({"max_tokens": 5}) == 5
-    assert requested_output({"max_completion_tokens": 6}) == 6
-    assert requested_output({"max_output_tokens": 7}) == 7
-    assert requested_output({"max_tokens": True}) is None
+    assert CHAT.requested_output({"max_tokens": 5}) == 5
+    # vLLM takes max_completion_tokens over max_tokens when a chat request has both
+    assert CHAT.requested_output({"max_tokens": 5, "max_completion_tokens": 6}) == 6
+    assert COMPLETIONS.requested_output({"max_tokens": 4}) == 4
+    assert MESSAGES.requested_output({"max_tokens": 3}) == 3
+    assert RESPONSES.requested_output({"max_output_tokens": 7}) == 7
+    assert RESPONSES.requested_output({"max_tokens": 7}) is None  # not a Responses field
+    assert CHAT.requested_output({"max_tokens": True}) is None
 
 
 def test_context_check_names_the_numbers() -> None:

@@ -115,9 +115,21 @@ async def responses_api(p: Probe) -> str:
     if reply.status == 404:
         raise CaseUnsupported("the server has no /v1/responses")
     data = reply.json()
-    if reply.status != 200 or not data.get("output"):
+    if reply.status != 200 or data.get("object") != "response":
         raise CaseFailed(f"/v1/responses: HTTP {reply.status}: {str(reply.body)[:300]}")
-    return f"status {data.get('status')!r}, {len(data['output'])} output item(s)"
+    if data.get("output"):
+        return f"status {data.get('status')!r}, {len(data['output'])} output item(s)"
+    # vLLM adds a message item only for text: an empty output may be a model whose tokens
+    # decode to nothing (random weights). Chat's answer to the same prompt tells which.
+    chat = accepted(await p.post(CHAT, {"model": p.model, "max_tokens": 16, "temperature": 0,
+                                        "messages": [{"role": "user", "content": "Say hello."}]}),
+                    "the same prompt over chat")
+    tokens = (data.get("usage") or {}).get("output_tokens")
+    if chat.get("content") or not tokens:
+        raise CaseFailed(f"/v1/responses: output [] ({tokens} output tokens) where chat answers "
+                         f"{chat.get('content')!r}: {str(reply.body)[:200]}")
+    return (f"status {data.get('status')!r}, output []: its {tokens} tokens decode to no text, "
+            "as chat's reply to the same prompt (vLLM adds a message item only for text)")
 
 
 async def anthropic_messages(p: Probe) -> str:

@@ -12,7 +12,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# agent-check: {report['target']}",
         "",
-        f"Model `{report['model']}`, max_model_len {report['max_model_len']}; "
+        f"Protocol `{report.get('api', 'chat')}`; model `{report['model']}`, max_model_len "
+        f"{report['max_model_len']}; "
         f"{counts['pass']} pass, {counts['fail']} fail, {counts['unsupported']} unsupported "
         f"in {report['elapsed_s']} s.",
         "",

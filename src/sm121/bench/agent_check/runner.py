@@ -13,7 +13,13 @@ from typing import Any
 
 import aiohttp
 
-from sm121.bench.agent_check import cases_api, cases_limits, cases_tools
+from sm121.bench.agent_check import (
+    cases_api,
+    cases_limits,
+    cases_messages,
+    cases_responses,
+    cases_tools,
+)
 from sm121.bench.agent_check.model import CaseFailed, CaseResult, CaseUnsupported, Status
 from sm121.bench.agent_check.probe import Facts, Probe
 from sm121.engines.client import EngineClient, max_model_len
@@ -22,9 +28,19 @@ from sm121.progress import Progress, quiet
 
 Case = Callable[[Probe], Awaitable[str]]
 CASE_TIMEOUT_S = 900.0  # the near-limit prefill of a 65K prompt on a loaded CPU is minutes
+APIS = ("chat", "messages", "responses")
 
 
-def all_cases(long_tokens: int | None = None) -> dict[str, Case]:
+def all_cases(long_tokens: int | None = None, api: str = "chat") -> dict[str, Case]:
+    """The cases of one protocol: chat completions (with the endpoint-wide checks), Anthropic
+    Messages or the Responses API, each as its agents run it."""
+    if api == "messages":
+        return {"api.models": cases_api.CASES["api.models"], **cases_messages.cases(long_tokens)}
+    if api == "responses":
+        return {"api.models": cases_api.CASES["api.models"],
+                **cases_responses.cases(long_tokens)}
+    if api != "chat":
+        raise Sm121Error(f"agent-check has no protocol {api!r}", f"--api one of {', '.join(APIS)}")
     return {
         "api.models": cases_api.CASES["api.models"],
         **cases_tools.CASES,
@@ -48,14 +64,22 @@ def select(cases: dict[str, Case], only: list[str] | None) -> dict[str, Case]:
 
 async def run_agent_check(url: str, model: str | None, *, api_key: str | None = None,
                           only: list[str] | None = None, long_tokens: int | None = None,
-                          label: str | None = None,
+                          label: str | None = None, api: str = "chat",
                           progress: Progress = quiet) -> dict[str, Any]:
     """`label` names the target in the report instead of the URL (for committed results)."""
-    cases = select(all_cases(long_tokens), only)
+    cases = select(all_cases(long_tokens, api), only)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     timeout = aiohttp.ClientTimeout(total=CASE_TIMEOUT_S, sock_connect=30)
     started = time.time()
-    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
+    # A connection per request. On the H200 (vLLM 0.21) the long-input case failed direct
+    # with ServerDisconnectedError on its first request, a /tokenize sent right after the
+    # overflow case's 400 to a 350 KB body: the engine had closed that kept-alive connection
+    # after its answer and the client reused it. Through the gateway the same case passed:
+    # the relay retries once, on a new connection, a reused one closed without a byte of
+    # answer (forward.py). bench's own client already opens one per request (client.py).
+    connector = aiohttp.TCPConnector(force_close=True)
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout,
+                                     connector=connector) as session:
         facts = await learn_facts(session, url, model)
         results: list[CaseResult] = []
         try:
@@ -63,10 +87,10 @@ async def run_agent_check(url: str, model: str | None, *, api_key: str | None = 
                 progress(name, i, len(cases))
                 results.append(await run_case(name, case, Probe(session, url, facts)))
         except asyncio.CancelledError:  # Ctrl-C: keep what was checked
-            data = report(label or url, facts, results, time.time() - started)
+            data = report(label or url, facts, results, time.time() - started, api)
             return data | {"interrupted": True}
         progress("done", len(cases), len(cases))
-    return report(label or url, facts, results, time.time() - started)
+    return report(label or url, facts, results, time.time() - started, api)
 
 
 async def learn_facts(session: aiohttp.ClientSession, url: str, model: str | None) -> Facts:
@@ -96,14 +120,27 @@ async def run_case(name: str, case: Case, probe: Probe) -> CaseResult:
         return CaseResult(name, Status.FAIL, f"no answer within {CASE_TIMEOUT_S:.0f} s",
                           probe.evidence)
     except aiohttp.ClientError as exc:
-        return CaseResult(name, Status.FAIL, f"connection failed: {exc!r}", probe.evidence)
+        return CaseResult(name, Status.FAIL, f"connection failed: {exc!r}"
+                          f"{await _engine_after(probe)}", probe.evidence)
 
 
-def report(target: str, facts: Facts, results: list[CaseResult], elapsed_s: float
-           ) -> dict[str, Any]:
+async def _engine_after(probe: Probe) -> str:
+    """Whether the server still answers after a dropped connection, on a new connection: a
+    live engine means the connection, not the engine, failed."""
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as fresh, \
+                fresh.get(f"{probe.base_url}/health") as response:
+            return f"; /health after it, on a new connection: HTTP {response.status}"
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return f"; /health after it, on a new connection: {exc!r} (the server is gone)"
+
+
+def report(target: str, facts: Facts, results: list[CaseResult], elapsed_s: float,
+           api: str = "chat") -> dict[str, Any]:
     counts = {s.value: sum(r.status is s for r in results) for s in Status}
     return {
         "kind": "agent-check",
+        "api": api,
         "target": target,
         "model": facts.model,
         "max_model_len": facts.max_model_len,

@@ -14,7 +14,7 @@ from typing import Any
 
 from sm121.errors import Sm121Error
 
-REPLAYED_PATHS = ("/v1/chat/completions", "/v1/completions")
+REPLAYED_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses")
 _REDACTED = "[redacted "
 
 
@@ -49,7 +49,8 @@ def load_capture(directory: Path) -> list[Captured]:
                if e is not None]
     if not entries:
         raise Sm121Error(f"{directory} holds no replayable requests",
-                         "a capture needs successful chat or completions requests with "
+                         "a capture needs successful chat, completions, Messages or Responses "
+                         "requests with "
                          "session ids (captured by this sm121's gateway)")
     return sorted(entries, key=lambda e: e.arrived)
 

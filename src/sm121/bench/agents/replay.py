@@ -5,6 +5,10 @@ A redacted capture has no text, only lengths: each redacted message is regenerat
 of its character count (the same text every turn it appears in, so the conversation stays
 append-only), and the newest message of each request is then sized so the whole prompt has
 the captured prompt_tokens exactly. Everything is built before the clock starts.
+
+A captured Anthropic Messages or Responses session is read in its chat form (the messages
+vLLM renders, sm121/chat_view.py) and sent again in its own protocol (bench/agents/apis.py),
+so it replays as the agent spoke it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.agents.apis import PATHS, send_turn
 from sm121.bench.agents.capture_log import (
     Captured,
     by_session,
@@ -37,6 +42,7 @@ from sm121.bench.agents.summary import summarize_agents
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
+from sm121.chat_view import messages_to_chat, responses_to_chat
 
 Prepared = tuple[float, Captured, list[dict[str, Any]]]  # offset, request, its messages
 
@@ -56,7 +62,7 @@ class Regenerator:
         self.texts: dict[tuple[str, int], str] = {}
 
     async def messages(self, entry: Captured) -> list[dict[str, Any]]:
-        messages = copy.deepcopy(entry.body.get("messages") or [])
+        messages = copy.deepcopy(chat_form(entry).get("messages") or [])
         fresh: list[int] = []
         for index, message in enumerate(messages):
             for call in message.get("tool_calls") or []:
@@ -81,12 +87,26 @@ class Regenerator:
         so no earlier request holds it) until the prompt has the captured length."""
         count, wanted = piece_counter(self.client), int(entry.prompt_tokens or 0)
         for attempt in range(3):  # template boundaries may shift a token: count again
-            counted = await count_request(self.client, messages, entry.body.get("tools"))
+            counted = await count_request(self.client, messages, chat_form(entry).get("tools"))
             target = await count(messages[index]["content"]) + wanted - counted
             if counted == wanted or target < 1:
                 return
             text = await exact_text(count, target, "", seed=len(self.texts) + attempt)
             self.texts[(entry.session, index)] = messages[index]["content"] = text
+
+
+def api_of(entry: Captured) -> str | None:
+    """messages or responses for a captured Anthropic Messages or Responses request."""
+    return next((api for api, path in PATHS.items() if entry.path == path), None)
+
+
+def chat_form(entry: Captured) -> dict[str, Any]:
+    """The captured body as chat completions (itself for chat and completions)."""
+    api = api_of(entry)
+    if api is None:
+        return entry.body
+    view = (messages_to_chat if api == "messages" else responses_to_chat)(entry.body)
+    return view or {}
 
 
 def _session_header(session: str) -> str:
@@ -96,10 +116,15 @@ def _session_header(session: str) -> str:
 async def _send(client: BenchClient, entry: Captured, messages: list[dict[str, Any]],
                 label: str) -> StreamRecord:
     body = entry.body
-    output = int(entry.completion_tokens or body.get("max_tokens") or 64)
+    output = int(entry.completion_tokens or body.get("max_tokens")
+                 or body.get("max_output_tokens") or 64)
     headers = {SESSION_HEADER: _session_header(entry.session)}
     extra = {"cache_salt": body["cache_salt"]} if isinstance(body.get("cache_salt"), str) \
         and not is_redacted(body["cache_salt"]) else {}
+    api = api_of(entry)
+    if api is not None:
+        return await send_turn(client, api, messages, output, label, headers,
+                               chat_form(entry).get("tools"), extra)
     if entry.path.endswith("/chat/completions"):
         return await client.chat(messages, output, label, tools=body.get("tools"),
                                  headers=headers, extra=extra)
@@ -124,6 +149,7 @@ async def _replay_session(ctx: Context, index: int, items: list[Prepared]) -> No
         record = await _send(ctx.client, entry, messages, f"{entry.session}-{turn}")
         ctx.add(turn_record(
             record, ctx.t0, agent=index, conversation=0, turn=turn, session=entry.session,
+            path=entry.path,
             scheduled_s=round(offset, 6), late_s=round(late, 6),
             captured_prompt_tokens=entry.prompt_tokens,
             prompt_exact=entry.prompt_tokens is None or record.prompt_tokens == entry.prompt_tokens,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm121.bench.agents.apis import send_turn
 from sm121.bench.agents.conversation import Conversation, exact_text, flat_prompt
 from sm121.bench.agents.workload import Workload, turns_that_fit
 from sm121.bench.client import BenchClient, StreamRecord
@@ -79,19 +80,25 @@ def turn_record(record: StreamRecord, t0: float, **fields: Any) -> dict[str, Any
         "ttft_s": record.ttft,
         "e2e_s": None if record.finished is None else record.finished - record.submitted,
         "completion_tokens": record.tokens, "usage_checked": True,
+        # Messages and Responses streams carry no token ids: their events checked against usage
+        "events_match_usage": (record.usage or {}).get("events_match_usage"),
         "prompt_tokens": prompt, "cached_tokens": cached,
         "reuse": cached / prompt if prompt and cached is not None else None,
         "queue_wait_s": float(wait) if wait else None,
         "finish_reason": record.finish_reason,
-        **decode_metrics(record),
+        # A Messages or Responses stream whose events are not one per token (pieces with no
+        # text of their own are not sent) times its first token, not its decode.
+        **(decode_metrics(record) if (record.usage or {}).get("events_match_usage") is not False
+           else {"decode_tok_s": None, "itl_p50_s": None, "itl_p95_s": None}),
     }
 
 
 async def count_request(client: BenchClient, messages: list[dict[str, Any]],
                         tools: list[dict[str, Any]] | None) -> int:
     """The prompt's tokens as the server will see it: /tokenize with the chat template (or
-    the flattened prompt over completions)."""
-    if client.api != "chat":
+    the flattened prompt over completions). Messages and Responses turns are built so that
+    vLLM renders the same chat prompt (bench/agents/apis.py): the chat count is theirs too."""
+    if client.api == "completions":
         return await count_tokens(client, flat_prompt(messages))
     body: dict[str, Any] = {"model": client.model, "messages": messages,
                             "add_generation_prompt": True}
@@ -104,6 +111,9 @@ async def send(client: BenchClient, messages: list[dict[str, Any]], output: int,
                salt: str, tools: list[dict[str, Any]] | None) -> StreamRecord:
     """One turn over the client's API, keyed to its session (gateway) and cache salt."""
     headers, extra = {SESSION_HEADER: salt}, client.cache_salt_field(salt)
+    if client.api in ("messages", "responses"):
+        return await send_turn(client, client.api, messages, output, label, headers, tools,
+                               extra)
     if client.api == "chat":
         return await client.chat(messages, output, label, tools=tools, headers=headers,
                                  extra=extra)

@@ -118,6 +118,10 @@ def summarize_agents(samples: list[dict[str, Any]], slo: str | None = None) -> d
         "tools_mode": config.get("tools_mode"), "turns": len(turns),
         "usage_checked": sum(bool(t.get("usage_checked")) for t in turns),
         "prompt_exact": sum(bool(t.get("prompt_exact")) for t in turns),
+        # Messages/Responses: turns whose content events equal usage's tokens (None on chat)
+        "events_match_usage": (sum(bool(t.get("events_match_usage")) for t in turns)
+                               if any(t.get("events_match_usage") is not None for t in turns)
+                               else None),
         "ttft": _pcts(_values(turns, "ttft_s")),
         "judged_from_turn": first_judged, "ttft_judged": _pcts(_values(judged, "ttft_s")),
         "by_turn": by_turn(turns),

@@ -1,0 +1,220 @@
+"""agent-check on the Responses API (`/v1/responses`), each case as Codex runs it: tools with
+auto, required and a named function; streamed function-call arguments assembled; the
+function_call_output on the next turn; usage in the stream; max_output_tokens; stop (vLLM's
+extension); a prompt over the context and a long one near it. The API has no count route:
+that case is unsupported, saying so.
+
+An empty `output` is not taken at its word: the same prompt goes over chat completions, and
+only when chat has text where Responses has none is it a Responses failure (a random-weight
+model's tokens may decode to no text at all, and vLLM adds a message item only for text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sm121.bench.agent_check.cases_limits import HEADROOM, prompt_of
+from sm121.bench.agent_check.cases_tools import CHAT
+from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
+from sm121.bench.agent_check.probe import Probe, Reply
+from sm121.bench.agent_check.streams import assemble_responses_stream, response_calls
+from sm121.bench.agent_check.tools import ASK, SCHEMAS, check_call
+
+ROUTE = "/v1/responses"
+CALL_TOKENS = 96
+TOOLS = [{"type": "function", "name": name, "description": description,
+          "parameters": SCHEMAS[name]}
+         for name, description in (("get_weather", "Current weather in a city."),
+                                   ("get_time", "Current time in a time zone."))]
+NAMED = {"type": "function", "name": "get_weather"}
+NOTE = "Write a short note about prefix caching."
+
+
+def body(p: Probe, **extra: Any) -> dict[str, Any]:
+    request: dict[str, Any] = {"model": p.model, "input": ASK, "tools": TOOLS,
+                               "max_output_tokens": CALL_TOKENS, "temperature": 0}
+    request.update(extra)
+    return request
+
+
+def response(reply: Reply, what: str) -> dict[str, Any]:
+    if reply.status in (404, 405):
+        raise CaseUnsupported(f"the server offers no /v1/responses (HTTP {reply.status})")
+    data = reply.json()
+    if reply.status != 200 or data.get("object") != "response":
+        raise CaseFailed(f"{what}: HTTP {reply.status}: {str(reply.body)[:300]}")
+    return data
+
+
+def _calls(data: dict[str, Any], allowed: set[str]) -> list[dict[str, Any]]:
+    return [check_call(c, allowed) for c in response_calls(data.get("output") or [])]
+
+
+async def tools_auto(p: Probe) -> str:
+    data = response(await p.post(ROUTE, body(p, tool_choice="auto")), "tool_choice auto")
+    calls = _calls(data, set(SCHEMAS))
+    if calls:
+        return f"accepted; {len(calls)} schema-valid function_call(s): {[c['name'] for c in calls]}"
+    return f"accepted; no call (auto lets the model choose), status {data.get('status')!r}"
+
+
+async def tools_required(p: Probe) -> str:
+    data = response(await p.post(ROUTE, body(p, tool_choice="required")), "required")
+    calls = _calls(data, set(SCHEMAS))
+    if not calls:
+        raise CaseFailed(f"tool_choice required gave no function_call: {str(data['output'])[:200]}")
+    return f"{len(calls)} schema-valid function_call(s): {calls}"
+
+
+async def tools_named(p: Probe) -> str:
+    data = response(await p.post(ROUTE, body(p, tool_choice=NAMED)), "named function")
+    calls = _calls(data, {"get_weather"})
+    if len(calls) != 1:
+        raise CaseFailed(f"a named tool_choice gave {len(calls)} get_weather calls, expected 1")
+    return f"one schema-valid function_call: {calls[0]}"
+
+
+async def tools_streamed(p: Probe) -> str:
+    whole = _calls(response(await p.post(ROUTE, body(p, tool_choice=NAMED)), "named"),
+                   {"get_weather"})
+    streamed = await p.stream(ROUTE, body(p, tool_choice=NAMED))
+    if streamed.status != 200:
+        raise CaseFailed(f"stream: HTTP {streamed.status}: {str(streamed.error_body)[:300]}")
+    reply = assemble_responses_stream(streamed.chunks)
+    if reply["response"] is None:
+        raise CaseFailed("the stream ended without response.completed")
+    assembled = [check_call(c, {"get_weather"}) for c in reply["calls"]]
+    if not assembled:
+        raise CaseFailed("the stream carried no function_call item")
+    if assembled != whole:
+        raise CaseFailed(f"streamed call {assembled} differs from the whole reply's {whole}")
+    return f"{len(streamed.chunks)} events assemble into {assembled[0]}, same as non-streamed"
+
+
+async def tool_result_round_trip(p: Probe) -> str:
+    """Turn two as Codex sends it (no stored state): the input, the function_call items of
+    turn one as they came, and a function_call_output for the first."""
+    first = response(await p.post(ROUTE, body(p, tool_choice=NAMED)), "turn 1 (named)")
+    items = [i for i in first.get("output") or [] if i.get("type") == "function_call"]
+    if not items:
+        raise CaseFailed("turn 1 returned no function_call to answer")
+    given = [{"role": "user", "content": ASK}, *items,
+             {"type": "function_call_output", "call_id": items[0]["call_id"],
+              "output": '{"temperature": 7, "unit": "c", "sky": "rain"}'}]
+    second = response(await p.post(ROUTE, body(p, input=given, tool_choice="auto",
+                                                max_output_tokens=16)),
+                      "turn 2 (function_call_output)")
+    return (f"function_call_output for {items[0]['call_id']} accepted; turn 2 status "
+            f"{second.get('status')!r}, {len(second.get('output') or [])} output item(s)")
+
+
+async def usage_in_stream(p: Probe) -> str:
+    streamed = await p.stream(ROUTE, {"model": p.model, "input": NOTE, "temperature": 0,
+                                      "max_output_tokens": 16})
+    if streamed.status != 200:
+        raise CaseFailed(f"stream: HTTP {streamed.status}: {str(streamed.error_body)[:300]}")
+    final = assemble_responses_stream(streamed.chunks)["response"]
+    usage = (final or {}).get("usage") or {}
+    if not usage.get("input_tokens") or not usage.get("output_tokens"):
+        raise CaseFailed(f"the final event's usage lacks input or output tokens: {usage}")
+    return f"response.completed usage {usage}"
+
+
+async def max_output_tokens(p: Probe) -> str:
+    """Five tokens asked: at most five generated, `incomplete` at exactly five; an empty
+    output is judged against chat's text for the same prompt."""
+    data = response(await p.post(ROUTE, {"model": p.model, "input": NOTE, "temperature": 0,
+                                         "max_output_tokens": 5}), "max_output_tokens 5")
+    tokens = (data.get("usage") or {}).get("output_tokens")
+    reason = (data.get("incomplete_details") or {}).get("reason")
+    if not isinstance(tokens, int) or tokens > 5 or (reason == "max_output_tokens"
+                                                     and tokens != 5):
+        raise CaseFailed(f"max_output_tokens 5 gave output_tokens {tokens}, incomplete {reason}")
+    texts = [c.get("text", "") for item in data.get("output") or []
+             if item.get("type") == "message" for c in item.get("content") or []]
+    if not any(texts):
+        chat = await p.post(CHAT, {"model": p.model, "temperature": 0, "max_tokens": 5,
+                                   "messages": [{"role": "user", "content": NOTE}]})
+        chat_text = ((chat.json().get("choices") or [{}])[0].get("message") or {}).get("content")
+        if chat_text:
+            raise CaseFailed(f"output {data.get('output')} has no text where chat answers "
+                             f"{chat_text!r} for the same prompt")
+        return (f"output_tokens {tokens}, incomplete {reason!r}; no message item: the {tokens} "
+                "tokens decode to no text, as chat's reply to the same prompt (vLLM adds a "
+                "message item only for text)")
+    return f"output_tokens {tokens} <= 5, incomplete {reason!r}, text {texts[0]!r}"
+
+
+def _text(data: dict[str, Any]) -> str:
+    return "".join(c.get("text", "") for item in data.get("output") or []
+                   if item.get("type") == "message" for c in item.get("content") or [])
+
+
+async def stop_honoured(p: Probe) -> str:
+    """`stop` is vLLM's extension of the Responses API (OpenAI's has none): greedy text,
+    then the same request stopping at a piece of it."""
+    plain = {"model": p.model, "input": NOTE, "temperature": 0, "max_output_tokens": 24}
+    text = _text(response(await p.post(ROUTE, plain), "without stop"))
+    stop = next((text[i:i + 3] for i in range(3, max(len(text) - 3, 3))
+                 if text[i:i + 3].strip() and text.find(text[i:i + 3]) == i), None)
+    if stop is None:
+        raise CaseUnsupported(f"the reply {text!r} has no piece to stop at")
+    cut = _text(response(await p.post(ROUTE, {**plain, "stop": [stop]}), "with stop"))
+    if cut == text:
+        raise CaseUnsupported("the engine ignores `stop` on /v1/responses (a vLLM extension, "
+                              "not in OpenAI's Responses API)")
+    if stop in cut or not text.startswith(cut):
+        raise CaseFailed(f"stop {stop!r}: got {cut!r}, expected the text before it")
+    return f"stop {stop!r} (vLLM's extension) cut {len(text)} chars to {len(cut)}"
+
+
+async def no_count(p: Probe) -> str:
+    raise CaseUnsupported("the Responses API has no token-count route in vLLM")
+
+
+def _text_body(p: Probe, text: str) -> dict[str, Any]:
+    return {"model": p.model, "input": text, "max_output_tokens": 16, "temperature": 0}
+
+
+async def overflow(p: Probe) -> str:
+    limit = _limit(p)
+    text, count = await prompt_of(p, limit + 512, seed=7)
+    reply = await p.post(ROUTE, _text_body(p, text), record={"input": f"<{count} tokens>"})
+    if reply.status == 400:
+        return f"{count} prompt tokens over max_model_len {limit}: HTTP 400"
+    raise CaseFailed(f"{count} prompt tokens over max_model_len {limit}: HTTP {reply.status}")
+
+
+def long_input(target_tokens: int | None) -> Any:
+    async def case(p: Probe) -> str:
+        limit = _limit(p)
+        text, count = await prompt_of(p, min(target_tokens or limit, limit) - HEADROOM, seed=11)
+        if count + 16 > limit:
+            raise CaseFailed(f"could not build a prompt under the limit ({count} tokens)")
+        data = response(await p.post(ROUTE, _text_body(p, text),
+                                     record={"input": f"<{count} tokens>"}), "long input")
+        served = (data.get("usage") or {}).get("input_tokens")
+        return f"{served or count} of max_model_len {limit} input tokens served"
+
+    return case
+
+
+def _limit(p: Probe) -> int:
+    if not p.facts.max_model_len:
+        raise CaseUnsupported("/v1/models reports no max_model_len")
+    return p.facts.max_model_len
+
+
+def cases(long_tokens: int | None) -> dict[str, Any]:
+    return {
+        "tools.auto": tools_auto,
+        "tools.required": tools_required,
+        "tools.named": tools_named,
+        "tools.streamed": tools_streamed,
+        "tools.result-round-trip": tool_result_round_trip,
+        "stream.usage": usage_in_stream,
+        "params.max-tokens": max_output_tokens,
+        "params.stop": stop_honoured,
+        "api.count-tokens": no_count,
+        "limits.overflow-400": overflow,
+        "limits.long-input": long_input(long_tokens),
+    }

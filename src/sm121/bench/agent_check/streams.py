@@ -1,0 +1,95 @@
+"""Streamed replies of Anthropic Messages and the Responses API, assembled the way their SDKs
+do: tool-use input from `input_json_delta` pieces, function-call arguments from
+`response.function_call_arguments.delta` pieces, usage from the events that carry it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sm121.bench.agent_check.model import CaseFailed
+
+
+def message_tool_uses(content: list[Any]) -> list[dict[str, Any]]:
+    """The tool_use blocks of a Messages reply as chat-style calls (for check_call)."""
+    return [{"id": b.get("id"), "type": "function",
+             "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input"))}}
+            for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def assemble_messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Messages stream as the reply it stands for: content blocks (text, tool_use with its
+    input parsed from the joined deltas), stop_reason, usage (input from message_start,
+    output from message_delta) and whether message_stop came."""
+    blocks: dict[int, dict[str, Any]] = {}
+    pieces: dict[int, list[str]] = {}
+    reply: dict[str, Any] = {"content": [], "stop_reason": None, "usage": {}, "stopped": False}
+    for event in events:
+        kind = event.get("type")
+        if kind == "message_start":
+            reply["usage"].update((event.get("message") or {}).get("usage") or {})
+        elif kind == "content_block_start":
+            index = int(event.get("index", 0))
+            blocks[index] = dict(event.get("content_block") or {})
+            pieces[index] = []
+        elif kind == "content_block_delta":
+            index = int(event.get("index", 0))
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                blocks.setdefault(index, {"type": "text", "text": ""})
+                blocks[index]["text"] = blocks[index].get("text", "") + delta.get("text", "")
+            elif delta.get("type") == "input_json_delta":
+                pieces.setdefault(index, []).append(str(delta.get("partial_json") or ""))
+        elif kind == "message_delta":
+            reply["stop_reason"] = (event.get("delta") or {}).get("stop_reason")
+            reply["usage"].update(event.get("usage") or {})
+        elif kind == "message_stop":
+            reply["stopped"] = True
+        elif kind == "error":
+            raise CaseFailed(f"the stream reported an error: {str(event)[:300]}")
+    for index in sorted(blocks):
+        block = blocks[index]
+        if block.get("type") == "tool_use":
+            joined = "".join(pieces.get(index, []))
+            try:
+                block["input"] = json.loads(joined) if joined else block.get("input") or {}
+            except json.JSONDecodeError as exc:
+                raise CaseFailed(f"tool_use input deltas {joined[:120]!r} are not JSON") from exc
+        reply["content"].append(block)
+    return reply
+
+
+def response_calls(output: list[Any]) -> list[dict[str, Any]]:
+    """The function_call items of a Responses output as chat-style calls (for check_call);
+    the call_id is what the next turn's function_call_output refers to."""
+    return [{"id": item.get("call_id"), "type": "function",
+             "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
+            for item in output if isinstance(item, dict) and item.get("type") == "function_call"]
+
+
+def assemble_responses_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Responses stream: function calls from their added items and argument deltas (checked
+    against the done event's arguments), the final response of response.completed (or
+    .incomplete), and whether it came."""
+    calls: dict[str, dict[str, Any]] = {}
+    final: dict[str, Any] | None = None
+    for event in events:
+        kind = str(event.get("type") or "")
+        if kind == "response.output_item.added":
+            item = event.get("item") or {}
+            if item.get("type") == "function_call":
+                calls[str(item.get("id"))] = {"call_id": item.get("call_id"),
+                                              "name": item.get("name"), "arguments": ""}
+        elif kind == "response.function_call_arguments.delta":
+            call = calls.get(str(event.get("item_id")))
+            if call is None:
+                raise CaseFailed(f"arguments delta for an item never added: {str(event)[:200]}")
+            call["arguments"] += str(event.get("delta") or "")
+        elif kind in ("response.completed", "response.incomplete"):
+            final = event.get("response") or {}
+        elif kind in ("error", "response.failed"):
+            raise CaseFailed(f"the stream reported an error: {str(event)[:300]}")
+    assembled = [{"id": c["call_id"], "type": "function",
+                  "function": {"name": c["name"], "arguments": c["arguments"]}}
+                 for c in calls.values()]
+    return {"calls": assembled, "response": final}

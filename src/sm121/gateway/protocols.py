@@ -1,0 +1,166 @@
+"""The generation routes' protocols, described once: chat completions, completions, Anthropic
+Messages (Claude Code) and Responses (Codex). Every step of the request path reads the
+description of its route instead of assuming chat: the policy renders the recipe's defaults in
+the protocol's spelling, the context check and the long-prompt lane count the protocol's
+prompt, the locality watch compares it, the token metrics and the capture name the protocol,
+and an upstream that dies mid-stream is reported in the protocol's own error event.
+
+- chat (`/v1/chat/completions`): usage in `usage` (a stream's last chunk, when it asks
+  stream_options.include_usage); a stream ends `data: [DONE]`, an error is `data: {"error"}`;
+  tools are `tools[].function`, tool_choice a string or `{"type": "function", ...}`; the
+  prompt is `messages` and the tools.
+- completions (`/v1/completions`): as chat, without tools; the prompt is `prompt`.
+- messages (`/v1/messages`, Anthropic): usage in `message_delta.usage`, its input maybe only in
+  `message_start.message.usage`; a stream ends `event: message_stop`, an error is
+  `event: error`; tools carry `input_schema`, tool_choice is `{"type": "auto" | "any" |
+  "tool" | "none"}`; the prompt is `system` and the `messages` blocks, and the tools.
+- responses (`/v1/responses`): usage in `response.usage` of `response.completed`; a stream
+  ends `event: response.completed`, an error is `event: error`; tools are flat `type:
+  function` entries, tool_choice a string or `{"type": "function", "name"}`; the prompt is
+  `instructions` and the `input` items, and the tools.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from aiohttp import web
+
+from sm121 import chat_view
+from sm121.gateway import defaults
+from sm121.gateway.replies import error_body
+from sm121.recipes.schema import RequestDefaults
+
+
+class Api(StrEnum):
+    CHAT = "chat"
+    COMPLETIONS = "completions"
+    MESSAGES = "messages"
+    RESPONSES = "responses"
+
+
+ChatView = Callable[[Mapping[str, Any]], dict[str, Any] | None]
+Defaults = Callable[[dict[str, Any], RequestDefaults], list[str]]
+StreamError = Callable[[str, str, int], bytes]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    api: Api
+    route: str
+    usage: str  # where its usage is (the observer reads every shape)
+    stream_end: str  # the last event of a whole stream
+    output_fields: tuple[str, ...]  # what bounds the reply's length
+    prompt_field: str  # names the prompt in a context-length error
+    chat_view: ChatView  # its prompt in chat-completions form, for /tokenize and locality
+    render_defaults: Defaults
+    stream_error: StreamError
+    error_body: Callable[[int, str, str, str | None], dict[str, Any]]
+
+    def requested_output(self, body: Mapping[str, Any]) -> int | None:
+        name = self.output_field(body)
+        value = body.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def output_field(self, body: Mapping[str, Any]) -> str:
+        """The field that bounds this body's reply (the protocol's last, when none is set)."""
+        for name in self.output_fields:
+            value = body.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return name
+        return self.output_fields[-1]
+
+
+def openai_error(status: int, message: str, kind: str, param: str | None = None
+                 ) -> dict[str, Any]:
+    return error_body(status, message, kind, param)
+
+
+def anthropic_error(status: int, message: str, kind: str, param: str | None = None
+                    ) -> dict[str, Any]:
+    """Anthropic's shape (vLLM's Messages route answers in it too); `error.message` is where
+    both SDKs look, so either shape reads, but Claude Code's own checks expect this one."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def openai_stream_error(message: str, kind: str, status: int = 502) -> bytes:
+    """An error event and the stream's normal end, so a client's loop exits and sees why."""
+    payload = json.dumps(openai_error(status, message, kind))
+    return f"data: {payload}\n\ndata: [DONE]\n\n".encode()
+
+
+def anthropic_stream_error(message: str, kind: str, status: int = 502) -> bytes:
+    """`event: error`: the anthropic SDK raises it as an APIStatusError with this body."""
+    payload = json.dumps(anthropic_error(status, message, kind))
+    return f"event: error\ndata: {payload}\n\n".encode()
+
+
+def responses_stream_error(message: str, kind: str, status: int = 502) -> bytes:
+    """The Responses stream's `error` event (type, code, message); the `error` object beside
+    them is what makes the openai SDK raise instead of yielding it as an event."""
+    payload = json.dumps({"type": "error", "code": kind, "message": message, "param": None,
+                          "error": {"type": kind, "message": message}})
+    return f"event: error\ndata: {payload}\n\n".encode()
+
+
+def _chat_itself(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    return dict(body) if isinstance(body.get("messages"), list) else None
+
+
+def _completions_itself(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    return dict(body) if "prompt" in body else None
+
+
+CHAT = Protocol(Api.CHAT, "/v1/chat/completions", "usage (the last chunk asks "
+                "stream_options.include_usage)", "data: [DONE]",
+                ("max_completion_tokens", "max_tokens"), "messages", _chat_itself,
+                defaults.chat_defaults, openai_stream_error, openai_error)
+COMPLETIONS = Protocol(Api.COMPLETIONS, "/v1/completions", "usage", "data: [DONE]",
+                       ("max_tokens",), "prompt", _completions_itself, defaults.no_defaults,
+                       openai_stream_error, openai_error)
+MESSAGES = Protocol(Api.MESSAGES, "/v1/messages", "message_delta.usage; the input in "
+                    "message_start.message.usage", "event: message_stop", ("max_tokens",),
+                    "messages", chat_view.messages_to_chat, defaults.messages_defaults,
+                    anthropic_stream_error, anthropic_error)
+RESPONSES = Protocol(Api.RESPONSES, "/v1/responses", "response.usage of response.completed",
+                     "event: response.completed", ("max_output_tokens",), "input",
+                     chat_view.responses_to_chat, defaults.chat_defaults,
+                     responses_stream_error, openai_error)
+PROTOCOLS: dict[str, Protocol] = {p.route: p for p in (CHAT, COMPLETIONS, MESSAGES, RESPONSES)}
+BY_API: dict[Api, Protocol] = {p.api: p for p in PROTOCOLS.values()}
+GENERATION_ROUTES = tuple(PROTOCOLS)
+
+
+def protocol_for(route: str) -> Protocol | None:
+    """The protocol of a generation route; None for every other route."""
+    return PROTOCOLS.get(route)
+
+
+def in_protocol_shape(route: str, response: web.Response) -> web.Response:
+    """A refusal the gateway built in the OpenAI shape, in the shape of `route`'s protocol
+    (Anthropic's on /v1/messages: {"type": "error", "error": {"type", "message"}}): the same
+    status and headers, for every refusal (401, 404, 413, policy, context)."""
+    protocol = PROTOCOLS.get(route)
+    if protocol is None or protocol.error_body is openai_error or response.body is None:
+        return response
+    try:
+        error = json.loads(bytes(response.body)).get("error")  # type: ignore[arg-type]
+    except (ValueError, AttributeError, TypeError):
+        return response
+    if not isinstance(error, dict) or "message" not in error:
+        return response  # not an error body the gateway made
+    body = protocol.error_body(response.status, str(error["message"]),
+                               str(error.get("type") or "error"), error.get("param"))
+    headers = {k: v for k, v in response.headers.items()
+               if k.lower() not in ("content-length", "content-type")}
+    return web.json_response(body, status=response.status, headers=headers)
+
+
+def stream_error_for(route: str, message: str, kind: str, status: int = 502) -> bytes:
+    """The error event a client on `route` understands (chat's for non-generation routes)."""
+    protocol = PROTOCOLS.get(route, CHAT)
+    return protocol.stream_error(message, kind, status)
