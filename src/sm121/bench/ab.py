@@ -176,5 +176,5 @@ def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str
     spec = get(scenario)
     table = compare_with(spec, samples, profiles)
     if any(s.get("rep_on_boot") for s in samples):
-        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline_rows()[:4]])
+        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline_rows()])
     return table
