@@ -11,10 +11,9 @@ import contextlib
 import shlex
 import subprocess
 import threading
-from dataclasses import dataclass
 
 from sm121.errors import Sm121Error
-from sm121.hosts.transport import LocalTransport, SshTransport, Transport
+from sm121.hosts.transport import CommandResult, LocalTransport, SshTransport, Transport
 
 # $1 is the job's script. setsid puts the job in its own session and process group (its pid
 # is the group id: a background child of a shell is no group leader, so setsid does not fork),
@@ -42,17 +41,6 @@ def stop_all() -> None:
         jobs = list(_live)
     for job in jobs:
         job.stop()
-
-
-@dataclass(frozen=True)
-class JobResult:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
 
 
 class Job:
@@ -94,7 +82,7 @@ class Job:
         """What the job wrote to stderr until now (dd's progress counts of an image stream)."""
         return b"".join(list(self._err)).decode(errors="replace")
 
-    def wait(self, timeout: float | None = None) -> JobResult:
+    def wait(self, timeout: float | None = None) -> CommandResult:
         try:
             code = self._process.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
@@ -106,7 +94,7 @@ class Job:
         self._close_stdin()
         with _lock:
             _live.discard(self)
-        return JobResult(code, b"".join(self._out).decode(errors="replace"),
+        return CommandResult(code, b"".join(self._out).decode(errors="replace"),
                          b"".join(self._err).decode(errors="replace"))
 
     def stop(self) -> None:
