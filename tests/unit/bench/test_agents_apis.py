@@ -81,6 +81,19 @@ def test_a_messages_stream_reads_into_the_chat_record() -> None:
     assert record.usage is not None and record.usage["events_match_usage"] is False
 
 
+def test_a_messages_usage_without_cache_reads_says_nothing_of_reuse() -> None:
+    """vLLM 0.21's Messages usage has no cache_read_input_tokens: reuse is unknown, not 0%."""
+    record = StreamRecord(label="t", submitted=0.0)
+    _events(_MessagesReader(record), [
+        {"type": "message_start", "message": {"usage": {"input_tokens": 10, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+         "usage": {"output_tokens": 1}},
+        {"type": "message_stop"}])
+    assert record.prompt_tokens == 10 and record.cached_tokens is None
+
+
 def test_a_responses_stream_reads_into_the_chat_record() -> None:
     record = StreamRecord(label="t", submitted=0.0)
     _events(_ResponsesReader(record), [

@@ -205,8 +205,11 @@ class _MessagesReader(_Reader):
     def _usage(self, usage: dict[str, Any]) -> None:
         if not usage:
             return
-        cached = int(usage.get("cache_read_input_tokens") or 0)
-        prompt = (int(usage.get("input_tokens") or 0) + cached
+        # An engine that leaves cache_read_input_tokens out (vLLM 0.21's Messages) has said
+        # nothing of its prefix cache: None, so reuse reads "not reported", not 0%.
+        read = usage.get("cache_read_input_tokens")
+        cached = None if read is None else int(read)
+        prompt = (int(usage.get("input_tokens") or 0) + (cached or 0)
                   + int(usage.get("cache_creation_input_tokens") or 0))
         previous = self.record.usage or {}
         if prompt or not previous:
