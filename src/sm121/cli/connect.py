@@ -6,6 +6,7 @@ import os
 
 import typer
 
+from sm121.cli.options import JSON
 from sm121.cli.output import console, print_json
 from sm121.errors import Sm121Error
 from sm121.gateway.connect import DEFAULT_KEY_ENV, Agent, choose_model, discover, settings, shell_lines
@@ -23,7 +24,7 @@ def connect(
                                      "(default: the first it lists)."),
     key_env: str = typer.Option(DEFAULT_KEY_ENV, "--key-env", help="The variable that holds "
                                 "the endpoint's API key, when it wants one (never printed)."),
-    as_json: bool = typer.Option(False, "--json", help="The settings as JSON."),
+    as_json: bool = JSON,
 ) -> None:
     """Print the settings (variables, config file, base URL, model name, key variable) that
     point AGENT at the endpoint, read from the running endpoint itself: Claude Code speaks

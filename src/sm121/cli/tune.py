@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from sm121.cli.options import CLUSTER, TRUST
+from sm121.cli.options import CLUSTER, JSON, TRUST
 from sm121.cli.output import console, print_json
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
@@ -68,7 +68,7 @@ def tune(
     port: int | None = typer.Option(None, "--port", help="Engine port (default: a free one)."),
     fresh: bool = typer.Option(False, "--fresh", help="Start over instead of resuming."),
     no_write: bool = typer.Option(False, "--no-write", help="Measure and report only."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: bool = JSON,
     trust: bool = TRUST,
 ) -> None:
     """Boot RECIPE for its knee, derive candidates (chunk, long-prefill threshold around the
