@@ -123,8 +123,11 @@ def test_top_once_json_agrees_with_metrics(tiny_engine: TinyEngine, traffic: Tra
     bracket = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
     seen = engine["generation_tok_s"] * engine["interval_s"]
     assert 0 < seen <= bracket + 1
-    bracket_rate = bracket / elapsed
-    assert bracket_rate / 4 < engine["generation_tok_s"] < bracket_rate * 4
+    # From below only: top's rate is of its own few seconds, the bracket's of the whole
+    # command, and on a loaded host the engine's pace swings inside the bracket (CI, stop 27:
+    # 629 tok/s in top's 3 s against 116 tok/s over the bracket). The bound above is the
+    # exact one, `seen <= bracket`; this one catches a rate divided by the wrong interval.
+    assert engine["generation_tok_s"] > bracket / elapsed / 10
     assert engine["itl_s"]["count"] > 0 and engine["itl_s"]["p50"] > 0
     assert sample["hosts"][0]["node"] == "local" and sample["hosts"][0]["mem_available_gib"] > 0
 
