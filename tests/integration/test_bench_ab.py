@@ -12,7 +12,7 @@ from support.timeouts import serves
 
 from sm121.bench.typed import parse_results
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
 
 def test_ab_serves_each_profile_runs_the_scenario_and_compares(tmp_path):

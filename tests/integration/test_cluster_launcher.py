@@ -16,7 +16,7 @@ from support.sshd import Sshd
 
 from sm121.hosts.processes import group_alive
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
 STAND_IN = """\
 name: stand-in-2node

@@ -19,7 +19,7 @@ from sm121.launch.readiness import NotReady, ReadinessResult
 from sm121.plan.build import build_plan
 from sm121.runs.state import list_runs
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
 STAND_IN = """\
 name: stand-in-rollback

@@ -22,7 +22,7 @@ from support.timeouts import BOOT_S, SERVE_S
 
 from sm121.hosts.processes import group_alive
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
 HCAS = {"node-a": ["roce-a0"], "node-b": ["roce-b0", "roce-b1"]}  # asymmetric on purpose
 

@@ -11,7 +11,7 @@ import yaml
 from support import run_cli
 from support.sshd import Sshd
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
 
 def cluster_file(tmp_path: Path, sshd: Sshd, worker_hca: str) -> Path:

@@ -12,7 +12,7 @@ from support.timeouts import FLAGS_S
 
 from sm121.engines.vllm.flags import bundled, choose
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
 
 def test_flags_read_from_the_native_engine_match_the_bundled_list(sm121_home: Path) -> None:

@@ -1,6 +1,6 @@
 """`sm121 bench soak` with its default workload, bench agents' coding-agent sessions, on the
 real tiny engine: every interval reaches the file, turns succeed with the tools in the
-request, and the sessions reuse the prefix cache after their first turn. A short soak (30 s,
+request, and the sessions reuse the prefix cache after their first turn. A short soak (15 s,
 three intervals); the 30-minute soak with an engine kill is docs/results/cpu-testbed/soak/."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 def test_a_short_coding_agent_soak(tiny_engine: TinyEngine, tmp_path: Path) -> None:
     out = tmp_path / "soak.jsonl"
     result = run_cli("bench", "soak", "--url", tiny_engine.base_url, "--agents", "2",
-                     "--duration", "30s", "--report-every", "10s", "--max-tokens", "8",
+                     "--duration", "15s", "--report-every", "5s", "--max-tokens", "8",
                      "--out", str(out), "--json", timeout=600)
     summary = json.loads(result.stdout)
     rows = [json.loads(line) for line in out.read_text().splitlines()]

@@ -23,7 +23,7 @@ from sm121.models.tiny import ARCHITECTURE
 from sm121.stage.check import stage_check
 from sm121.stage.job import Job
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 SHARDS = {f"model-0000{i}-of-00003.safetensors": (1_000_000 + 250_000 * i) for i in range(1, 4)}
 SNAPSHOT = "hub/models--sm121-local--toy/snapshots/local"
 

@@ -20,7 +20,7 @@ from support.timeouts import BOOT_S, SERVE_S
 
 from sm121.hosts.processes import group_alive
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
 CRASHY = """
 name: crashy

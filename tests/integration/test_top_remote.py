@@ -11,7 +11,7 @@ from support.sshd import Sshd
 from sm121.monitor.sampler import Sampler
 from sm121.monitor.targets import NodeRef, Target
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
 
 def test_remote_hosts_are_probed_over_ssh(sshd: Sshd) -> None:

@@ -44,6 +44,12 @@ _STEPS: dict[tuple[str, str], tuple[str, str]] = {
     ("load_end", "warmup_start"): ("warm-up and profiling", "model runner setup"),
     ("warmup_start", "compile_end"): ("torch.compile", "compile inside the warm-up"),
     ("warmup_start", "compile_step"): ("torch.compile", "compile inside the warm-up"),
+    # The CPU build without vLLM's compile backend (DYNAMO_TRACE_ONCE, stock inductor) prints
+    # no compile line of its own between these two: the bracket is the compile and the one
+    # dummy forward that triggers it.
+    ("warmup_start", "warmup_done"): ("torch.compile", "the CPU build's compile warm-up: dynamo "
+                                      "trace, inductor (or its cache), one dummy forward"),
+    ("compile_step", "warmup_done"): ("warm-up and profiling", "the warm-up's dummy forward"),
     ("compile_end", "first_forward_end"): ("warm-up and profiling", "first forward"),
     ("compile_step", "first_forward_end"): ("warm-up and profiling", "first forward"),
     ("first_forward_end", "cudagraph_profile_start"): (

