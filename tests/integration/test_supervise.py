@@ -1,6 +1,9 @@
 """Supervision with real processes: a kill -9 of the tiny engine's process group under
 `serve --supervise --gateway` (one engine boot), and a crash loop that gives up after the
-recipe's `max` restarts (an engine command that fails at once: no engine boot)."""
+recipe's `max` restarts (an engine command that fails at once: no engine boot).
+
+Its engines are its own, but it runs in the session engine's session (no `own_engines`
+marker): that session has the shorter critical path, and the marker only places a file."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from support.timeouts import BOOT_S, SERVE_S
 
 from sm121.hosts.processes import group_alive
 
-pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
+pytestmark = pytest.mark.integration
 
 CRASHY = """
 name: crashy

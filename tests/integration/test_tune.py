@@ -72,6 +72,8 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
         samples = [s for s in ab["samples"] if not s.get("error")]
         assert [(s["rep"], s["rep_on_boot"]) for s in samples] == [(0, 0), (1, 1)]
         assert len({s["run_id"] for s in samples}) == 1 and len(ab["boots"]) == 1
+        # Reps per boot: the later repetition is tested against the first on its boot.
+        assert ab["summary"]["boot_effect"]
         assert state["sweeps"][first][0]["agents"] == 2  # met at 1 agent: tried 2
         report = (out / "report.md").read_text()
         assert "## The knee" in report and (out / "tune-knee.png").stat().st_size > 0

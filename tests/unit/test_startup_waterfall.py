@@ -22,7 +22,8 @@ from sm121.launch.startup_waterfall import (
 from sm121.runs.state import Timings
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "startup"
-STARTS = ("gpu-h200-cold", "gpu-h200-warm", "cpu-cold", "cpu-cache-load-failed")
+STARTS = ("gpu-h200-cold", "gpu-h200-warm", "cpu-cold", "cpu-cache-load-failed",
+          "cpu-compiled-cold", "cpu-compiled-staged")
 
 
 def _log(name: str) -> str:
@@ -74,6 +75,21 @@ def test_cold_and_warm_differ_where_the_caches_are() -> None:
     assert warm["warm-up and profiling"] < 5 < 80 < cold["warm-up and profiling"]
     # Weight loading is the same work both times.
     assert warm["weight loading"] == pytest.approx(cold["weight loading"], abs=1)
+
+
+def test_a_staged_compile_cache_shows_as_a_hit_and_a_short_compile() -> None:
+    """The CPU build's compile (stock inductor, no vLLM compile lines) is named from its
+    warm-up bracket, and its cache state comes from torch's own cache loggers: node1 cold,
+    node2's first boot from the cache staged to it (docs/results/cpu-testbed/stage)."""
+    cold, staged = (_waterfall(n) for n in ("cpu-compiled-cold", "cpu-compiled-staged"))
+    assert parse_phases(_log("cpu-compiled-cold")).compile_cache == "miss"
+    assert parse_phases(_log("cpu-compiled-staged")).compile_cache == "hit"
+    assert parse_phases(_log("cpu-compiled-staged")).start_kind == "warm"
+    assert cold.named_share == staged.named_share == 1.0
+    compiled = [s for s in cold.segments if s.phase == "torch.compile"]
+    assert [s.step.startswith("the CPU build's compile warm-up") for s in compiled] == [True]
+    assert staged.phase_seconds()["torch.compile"] < cold.phase_seconds()["torch.compile"] / 3
+    assert any("cache hit" in note for note in staged.notes)
 
 
 def test_a_start_recorded_with_started_at_joins_to_the_microsecond() -> None:
