@@ -1,19 +1,23 @@
 """Context-limit cases: a prompt over max-model-len gets a clean 400 (not a 500, not a hang),
-and a long prompt near the limit is served. Prompt sizes are counted by the server's own
-/tokenize with the chat template, so "near the limit" means near it in the engine's tokens."""
+and a long prompt near the limit is served, on each protocol (its `TextAsk`). Prompt sizes are
+counted by the server's own /tokenize with the chat template, so "near the limit" means near it
+in the engine's tokens."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sm121.bench.agent_check.cases_tools import CHAT, completion
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
-from sm121.bench.agent_check.probe import Probe
+from sm121.bench.agent_check.probe import Probe, Reply
 from sm121.bench.prompts import filler
 
 # Tokens left for the reply and the template's own margin in the near-limit case.
 HEADROOM = 256
+Case = Callable[[Probe], Awaitable[str]]
 
 
 async def chat_tokens(p: Probe, text: str) -> int:
@@ -38,40 +42,58 @@ async def prompt_of(p: Probe, tokens: int, seed: int) -> tuple[str, int]:
     return text, await chat_tokens(p, text)
 
 
+@dataclass(frozen=True)
+class TextAsk:
+    """How one protocol asks with a plain text prompt and reads what it served: the limit
+    cases are the same on every protocol but for these."""
+
+    route: str
+    prompt_field: str  # the request field the prompt is in (shown in the record)
+    body: Callable[[Probe, str], dict[str, Any]]  # the request for a text prompt
+    read: Callable[[Reply, str], dict[str, Any]]  # the reply's JSON, or CaseFailed
+    served: Callable[[dict[str, Any]], int | None]  # the prompt tokens the reply reports
+
+
 def _limit(p: Probe) -> int:
     if not p.facts.max_model_len:
         raise CaseUnsupported("/v1/models reports no max_model_len")
     return p.facts.max_model_len
 
 
-async def context_overflow(p: Probe) -> str:
-    limit = _limit(p)
-    text, count = await prompt_of(p, limit + 512, seed=7)
-    body = {"model": p.model, "messages": [{"role": "user", "content": text}],
-            "max_tokens": 16}
-    reply = await p.post(CHAT, body, record={"messages": f"<{count} prompt tokens>",
-                                            "max_tokens": 16})
-    if reply.status == 400:
-        return f"{count} prompt tokens over max_model_len {limit}: HTTP 400"
-    raise CaseFailed(f"{count} prompt tokens over max_model_len {limit}: HTTP {reply.status}, "
-                     "expected a clean 400 the client can act on")
+def overflow(ask: TextAsk) -> Case:
+    """A prompt 512 tokens over max_model_len gets a clean 400 the client can act on."""
+
+    async def case(p: Probe) -> str:
+        limit = _limit(p)
+        text, count = await prompt_of(p, limit + 512, seed=7)
+        reply = await p.post(ask.route, ask.body(p, text),
+                             record={ask.prompt_field: f"<{count} prompt tokens>"})
+        if reply.status == 400:
+            return f"{count} prompt tokens over max_model_len {limit}: HTTP 400"
+        raise CaseFailed(f"{count} prompt tokens over max_model_len {limit}: HTTP "
+                         f"{reply.status}, expected a clean 400 the client can act on")
+
+    return case
 
 
-def long_input(target_tokens: int | None) -> Any:
+def long_input(ask: TextAsk, target_tokens: int | None) -> Case:
     """The near-limit case; `target_tokens` caps the prompt (a CPU test engine takes about a
     minute per 65K-token prefill), None means max_model_len minus headroom."""
 
     async def case(p: Probe) -> str:
         limit = _limit(p)
-        target = min(target_tokens or limit, limit) - HEADROOM
-        text, count = await prompt_of(p, target, seed=11)
+        text, count = await prompt_of(p, min(target_tokens or limit, limit) - HEADROOM, seed=11)
         if count + 16 > limit:
             raise CaseFailed(f"could not build a prompt under the limit ({count} tokens)")
-        body = {"model": p.model, "messages": [{"role": "user", "content": text}],
-                "max_tokens": 16, "temperature": 0}
-        data = completion(await p.post(CHAT, body, record={
-            "messages": f"<{count} prompt tokens>", "max_tokens": 16}), "long input")
-        served = (data.get("usage") or {}).get("prompt_tokens")
-        return f"{served or count} of max_model_len {limit} prompt tokens served"
+        data = ask.read(await p.post(ask.route, ask.body(p, text), record={
+            ask.prompt_field: f"<{count} prompt tokens>"}), "long input")
+        return f"{ask.served(data) or count} of max_model_len {limit} prompt tokens served"
 
     return case
+
+
+CHAT_ASK = TextAsk(
+    route=CHAT, prompt_field="messages",
+    body=lambda p, text: {"model": p.model, "messages": [{"role": "user", "content": text}],
+                          "max_tokens": 16, "temperature": 0},
+    read=completion, served=lambda data: (data.get("usage") or {}).get("prompt_tokens"))

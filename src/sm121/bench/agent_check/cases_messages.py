@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm121.bench.agent_check.cases_limits import HEADROOM, prompt_of
+from sm121.bench.agent_check.cases_limits import TextAsk, long_input, overflow
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.agent_check.probe import Probe, Reply
 from sm121.bench.agent_check.streams import assemble_messages_stream, message_tool_uses
@@ -171,38 +171,11 @@ def total_input(usage: dict[str, Any]) -> int:
                                                  "cache_creation_input_tokens"))
 
 
-def _text_body(p: Probe, text: str) -> dict[str, Any]:
-    return {"model": p.model, "max_tokens": 16, "temperature": 0,
-            "messages": [{"role": "user", "content": text}]}
-
-
-async def overflow(p: Probe) -> str:
-    limit = _limit(p)
-    text, count = await prompt_of(p, limit + 512, seed=7)
-    reply = await p.post(ROUTE, _text_body(p, text), record={"messages": f"<{count} tokens>"})
-    if reply.status == 400:
-        return f"{count} prompt tokens over max_model_len {limit}: HTTP 400"
-    raise CaseFailed(f"{count} prompt tokens over max_model_len {limit}: HTTP {reply.status}")
-
-
-def long_input(target_tokens: int | None) -> Any:
-    async def case(p: Probe) -> str:
-        limit = _limit(p)
-        text, count = await prompt_of(p, min(target_tokens or limit, limit) - HEADROOM, seed=11)
-        if count + 16 > limit:
-            raise CaseFailed(f"could not build a prompt under the limit ({count} tokens)")
-        data = message(await p.post(ROUTE, _text_body(p, text),
-                                    record={"messages": f"<{count} tokens>"}), "long input")
-        served = total_input(data.get("usage") or {})
-        return f"{served or count} of max_model_len {limit} input tokens served"
-
-    return case
-
-
-def _limit(p: Probe) -> int:
-    if not p.facts.max_model_len:
-        raise CaseUnsupported("/v1/models reports no max_model_len")
-    return p.facts.max_model_len
+TEXT_ASK = TextAsk(
+    route=ROUTE, prompt_field="messages",
+    body=lambda p, text: {"model": p.model, "max_tokens": 16, "temperature": 0,
+                          "messages": [{"role": "user", "content": text}]},
+    read=message, served=lambda data: total_input(data.get("usage") or {}))
 
 
 def cases(long_tokens: int | None) -> dict[str, Any]:
@@ -216,6 +189,6 @@ def cases(long_tokens: int | None) -> dict[str, Any]:
         "params.max-tokens": max_tokens_honoured,
         "params.stop": stop_honoured,
         "api.count-tokens": count_tokens,
-        "limits.overflow-400": overflow,
-        "limits.long-input": long_input(long_tokens),
+        "limits.overflow-400": overflow(TEXT_ASK),
+        "limits.long-input": long_input(TEXT_ASK, long_tokens),
     }

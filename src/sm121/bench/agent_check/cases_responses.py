@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm121.bench.agent_check.cases_limits import HEADROOM, prompt_of
+from sm121.bench.agent_check.cases_limits import TextAsk, long_input, overflow
 from sm121.bench.agent_check.cases_tools import CHAT
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.agent_check.probe import Probe, Reply
@@ -171,37 +171,11 @@ async def no_count(p: Probe) -> str:
     raise CaseUnsupported("the Responses API has no token-count route in vLLM")
 
 
-def _text_body(p: Probe, text: str) -> dict[str, Any]:
-    return {"model": p.model, "input": text, "max_output_tokens": 16, "temperature": 0}
-
-
-async def overflow(p: Probe) -> str:
-    limit = _limit(p)
-    text, count = await prompt_of(p, limit + 512, seed=7)
-    reply = await p.post(ROUTE, _text_body(p, text), record={"input": f"<{count} tokens>"})
-    if reply.status == 400:
-        return f"{count} prompt tokens over max_model_len {limit}: HTTP 400"
-    raise CaseFailed(f"{count} prompt tokens over max_model_len {limit}: HTTP {reply.status}")
-
-
-def long_input(target_tokens: int | None) -> Any:
-    async def case(p: Probe) -> str:
-        limit = _limit(p)
-        text, count = await prompt_of(p, min(target_tokens or limit, limit) - HEADROOM, seed=11)
-        if count + 16 > limit:
-            raise CaseFailed(f"could not build a prompt under the limit ({count} tokens)")
-        data = response(await p.post(ROUTE, _text_body(p, text),
-                                     record={"input": f"<{count} tokens>"}), "long input")
-        served = (data.get("usage") or {}).get("input_tokens")
-        return f"{served or count} of max_model_len {limit} input tokens served"
-
-    return case
-
-
-def _limit(p: Probe) -> int:
-    if not p.facts.max_model_len:
-        raise CaseUnsupported("/v1/models reports no max_model_len")
-    return p.facts.max_model_len
+TEXT_ASK = TextAsk(
+    route=ROUTE, prompt_field="input",
+    body=lambda p, text: {"model": p.model, "input": text, "max_output_tokens": 16,
+                          "temperature": 0},
+    read=response, served=lambda data: (data.get("usage") or {}).get("input_tokens"))
 
 
 def cases(long_tokens: int | None) -> dict[str, Any]:
@@ -215,6 +189,6 @@ def cases(long_tokens: int | None) -> dict[str, Any]:
         "params.max-tokens": max_output_tokens,
         "params.stop": stop_honoured,
         "api.count-tokens": no_count,
-        "limits.overflow-400": overflow,
-        "limits.long-input": long_input(long_tokens),
+        "limits.overflow-400": overflow(TEXT_ASK),
+        "limits.long-input": long_input(TEXT_ASK, long_tokens),
     }

@@ -45,8 +45,8 @@ def all_cases(long_tokens: int | None = None, api: str = "chat") -> dict[str, Ca
         "api.models": cases_api.CASES["api.models"],
         **cases_tools.CASES,
         **{k: v for k, v in cases_api.CASES.items() if k != "api.models"},
-        "limits.overflow-400": cases_limits.context_overflow,
-        "limits.long-input": cases_limits.long_input(long_tokens),
+        "limits.overflow-400": cases_limits.overflow(cases_limits.CHAT_ASK),
+        "limits.long-input": cases_limits.long_input(cases_limits.CHAT_ASK, long_tokens),
     }
 
 
