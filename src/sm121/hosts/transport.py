@@ -173,3 +173,20 @@ def _completed(argv: list[str], input: str | None, timeout: float, where: str) -
 
 def local_path(path: str) -> Path:
     return Path(path).expanduser()
+
+
+# Long for one `printf`: a first ssh to a loaded node (key exchange, a session, a shell) once
+# took over 30 s on the 2-core testbed while two engine sessions of the suite booted.
+HOME_PROBE_TIMEOUT_S = 60
+
+
+def node_home(transport: Transport, name: str, local: bool) -> str:
+    """A node's $HOME: this machine's own, or asked over ssh (where `~` in a cluster file's
+    folders points)."""
+    if local:
+        return str(Path.home())
+    result = transport.run(["sh", "-c", 'printf %s "$HOME"'], timeout=HOME_PROBE_TIMEOUT_S)
+    if not result.ok or not result.stdout.startswith("/"):
+        raise Sm121Error(f"{name}: cannot read $HOME over ssh ({result.stderr.strip()})",
+                         "set `home` for this node in the cluster file")
+    return result.stdout

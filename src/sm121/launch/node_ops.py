@@ -12,7 +12,7 @@ from sm121 import paths
 from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
-from sm121.hosts.transport import Transport, transport_for
+from sm121.hosts.transport import Transport, node_home, transport_for
 from sm121.launch import remote, runtimes
 from sm121.launch.runtimes import NodeFiles
 from sm121.plan.model import NodePlan
@@ -39,7 +39,7 @@ class NodeSlot:
 def prepare_slot(node: NodePlan, run_id: str) -> NodeSlot:
     """Reach the node and learn its home (for `~` in paths), before anything is started."""
     transport = transport_for(node.ssh, node.ssh_port, node.ssh_config, name=node.name)
-    home = node.home or _probe_home(transport, node)
+    home = node.home or node_home(transport, node.name, local=node.ssh is None)
     state_dir = str(paths.home()) if node.ssh is None else node.state_dir
     files = runtimes.node_files(state_dir, home, run_id, node.name)
     # Hooks run before the engine and may write here (the run id is new: nothing to clash).
@@ -144,11 +144,3 @@ def _local_alive(slot: NodeSlot) -> bool:
     return process.pgid is not None and processes.group_alive_as(process.pgid, process.identity)
 
 
-def _probe_home(transport: Transport, node: NodePlan) -> str:
-    if node.ssh is None:
-        return str(Path.home())
-    result = transport.run(["sh", "-c", 'printf %s "$HOME"'], timeout=30)
-    if not result.ok or not result.stdout.startswith("/"):
-        raise Sm121Error(f"{node.name}: cannot read $HOME over ssh ({result.stderr.strip()})",
-                         "set `home` for this node in the cluster file")
-    return result.stdout

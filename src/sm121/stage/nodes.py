@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Literal
 
 from sm121.cluster.spec import Cluster, Node
-from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
-from sm121.hosts.transport import Transport, transport_for
+from sm121.hosts.transport import Transport, node_home, transport_for
 from sm121.stage.layout import expand_home, node_compile_cache, node_hf_cache
 
 Link = Literal["fabric", "mgmt"]
@@ -40,21 +39,11 @@ def _stage_node(cluster: Cluster, node: Node, link: Link) -> StageNode:
     target = cluster.ssh_target(node)
     address = copy_address(cluster, node, link)
     transport = transport_for(target, cluster.ssh_port, cluster.ssh_config, name=node.name)
-    home = node.home or probe_home(transport, node.name, local=target is None)
+    home = node.home or node_home(transport, node.name, local=target is None)
     return StageNode(name=node.name, transport=transport, home=home,
                      hf_cache=expand_home(node_hf_cache(node), home),
                      compile_cache=expand_home(node_compile_cache(node), home),
                      address=address, local=target is None, spec=node)
-
-
-def probe_home(transport: Transport, name: str, local: bool) -> str:
-    if local:
-        return str(Path.home())
-    result = transport.run(["sh", "-c", 'printf %s "$HOME"'], timeout=30)
-    if not result.ok or not result.stdout.startswith("/"):
-        raise Sm121Error(f"{name}: cannot read $HOME over ssh ({result.stderr.strip()})",
-                         "set `home` for this node in the cluster file")
-    return result.stdout
 
 
 def copy_address(cluster: Cluster, node: Node, link: Link) -> str | None:
