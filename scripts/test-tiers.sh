@@ -2,8 +2,8 @@
 # `make test`: three pytest sessions side by side, and the exit status of all three:
 # - the session engine's tier: tests/integration without the `own_engines` files; one tiny
 #   engine serves every test that only needs a running engine;
-# - the own engines' tier: the `own_engines` files of tests/integration (bench ab, supervise,
-#   cluster, stage, ...), which boot only engines of their own and never the session engine;
+# - the own engines' tier: the `own_engines` files of tests/integration (bench ab, cluster,
+#   stage, ...), which boot only engines of their own and never the session engine;
 # - the rest: tests/unit and tests/security, single-threaded Python (about 3 min).
 #
 # Why side by side: an engine test spends much of its time waiting (a boot is one process

@@ -78,7 +78,8 @@ def test_fuzz_bodies_against_the_real_engine(gateway: tuple[GatewayProcess, Path
     assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
     assert held == 0
     assert growth < 20 * 2**20
-    assert status == 200 and normal_s < 1.0
+    # It still answers at once: a bound on a hang, not on speed (make test loads the host).
+    assert status == 200 and normal_s < 10.0
     # Valid in shape; the engine may still refuse one on its own terms (a 400 it made).
     assert set(tally.by_kind().get("valid", {})) <= {"200", "400"}
 

@@ -123,11 +123,11 @@ def test_top_once_json_agrees_with_metrics(tiny_engine: TinyEngine, traffic: Tra
     bracket = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
     seen = engine["generation_tok_s"] * engine["interval_s"]
     assert 0 < seen <= bracket + 1
-    # From below only: top's rate is of its own few seconds, the bracket's of the whole
-    # command, and on a loaded host the engine's pace swings inside the bracket (CI, stop 27:
-    # 629 tok/s in top's 3 s against 116 tok/s over the bracket). The bound above is the
-    # exact one, `seen <= bracket`; this one catches a rate divided by the wrong interval.
-    assert engine["generation_tok_s"] > bracket / elapsed / 10
+    # No comparison of rates: on a loaded host the engine's counter moves in bursts (its API
+    # server drains a backlog of outputs at once), so top's few seconds and the bracket's pace
+    # differ either way (CI, stop 27: 629 tok/s in top's 3 s against 116 over the bracket; a
+    # whole-suite run: 416 against 5,076). The containment above is the exact check.
+    assert elapsed > engine["interval_s"]  # the bracket held top's whole interval
     assert engine["itl_s"]["count"] > 0 and engine["itl_s"]["p50"] > 0
     assert sample["hosts"][0]["node"] == "local" and sample["hosts"][0]["mem_available_gib"] > 0
 
