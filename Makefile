@@ -28,9 +28,9 @@ test: setup
 	sh scripts/ensure-sshd.sh
 	sh scripts/test-tiers.sh $(VENV)/bin/pytest
 
-# The tiers: `test` is both, side by side (scripts/test-tiers.sh says why).
-# `unit` boots no engine (a couple of minutes); `integration` boots
-# the real tiny engine, once for the session plus the few that need their own.
+# The tiers: `test` runs them all as three sessions side by side (scripts/test-tiers.sh says
+# why and how). `unit` boots no engine (a couple of minutes); `integration` is the engine tier
+# in one session: the real tiny engine once for the session plus the few that need their own.
 unit: setup
 	$(VENV)/bin/pytest -ra tests/unit
 

@@ -24,6 +24,7 @@ from support.gateway_process import spawned_gateway
 
 from sm121.gateway.routing import weight
 from sm121.gateway.sessions import session_id
+from sm121.hosts.processes import group_alive
 
 pytestmark = pytest.mark.integration
 
@@ -55,25 +56,11 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 
 
 def _wait_gone(group: int) -> None:
-    """SIGKILL is asynchronous: wait until no process of the group runs (a zombie waiting
-    for its reaper has stopped)."""
+    """SIGKILL is asynchronous: wait until no process of the group runs (zombies excluded)."""
     deadline = time.monotonic() + 30
-    while _living(group):
+    while group_alive(group):
         assert time.monotonic() < deadline, f"process group {group} outlived SIGKILL by 30 s"
         time.sleep(0.1)
-
-
-def _living(group: int) -> list[int]:
-    living = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its ')'
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # it ended while being read
-        if int(fields[2]) == group and fields[0] != "Z":
-            living.append(int(stat.parent.name))
-    return living
 
 
 def _session_owned_by(run_id: str, other: str) -> str:
