@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from support.aiohttp_server import served
 
 from sm121.bench.agents.capture_log import (
     by_session,
@@ -111,13 +112,8 @@ async def fake_upstream():
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}", arrivals
-    await runner.cleanup()
+    async with served(app) as url:
+        yield url, arrivals
 
 
 async def test_a_replay_keeps_the_gaps_over_speed(tmp_path, fake_upstream):

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from support.aiohttp_server import served
 
 from sm121.bench.agents.replay import replay
 from sm121.bench.client import BenchClient
@@ -88,13 +89,8 @@ async def engine() -> AsyncIterator[tuple[str, list[tuple[str, dict[str, Any]]]]
     app.router.add_post("/v1/messages", messages)
     app.router.add_post("/v1/responses", responses)
     app.router.add_post("/tokenize", tokenize)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}", seen
-    await runner.cleanup()
+    async with served(app) as url:
+        yield url, seen
 
 
 @pytest.mark.parametrize(("path", "turns", "view"), [

@@ -8,6 +8,7 @@ import json
 import pytest
 from aiohttp import web
 from support import invoke_cli
+from support.aiohttp_server import served
 
 from sm121.bench.client import BenchClient
 from sm121.bench.runner import run_together
@@ -53,13 +54,8 @@ async def server():
 
     app = web.Application()
     app.router.add_post("/v1/completions", completions)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}", seen
-    await runner.cleanup()
+    async with served(app) as url:
+        yield url, seen
 
 
 async def test_counts_ids_and_sends_what_the_discipline_needs(server):
