@@ -13,7 +13,7 @@ counts the skip, so it is never silent.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sm121.errors import Sm121Error
@@ -38,11 +38,7 @@ def messages_to_chat(body: Mapping[str, Any]) -> dict[str, Any] | None:
             chat.append({"role": "system", "content": system})
         for message in messages:
             chat.extend(_anthropic_message(message))
-        view = _view(body, chat)
-        tools = body.get("tools")
-        if isinstance(tools, list) and tools:
-            view["tools"] = [_anthropic_tool(t) for t in tools]
-        return view
+        return _view(body, chat, _anthropic_tool)
     except NoView:
         return None
 
@@ -62,18 +58,19 @@ def responses_to_chat(body: Mapping[str, Any]) -> dict[str, Any] | None:
                 _responses_item(item, chat)
         else:
             return None
-        view = _view(body, chat)
-        tools = body.get("tools")
-        if isinstance(tools, list) and tools:
-            view["tools"] = [_responses_tool(t) for t in tools]
-        return view
+        return _view(body, chat, _responses_tool)
     except NoView:
         return None
 
 
-def _view(body: Mapping[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _view(body: Mapping[str, Any], messages: list[dict[str, Any]],
+          tool: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """The chat body: the passed-through fields, the messages, and the tools in chat's form."""
     view: dict[str, Any] = {k: body[k] for k in _PASSED if k in body}
     view["messages"] = messages
+    tools = body.get("tools")
+    if isinstance(tools, list) and tools:
+        view["tools"] = [tool(t) for t in tools]
     return view
 
 
