@@ -16,6 +16,7 @@ from sm121.findings import Status
 from sm121.hosts.parallel import in_parallel
 from sm121.hosts.transport import Transport, transport_for
 from sm121.recipes.schema import Recipe
+from sm121.stage.images import image_id
 
 q = shlex.quote
 
@@ -88,7 +89,7 @@ def _check_node(request: CheckRequest, node: Node) -> tuple[list[Check], str | N
                          transport, where)
     findings += _interfaces(transport, node, where)
     findings += _ports(transport, request.all_ports, where)
-    image = _image_id(transport, request.image) if request.image else None
+    image = image_id(transport, request.image) if request.image else None
     if request.image and image is None:
         findings.append(_finding("error", where, "image", f"{request.image} is not on "
                                  "this node", fix=f"docker pull {request.image}"))
@@ -162,11 +163,6 @@ def _ports(transport: Transport, ports: tuple[int, ...], where: str) -> list[Che
     return [_finding("error", where, "ports", f"port {port} is already in use",
                      fix="stop what listens there, or choose another port")
             for port in ports if port in listening]
-
-
-def _image_id(transport: Transport, image: str) -> str | None:
-    done = transport.run(["docker", "image", "inspect", "-f", "{{.Id}}", image], timeout=60)
-    return done.stdout.strip() or None if done.ok else None
 
 
 def _finding(status: Status, where: str, check: str, detail: str, fix: str = "") -> Check:

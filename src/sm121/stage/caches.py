@@ -23,7 +23,7 @@ from sm121.stage.files import list_files
 from sm121.stage.images import image_id
 from sm121.stage.job import Job
 from sm121.stage.layout import ModelKey
-from sm121.stage.manifest import NodeManifest, StagedCache, read_manifest, write_manifest
+from sm121.stage.manifest import StagedCache, update_manifest
 from sm121.stage.nodes import StageNode, hop_ssh
 from sm121.stage.tools import copy_method, node_tools
 from sm121.stage.transfer import Endpoint, bytes_sent, rsync_script, same_host, tar_script
@@ -168,7 +168,6 @@ def _write_cache_manifest(node: StageNode, key: CacheKey, size: int, source: str
 
 
 def _record(node: StageNode, key: ModelKey, cache: CacheKey, size: int, sender: str) -> None:
-    old = read_manifest(node.transport, node.hf_cache, key) or NodeManifest()
     entry = StagedCache(folder=node.compile_cache, key=cache.model_dump(), bytes=size,
                         source=sender, staged_at=time.time())
-    write_manifest(node.transport, node.hf_cache, key, old.model_copy(update={"cache": entry}))
+    update_manifest(node.transport, node.hf_cache, key, cache=entry)

@@ -20,7 +20,7 @@ from sm121.hosts.transport import Transport
 from sm121.stage.fanout import fan_out
 from sm121.stage.job import Job
 from sm121.stage.layout import ModelKey
-from sm121.stage.manifest import NodeManifest, StagedImage, read_manifest, write_manifest
+from sm121.stage.manifest import StagedImage, update_manifest
 from sm121.stage.nodes import StageNode, hop_ssh
 from sm121.stage.progress import ProgressBoard, Snapshot
 
@@ -138,6 +138,5 @@ def stage_image(image: str, cluster: Cluster, nodes: list[StageNode], source: st
 
 
 def _record(node: StageNode, key: ModelKey, image: str, wanted: str) -> None:
-    old = read_manifest(node.transport, node.hf_cache, key) or NodeManifest()
     entry = StagedImage(image=image, id=wanted, staged_at=time.time())
-    write_manifest(node.transport, node.hf_cache, key, old.model_copy(update={"image": entry}))
+    update_manifest(node.transport, node.hf_cache, key, image=entry)

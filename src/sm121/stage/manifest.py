@@ -77,6 +77,14 @@ def write_manifest(transport: Transport, hf_cache: str, key: ModelKey,
                          "check that the node's hf_cache folder is writable")
 
 
+def update_manifest(transport: Transport, hf_cache: str, key: ModelKey,
+                    **entries: StagedWeights | StagedCache | StagedImage) -> None:
+    """Record what was staged (weights, cache or image) in the node's manifest, keeping the
+    entries it already holds."""
+    old = read_manifest(transport, hf_cache, key) or NodeManifest()
+    write_manifest(transport, hf_cache, key, old.model_copy(update=entries))
+
+
 def weights_entry(key: ModelKey, folder: str, files: dict[str, FileEntry],
                   sums: dict[str, str], source: str) -> StagedWeights:
     return StagedWeights(model=key.label, repo=key.repo, revision=key.revision, folder=folder,

@@ -52,9 +52,7 @@ def copy_address(cluster: Cluster, node: Node, link: Link) -> str | None:
     target = cluster.ssh_target(node)
     user = target.split("@", 1)[0] if target and "@" in target else cluster.ssh_user
     if link == "mgmt":
-        if target is None:
-            return None
-        return target
+        return target  # None: the node is this machine
     if not node.fabric_ip:
         return None  # only a copy onto the node itself can reach it; others are refused
     return f"{user}@{node.fabric_ip}" if user else node.fabric_ip

@@ -130,7 +130,7 @@ def _already(stage: _Stage, node: StageNode) -> NodeOutcome:
     if manifest is None or manifest.weights is None:
         return pending
     present = list_files(node.transport, folder)
-    if mf.mismatches(manifest.weights, stage.sums, present) or present is None:
+    if mf.mismatches(manifest.weights, stage.sums, present):  # a missing folder: all
         return pending
     if stage.request.verify:
         now = checksums(node.transport, folder, sorted(stage.files))
@@ -240,10 +240,9 @@ def _verify_and_record(stage: _Stage, node: StageNode, sender: str, method: str,
     key = stage.source.key
     folder = stage.outcomes[node.name].folder
     files = {n: present.get(n, f) for n, f in stage.files.items()}
-    old = mf.read_manifest(node.transport, node.hf_cache, key) or mf.NodeManifest()
     entry = mf.weights_entry(key, folder, files, stage.sums, f"{stage.source.name}:"
                              f"{stage.source.folder}")
-    mf.write_manifest(node.transport, node.hf_cache, key, old.model_copy(update={"weights": entry}))
+    mf.update_manifest(node.transport, node.hf_cache, key, weights=entry)
     _write_ref(stage, node)
     stage.board.finish(node.name)
     stage.outcomes[node.name] = stage.outcomes[node.name].model_copy(update={
