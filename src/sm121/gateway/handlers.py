@@ -5,6 +5,7 @@ and locality report."""
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import time
@@ -54,9 +55,7 @@ async def generation(request: web.Request) -> web.StreamResponse:
     session = session_id(request.headers, body, gw.config.session_header)
     pool = _pool(gw, body.get("model"))
     stripped, changed = _apply_policy(gw, body, pool, protocol)
-    # The prompt as the engine's chat template sees it: counted for the context check and
-    # the long lane, compared turn by turn by the locality watch.
-    view = protocol.chat_view(body)
+    prompt = _Prompt(protocol, body, len(raw))
     # Whatever policy changed (a parameter stripped, a default supplied) is sent re-encoded;
     # otherwise the client's own bytes go, as they came.
     payload = json.dumps(body).encode() if changed else raw
@@ -71,7 +70,7 @@ async def generation(request: web.Request) -> web.StreamResponse:
         if stripped:
             ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
         response = await _generate_on(gw, route.replica, request, ex,
-                                      _Prompt(protocol, body, view, len(raw)), session,
+                                      prompt, session,
                                       watch=not tried)
         tried.append(route.replica)
         # Refused at the door (connection failed): nothing reached that engine, so another
@@ -85,9 +84,16 @@ class _Prompt:
     """One generation's body with what its protocol says about it."""
 
     protocol: Protocol
-    body: dict[str, Any]
-    view: dict[str, Any] | None  # the prompt in chat form, or None when it has none
+    body: dict[str, Any]  # as policy left it
     nbytes: int
+
+    @functools.cached_property
+    def view(self) -> dict[str, Any] | None:
+        """The prompt as the engine's chat template sees it, or None when it has none:
+        counted for the context check near a limit, compared turn by turn by the locality
+        watch. Built on first use only (a walk of a whole Messages or Responses conversation),
+        once for all the replicas a request is tried on."""
+        return self.protocol.chat_view(self.body)
 
 
 async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange,

@@ -52,8 +52,6 @@ StreamError = Callable[[str, str, int], bytes]
 class Protocol:
     api: Api
     route: str
-    usage: str  # where its usage is (the observer reads every shape)
-    stream_end: str  # the last event of a whole stream
     output_fields: tuple[str, ...]  # what bounds the reply's length
     prompt_field: str  # names the prompt in a context-length error
     chat_view: ChatView  # its prompt in chat-completions form, for /tokenize and locality
@@ -115,23 +113,21 @@ def _completions_itself(body: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(body) if "prompt" in body else None
 
 
-CHAT = Protocol(Api.CHAT, "/v1/chat/completions", "usage (the last chunk asks "
-                "stream_options.include_usage)", "data: [DONE]",
-                ("max_completion_tokens", "max_tokens"), "messages", _chat_itself,
-                defaults.chat_defaults, openai_stream_error, openai_error)
-COMPLETIONS = Protocol(Api.COMPLETIONS, "/v1/completions", "usage", "data: [DONE]",
-                       ("max_tokens",), "prompt", _completions_itself, defaults.no_defaults,
-                       openai_stream_error, openai_error)
-MESSAGES = Protocol(Api.MESSAGES, "/v1/messages", "message_delta.usage; the input in "
-                    "message_start.message.usage", "event: message_stop", ("max_tokens",),
-                    "messages", chat_view.messages_to_chat, defaults.messages_defaults,
+# Where each protocol's usage is, and how its stream ends: the module docstring (observe.py
+# reads every shape).
+CHAT = Protocol(Api.CHAT, "/v1/chat/completions", ("max_completion_tokens", "max_tokens"),
+                "messages", _chat_itself, defaults.chat_defaults, openai_stream_error,
+                openai_error)
+COMPLETIONS = Protocol(Api.COMPLETIONS, "/v1/completions", ("max_tokens",), "prompt",
+                       _completions_itself, defaults.no_defaults, openai_stream_error,
+                       openai_error)
+MESSAGES = Protocol(Api.MESSAGES, "/v1/messages", ("max_tokens",), "messages",
+                    chat_view.messages_to_chat, defaults.messages_defaults,
                     anthropic_stream_error, anthropic_error)
-RESPONSES = Protocol(Api.RESPONSES, "/v1/responses", "response.usage of response.completed",
-                     "event: response.completed", ("max_output_tokens",), "input",
+RESPONSES = Protocol(Api.RESPONSES, "/v1/responses", ("max_output_tokens",), "input",
                      chat_view.responses_to_chat, defaults.chat_defaults,
                      responses_stream_error, openai_error)
 PROTOCOLS: dict[str, Protocol] = {p.route: p for p in (CHAT, COMPLETIONS, MESSAGES, RESPONSES)}
-BY_API: dict[Api, Protocol] = {p.api: p for p in PROTOCOLS.values()}
 GENERATION_ROUTES = tuple(PROTOCOLS)
 
 

@@ -27,7 +27,6 @@ from sm121.errors import Sm121Error
 from sm121.sse import SSEParser
 
 PATHS = {"messages": "/v1/messages", "responses": "/v1/responses"}
-AGENT_APIS = ("chat", "messages", "responses")
 
 
 def check_api(scenario: str, api: str | None) -> None:
