@@ -34,8 +34,7 @@ from sm121.bench.knee_math import TOLERANCE, summarize_knee
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
 from sm121.bench.scaling import decode_metrics
-from sm121.bench.server import engine_of
-from sm121.engines.prometheus import parse_metrics
+from sm121.bench.server import read_counters
 from sm121.engines.registry import metric_names
 from sm121.errors import Sm121Error
 
@@ -62,16 +61,11 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-async def metrics(client: BenchClient) -> dict[str, float]:
-    text = await engine_of(client).metrics_text()
-    return parse_metrics(text) if text else {}
-
-
 async def _settled(client: BenchClient, count: str, before: dict[str, float], moved: float
                    ) -> dict[str, float]:
     deadline = time.monotonic() + METRICS_WAIT_S
     while True:
-        after = await metrics(client)
+        after = await read_counters(client)
         if after.get(count, 0.0) - before.get(count, 0.0) >= moved or \
                 time.monotonic() > deadline:
             return after
@@ -110,7 +104,7 @@ def _rate(tokens: float, seconds: float | None) -> float | None:
 async def prefill_step(ctx: Context, ids: list[int], step: int, rep: int) -> dict[str, Any]:
     client = ctx.client
     prompt, tag = await salted_ids(client, ids, step)
-    before = await metrics(client)
+    before = await read_counters(client)
     record = await client.complete(prompt, 1, f"prefill-{step}-{rep}", salt=False,
                                    extra=client.cache_salt_field(tag))
     after = await _settled(client, PREFILL_COUNT, before, 1)
@@ -127,7 +121,7 @@ async def prefill_step(ctx: Context, ids: list[int], step: int, rep: int) -> dic
 
 async def decode_batch(ctx: Context, batch: int, tokens: int, rep: int) -> dict[str, Any]:
     client = ctx.client
-    before = await metrics(client)
+    before = await read_counters(client)
     records: list[StreamRecord] = await run_together(*(
         client.complete(filler(24, seed=i), tokens, f"decode-{batch}-{rep}-{i}")
         for i in range(batch)))

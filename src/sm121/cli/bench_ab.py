@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -10,16 +9,11 @@ import typer
 
 from sm121.bench.results import default_path
 from sm121.bench.scenarios import get
+from sm121.cli.bench_common import free_port
 from sm121.cli.options import TRUST
 from sm121.cli.output import console, console_summary, parse_sets, print_json
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _params(prefill_tokens: int | None, short_at: str | None,
@@ -85,7 +79,7 @@ def ab(
 
         scenario_params = {**agent_params(agents, turns, None, workload, slo), **scenario_params}
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
-                        out or default_path(f"ab-{scenario}"), port or _free_port(),
+                        out or default_path(f"ab-{scenario}"), port or free_port(),
                         overrides=parse_sets(sets), resume=resume, trust=trust,
                         reps_per_boot=reps_per_boot, rest_s=rest, api=api)
     with LongWait(f"A/B {scenario}: {', '.join(names)} x {reps}") as wait:

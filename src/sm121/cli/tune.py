@@ -3,12 +3,12 @@ agents workload, and write the best as profile `tuned` into the user's recipe.""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from sm121.cli.bench_common import free_port
 from sm121.cli.options import CLUSTER, JSON, TRUST
 from sm121.cli.output import console, print_json
 from sm121.cli.progress import LongWait
@@ -17,12 +17,6 @@ from sm121.errors import Sm121Error
 
 def register(app: typer.Typer) -> None:
     app.command("tune")(tune)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _ints(text: str) -> list[int]:
@@ -87,7 +81,7 @@ def tune(
     spec = agent_params(agents, turns, None, workload, slo)["workload"]  # checked here
     folder = out or Path(f"tune-{Path(recipe).stem}")
     request = TuneRequest(
-        recipe, spec, slo, agents, folder, port or _free_port(), parse_duration(budget),
+        recipe, spec, slo, agents, folder, port or free_port(), parse_duration(budget),
         turns=turns, baselines=[b.strip() for b in baselines.split(",") if b.strip()]
         if baselines is not None else None,
         knee_params={"steps": _ints(steps), "batches": _ints(batches), "reps": knee_reps},

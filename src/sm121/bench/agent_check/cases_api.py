@@ -45,7 +45,7 @@ async def stop_honoured(p: Probe) -> str:
     """Greedy decoding twice: the second request stops at a piece of the first one's text."""
     first = accepted(await p.post(CHAT, plain(p, max_tokens=24)), "without stop")
     text = str(first.get("content") or "")
-    stop = _stop_word(text)
+    stop = stop_word(text)
     if stop is None:
         raise CaseUnsupported(f"the reply {text!r} has no piece to stop at")
     second = accepted(await p.post(CHAT, plain(p, max_tokens=24, stop=[stop])), "with stop")
@@ -149,7 +149,7 @@ def _model_entries(body: Any) -> Any:
             for m in body.get("data") or [] if isinstance(m, dict)]
 
 
-def _stop_word(text: str) -> str | None:
+def stop_word(text: str) -> str | None:
     """A short piece from the middle of the text, not at its very start."""
     for start in range(3, max(len(text) - 3, 3)):
         piece = text[start:start + 3]

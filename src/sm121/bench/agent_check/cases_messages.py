@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm121.bench.agent_check.cases_api import stop_word
 from sm121.bench.agent_check.cases_limits import TextAsk, long_input, overflow
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.agent_check.probe import Probe, Reply
@@ -134,8 +135,7 @@ async def max_tokens_honoured(p: Probe) -> str:
 async def stop_honoured(p: Probe) -> str:
     first = message(await p.post(ROUTE, plain(p, max_tokens=24)), "without stop")
     text = "".join(b.get("text", "") for b in first.get("content") or [] if b.get("type") == "text")
-    stop = next((text[i:i + 3] for i in range(3, max(len(text) - 3, 3))
-                 if text[i:i + 3].strip() and text.find(text[i:i + 3]) == i), None)
+    stop = stop_word(text)
     if stop is None:
         raise CaseUnsupported(f"the reply {text!r} has no piece to stop at (the model's "
                               "tokens decode to no text)")

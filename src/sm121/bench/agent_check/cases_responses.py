@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm121.bench.agent_check.cases_api import stop_word
 from sm121.bench.agent_check.cases_limits import TextAsk, long_input, overflow
 from sm121.bench.agent_check.cases_tools import CHAT
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
@@ -154,8 +155,7 @@ async def stop_honoured(p: Probe) -> str:
     then the same request stopping at a piece of it."""
     plain = {"model": p.model, "input": NOTE, "temperature": 0, "max_output_tokens": 24}
     text = _text(response(await p.post(ROUTE, plain), "without stop"))
-    stop = next((text[i:i + 3] for i in range(3, max(len(text) - 3, 3))
-                 if text[i:i + 3].strip() and text.find(text[i:i + 3]) == i), None)
+    stop = stop_word(text)
     if stop is None:
         raise CaseUnsupported(f"the reply {text!r} has no piece to stop at")
     cut = _text(response(await p.post(ROUTE, {**plain, "stop": [stop]}), "with stop"))
