@@ -50,20 +50,22 @@ class AbRequest:
     api: str | None = None  # --api: the protocol the scenario speaks (None: its own)
 
 
-def run_order(profiles: list[str], reps: int) -> list[tuple[int, str]]:
-    """(rep, profile) in run order: forward on even repetitions, reversed on odd ones."""
-    return [(rep, p) for rep in range(reps)
-            for p in (profiles if rep % 2 == 0 else list(reversed(profiles)))]
-
-
 def boot_order(profiles: list[str], reps: int, per_boot: int = 1
                ) -> list[tuple[int, str, list[int]]]:
     """(boot, profile, its repetitions) in run order: forward on even boots, reversed on odd
-    ones; per_boot 1 is run_order."""
+    ones (with one repetition per boot, A B then B A between repetitions)."""
     boots = math.ceil(reps / max(1, per_boot))
     return [(b, p, list(range(b * per_boot, min(reps, (b + 1) * per_boot))))
             for b in range(boots)
             for p in (profiles if b % 2 == 0 else list(reversed(profiles)))]
+
+
+def pair_order(request: AbRequest) -> list[tuple[int, str]]:
+    """(rep, profile) in the order they are measured: each boot's repetitions together."""
+    return [(rep, profile)
+            for _, profile, reps in boot_order(request.profiles, request.reps,
+                                               request.reps_per_boot)
+            for rep in reps]
 
 
 def run_ab(request: AbRequest, say: Say = lambda _: None) -> ResultsFile:
@@ -91,7 +93,7 @@ def open_results(request: AbRequest) -> ResultsFile:
         "reps_per_boot": request.reps_per_boot, "rest_s": request.rest_s,
         "variants": {k: {"profile": b, "args": a} for k, (b, a) in request.variants.items()},
         "overrides": request.overrides, "scenario_params": request.params,
-        "order": [f"{rep}:{p}" for rep, p in run_order(request.profiles, request.reps)]},
+        "order": [f"{rep}:{p}" for rep, p in pair_order(request)]},
         resume=request.resume)
     results.data.setdefault("boots", [])
     return results

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sm121.bench.ab import compare, run_order
+from sm121.bench.ab import AbRequest, compare, pair_order
 from sm121.bench.results import SCHEMA, ResultsFile, load_results
 from sm121.errors import Sm121Error
 
@@ -33,9 +33,19 @@ def test_foreign_or_newer_files_are_refused(tmp_path):
         load_results(other)
 
 
-def test_ab_order_alternates_between_repetitions():
-    assert run_order(["a", "b", "c"], 3) == [
+def _order(profiles, reps, per_boot, tmp_path):
+    return pair_order(AbRequest("r", profiles, "overlap", reps, {}, tmp_path / "ab.json", 1,
+                                reps_per_boot=per_boot))
+
+
+def test_ab_order_alternates_between_repetitions(tmp_path):
+    assert _order(["a", "b", "c"], 3, 1, tmp_path) == [
         (0, "a"), (0, "b"), (0, "c"), (1, "c"), (1, "b"), (1, "a"), (2, "a"), (2, "b"), (2, "c")]
+
+
+def test_ab_order_keeps_the_repetitions_of_one_boot_together(tmp_path):
+    assert _order(["a", "b"], 3, 2, tmp_path) == [
+        (0, "a"), (1, "a"), (0, "b"), (1, "b"), (2, "b"), (2, "a")]
 
 
 def test_comparison_has_medians_spread_and_ratios_to_the_first_profile():
