@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.boot import Boot, served, steps
-from sm121.bench.boot_effect import boot_effects
 from sm121.bench.compare import compare_with
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
@@ -175,8 +174,4 @@ def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str
             ) -> dict[str, Any]:
     """Per metric and profile: median, min, max, n over repetitions, and the ratio of each
     median to the first profile's (the baseline); with reps per boot, the boot-effect test."""
-    spec = get(scenario)
-    table = compare_with(spec, samples, profiles)
-    if any(s.get("rep_on_boot") for s in samples):
-        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline_rows()])
-    return table
+    return compare_with(get(scenario), samples, profiles)

@@ -1,5 +1,6 @@
 """The A/B comparison: per headline metric and profile, median, min, max and n over the
-repetitions, and each median's ratio to the first profile's (the baseline). It takes the
+repetitions, and each median's ratio to the first profile's (the baseline); with
+repetitions per boot, the test of a boot's later repetitions against its first. It takes the
 scenario's spec, not its name, so that report sections can recompute a comparison without
 reaching back up into the registry."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm121.bench.boot_effect import boot_effects
 from sm121.bench.scenario_spec import ScenarioSpec
 from sm121.bench.stats import summarize
 
@@ -23,6 +25,8 @@ def compare_with(spec: ScenarioSpec, samples: list[dict[str, Any]], profiles: li
     verdict = spec.verdict_fn()
     if verdict is not None:
         table["verdict"] = verdict(samples, profiles)
+    if any(s.get("rep_on_boot") for s in samples):
+        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline_rows()])
     return table
 
 

@@ -51,7 +51,9 @@ async def _repetition(ctx: Context, p: dict[str, Any], rep: int) -> list[dict[st
 
 async def _attempt(ctx: Context, p: dict[str, Any], rep: int, attempt: int,
                    margin: float) -> dict[str, Any]:
-    client, say = ctx.client, (lambda m: ctx.progress(f"rep {rep + 1}: {m}", rep, p["reps"]))
+    # A single repetition (each of bench ab's, which says its own repetition) has no number.
+    label = f"rep {rep + 1}: " if p["reps"] > 1 else ""
+    client, say = ctx.client, (lambda m: ctx.progress(f"{label}{m}", rep, p["reps"]))
     counters = await read_counters(client)
     say("warm-up and calibration")
     warm = [await client.complete(filler(64, seed=i), p["warmup_tokens"], f"warmup-{i}")

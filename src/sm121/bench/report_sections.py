@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench import plots
+from sm121.bench.boot_effect import describe
 from sm121.bench.compare import compare_with
 from sm121.bench.format import fmt, markdown_table, table_rows
 from sm121.bench.overlap_metrics import overlap_metrics, summarize_reps
@@ -94,8 +95,13 @@ def _rep_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 def overlap_section(data: dict[str, Any], files: list[Path]) -> list[str]:
     lines = [WINDOWS_NOTE, "", *markdown_table(*table_rows(data))]
-    lines += ["Per repetition (order = run order; A/B order alternates between repetitions):",
+    lines += ["Per repetition (order = run order; the profile order alternates between boots):",
               "", *markdown_table(*_rep_rows(data))]
+    effect = (data.get("summary") or {}).get("boot_effect")
+    if effect:
+        lines += ["Later repetitions on a boot against its first (the prefix cache is salted "
+                  "away between them; a sign test per metric):", "",
+                  *[f"- {line}" for line in describe(effect)], ""]
     lines += images(files) + [""]
     if data["kind"] == "ab":
         lines += ["Engine args per profile (as served by sm121):", ""]

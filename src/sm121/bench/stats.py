@@ -71,58 +71,95 @@ def admission_valid(submitted: float, window: Window) -> bool:
     return window.contains(submitted)
 
 
-def _segment_sse(t: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """SSE of a least-squares line through points[0..k], for every k (vectorised)."""
-    n = np.arange(1, len(t) + 1, dtype=float)
-    st, sy = np.cumsum(t), np.cumsum(y)
-    stt = np.cumsum(t * t) - st * st / n
-    syy = np.cumsum(y * y) - sy * sy / n
-    sty = np.cumsum(t * y) - st * sy / n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sse = syy - np.where(stt > 0, sty * sty / stt, 0.0)
-    return np.maximum(sse, 0.0)
-
-
 def engine_start(times: Sequence[float], tokens: Sequence[int], submitted: float,
                  first_token: float, before_rate: float | None,
                  fast_fraction: float = 0.2, slow_fraction: float = 0.5,
-                 burst_gap_s: float = 0.005, step_tokens: int = 8) -> float | None:
-    """When the engine really began the prefill, seen from the ongoing stream: the knee where
-    its delivered-token curve turns from undisturbed to starved (a two-segment least-squares
-    fit over the client window). Before the knee the API server was still tokenising, or
-    flushing output it had fallen behind on, and the stream decoded undisturbed. A single
+                 step_tokens: int = 8, starved_s: float = 0.5) -> float | None:
+    """When the engine really began the prefill, seen from the ongoing stream: where its
+    delivered-token curve y(t) turns from undisturbed to starved. That is the maximum of
+    y(t) - s * R * (t - submitted), R the undisturbed rate and s `slow_fraction`: the curve
+    rises while the stream delivers faster than s * R (the API server still tokenising, or
+    flushing output it had fallen behind on) and falls once the prefill starves it. A single
     stall threshold is not enough: on a loaded host the stream arrives in bursts with
-    multi-second pauses even before the prefill. None when there is no distinct fast-then-slow
-    shape (then the engine started at once and the client window is the engine window)."""
+    multi-second pauses even before the prefill.
+
+    The maximum taken is the first one the curve then falls well below (by `starved_s` of
+    stalled decode): a backlog the API server flushes later, after a starved stretch, is
+    decode during the prefill delivered late, so it stays inside the engine window, where
+    the delivery check sees it as a burst.
+
+    Why not a two-segment straight-line fit (the first version): with a small prefill chunk
+    the starved rate keeps falling as the prefill's context grows, and the fit put the break
+    seconds late. On the H200 at threshold 256 it gave 241-252 decode tokens in the engine
+    window where the engine ran 391 steps (one decode token each), or found no break at all;
+    this maximum gives 393, with the break at the measured tokenisation time
+    (tests/unit/bench/test_engine_window_gpu.py checks every committed H200 repetition).
+
+    A slowed stretch may come between: on a 2-core host the API server's tokenising slows the
+    stream to about a third before the engine starves it to a trickle (the CPU testbed). The
+    engine start is then the later, sharper turn (`_sharper_turn`), not the first.
+
+    None when there is no distinct fast-then-slow shape (then the engine started at once and
+    the client window is the engine window), or without an undisturbed rate to compare with."""
     inside = [(t, n) for t, n in zip(times, tokens, strict=True) if submitted < t <= first_token]
-    if len(inside) < 3 or first_token <= submitted:
+    if len(inside) < 3 or first_token <= submitted or not before_rate:
         return None
     t = np.asarray([submitted] + [p[0] for p in inside], dtype=float)
     y = np.concatenate([[0.0], np.cumsum([p[1] for p in inside])]).astype(float)
-    left = _segment_sse(t, y)
-    right = _segment_sse(t[::-1], y[::-1])[::-1]
-    k = int(np.argmin(left[1:-1] + right[1:-1])) + 1
-    rate_left = y[k] / (t[k] - submitted) if t[k] > submitted else 0.0
-    rate_right = (y[-1] - y[k]) / (first_token - t[k]) if first_token > t[k] else 0.0
-    fast = before_rate is None or rate_left >= fast_fraction * before_rate
-    if not (fast and rate_right <= slow_fraction * rate_left):
+    k, fell = _first_peak(y - slow_fraction * before_rate * (t - submitted),
+                          max(step_tokens, slow_fraction * before_rate * starved_s))
+    if fell:  # a slowed stretch from the submission on may still turn sharply later
+        k = _sharper_turn(t, y, k, fast_fraction * before_rate, slow_fraction, step_tokens,
+                          starved_s)
+    if k == 0 or y[k] / (t[k] - submitted) < fast_fraction * before_rate:
+        return None  # slow from the submission on: no undisturbed stretch
+    if fell:
+        return float(t[k])
+    # The curve never fell that far (a short window): starved still means slower than half
+    # the stretch before, with at least one engine step's worth of tokens missing.
+    after_s = first_token - t[k]
+    if after_s <= 0:
         return None
-    return _past_flush(t, y, k, burst_gap_s, step_tokens)
-
-
-def _past_flush(t: np.ndarray, y: np.ndarray, k: int, burst_gap_s: float,
-                step_tokens: int) -> float:
-    """The fit may cut a backlog flush short. A group of chunks arriving together (within
-    `burst_gap_s`) that carries more tokens than one engine step can give one stream
-    (`step_tokens`, room for speculative tokens) is still backlog: the window opens after it."""
-    while k + 1 < len(t):
-        end = k + 1
-        while end + 1 < len(t) and t[end + 1] - t[end] < burst_gap_s:
-            end += 1
-        if y[end] - y[k] <= step_tokens:
-            break
-        k = end
+    gained = y[-1] - y[k]
+    if (gained / after_s > slow_fraction * y[k] / (t[k] - submitted)
+            or before_rate * after_s - gained < step_tokens):
+        return None
     return float(t[k])
+
+
+def _sharper_turn(t: np.ndarray, y: np.ndarray, k: int, fast_rate: float,
+                  slow_fraction: float, step_tokens: int, starved_s: float,
+                  sharp_fraction: float = 0.2) -> int:
+    """The turn after `k` when the stretch after `k` is only slowed (at least `fast_rate`) and
+    then falls by another factor of 1 / `sharp_fraction`; else `k`. The factor keeps a starved
+    rate that merely keeps falling as the prefill's context grows (two to three times over a
+    100,000-token prefill on the H200) from moving the start late."""
+    ref = int(np.searchsorted(y, y[k] + step_tokens))  # the slowed stretch's first tokens
+    if ref >= len(t) - 1:
+        return k
+    mid_rate = (y[ref] - y[k]) / (t[ref] - t[k])
+    if mid_rate < fast_rate:
+        return k
+    j, fell = _first_peak(y[k:] - y[k] - slow_fraction * mid_rate * (t[k:] - t[k]),
+                          max(step_tokens, slow_fraction * mid_rate * starved_s))
+    turn = k + j
+    if not fell or j == 0 or t[-1] <= t[turn]:
+        return k
+    before = (y[turn] - y[k]) / (t[turn] - t[k])
+    after = (y[-1] - y[turn]) / (t[-1] - t[turn])
+    return turn if after <= sharp_fraction * before else k
+
+
+def _first_peak(z: np.ndarray, drop: float) -> tuple[int, bool]:
+    """The index of the running maximum of z when z first falls `drop` below it (and True);
+    the global maximum when it never does (and False)."""
+    best = 0
+    for i in range(1, len(z)):
+        if z[i] > z[best]:
+            best = i
+        elif z[i] <= z[best] - drop:
+            return best, True
+    return best, False
 
 
 def largest_burst(times: Sequence[float], tokens: Sequence[int], window: Window,

@@ -109,3 +109,37 @@ def test_the_tail_of_a_flush_is_not_counted_as_decode_during_the_prefill():
     start = engine_start(flush + steps, [1] * 2029, submitted=1.9, first_token=13.0,
                          before_rate=500.0)
     assert start == pytest.approx(flush[-1])
+
+
+def test_a_starved_rate_that_keeps_falling_does_not_move_the_engine_start_late():
+    # undisturbed 200 tok/s until 0.3 s after submission, then one token per engine step,
+    # the steps growing from 20 to 60 ms as the prefill's context grows (small chunks on a
+    # GPU: the H200 runs at threshold 256, docs/results/gpu-h200/ab-reps)
+    times = [round(0.005 * i, 3) for i in range(1, 261)]
+    t = times[-1]
+    for step in range(400):
+        t += 0.02 + 0.04 * step / 400
+        times.append(t)
+    start = engine_start(times, [1] * len(times), submitted=1.0, first_token=t + 0.01,
+                         before_rate=200.0)
+    assert start == pytest.approx(1.3)
+
+
+def test_a_backlog_flushed_after_a_starved_stretch_stays_inside_the_engine_window():
+    # undisturbed until 1.5, starved steps, then the API server flushes 300 tokens at 5.0
+    times = ([round(0.01 * i, 2) for i in range(1, 151)] + [2.0, 2.5, 3.0, 3.5, 4.0]
+             + [5.0 + 0.0001 * i for i in range(300)] + [5.5, 6.0])
+    start = engine_start(times, [1] * len(times), submitted=1.0, first_token=6.5,
+                         before_rate=100.0)
+    assert start == pytest.approx(1.5)
+
+
+def test_a_stream_slowed_by_tokenising_then_starved_starts_at_the_sharper_turn():
+    # 500 tok/s; after submission the API server's tokenising slows it to 150 tok/s for 0.1 s
+    # (a 2-core host), then the prefill starves it to one token a second (the CPU testbed)
+    times = [round(0.002 * i, 3) for i in range(1, 501)]
+    times += [1.0 + round(i / 150, 4) for i in range(1, 16)]
+    times += [1.1 + i for i in range(1, 20)]
+    start = engine_start(times, [1] * len(times), submitted=1.0, first_token=20.5,
+                         before_rate=500.0)
+    assert start == pytest.approx(1.1)

@@ -27,6 +27,8 @@ NOT_BENCH = {
     "cpu-testbed/relay": "benchmarks/ (relay overhead and head ejection)",
     "cpu-testbed/routing": "benchmarks/routing_chat.py",
     "gpu-h200/calibration": "`sm121 memory calibrate --json`, with its command line",
+    "gpu-h200/ab-reps/calibration-ab.json": "`sm121 memory calibrate --json`, with its "
+                                            "command line",
     "cpu-testbed/soak/run.json": "the run's state (`sm121 status RUN --json`)",
     "cpu-testbed/soak/startup.json": "`sm121 startup --json`",
     "cpu-testbed/stage": "benchmarks/stage_weights.py; cache-demo.sh (`sm121 startup --json`, "
