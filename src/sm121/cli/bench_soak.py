@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
 
 from sm121.cli.output import console, err_console, print_json
+from sm121.durations import parse_duration
 from sm121.errors import Sm121Error
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str) -> float:
-    """72h, 30m, 90s, 1d, or plain seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
-    if match is None or float(match.group(1)) <= 0:
-        raise Sm121Error(f"{text!r} is not a duration", "examples: 72h, 30m, 90s")
-    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
 
 
 def register(bench_app: typer.Typer) -> None:
@@ -35,7 +25,7 @@ def soak(
                                  "agents' sessions, fitted to the engine's context) or "
                                  "chat-loop (a plain multi-turn chat)."),
     agents: int = typer.Option(4, "--agents", help="Concurrent agents."),
-    duration: str = typer.Option("72h", "--duration", help="How long: 72h, 30m, 90s."),
+    duration: str = typer.Option("72h", "--duration", help="How long: 72h, 30m, 90s, 1d2h."),
     report_every: str = typer.Option("10m", "--report-every", help="One JSONL line per "
                                      "interval."),
     out: Path | None = typer.Option(None, "--out", help="JSONL file (default: "
@@ -66,8 +56,8 @@ def soak(
     path = out or Path("bench-results") / f"soak-{stamp}.jsonl"
     served = asyncio.run(resolve_model(url, model))
     run_id = _run_of(run, url)
-    request = SoakRequest(url.rstrip("/"), served, workload, agents, parse_duration(duration),
-                          parse_duration(report_every), path, resume, max_tokens, slo,
+    request = SoakRequest(url.rstrip("/"), served, workload, agents, parse_duration(duration, "--duration"),
+                          parse_duration(report_every, "--report-every"), path, resume, max_tokens, slo,
                           pgid=_pgid_reader(run_id),
                           metrics_url=metrics_url or _engine_url(run_id))
     err_console.print(f"soak: {agents} agents, {duration}, report every {report_every} -> "

@@ -71,9 +71,9 @@ def tune(
     pick by goodput, then prefill cost, then KV capacity, and write profile `tuned` into
     $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is never changed)."""
     from sm121.bench.agents.params import agent_params
-    from sm121.bench.tune.budget import parse_duration
     from sm121.bench.tune.request import TuneRequest
     from sm121.bench.tune.run import run_tune
+    from sm121.durations import parse_duration
 
     if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1:
         raise Sm121Error("--agents, --reps, --turns and --knee-reps must be at least 1",
@@ -81,7 +81,7 @@ def tune(
     spec = agent_params(agents, turns, None, workload, slo)["workload"]  # checked here
     folder = out or Path(f"tune-{Path(recipe).stem}")
     request = TuneRequest(
-        recipe, spec, slo, agents, folder, port or free_port(), parse_duration(budget),
+        recipe, spec, slo, agents, folder, port or free_port(), parse_duration(budget, "--budget"),
         turns=turns, baselines=[b.strip() for b in baselines.split(",") if b.strip()]
         if baselines is not None else None,
         knee_params={"steps": _ints(steps), "batches": _ints(batches), "reps": knee_reps},

@@ -12,15 +12,7 @@ from sm121.bench.soak.interval import Interval
 from sm121.bench.soak.runner import SoakFile, SoakRequest
 from sm121.bench.soak.workload import TurnOutcome
 from sm121.bench.timeline import load_jsonl, soak_panels, timeline_section
-from sm121.cli.bench_soak import parse_duration
 from sm121.errors import Sm121Error
-
-
-def test_durations() -> None:
-    assert parse_duration("72h") == 72 * 3600
-    assert parse_duration("10m") == 600 and parse_duration("90") == 90
-    with pytest.raises(Sm121Error):
-        parse_duration("soon")
 
 
 def test_goodput_counts_only_turns_within_the_slo() -> None:

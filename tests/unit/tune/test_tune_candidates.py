@@ -1,13 +1,10 @@
 """Candidates from the knee, the budget's plan, and the pick order (sm121/bench/tune)."""
 
-import pytest
-
-from sm121.bench.tune.budget import Estimates, candidate_cost, parse_duration, plan
+from sm121.bench.tune.budget import Estimates, candidate_cost, plan
 from sm121.bench.tune.candidates import Candidate, derive
 from sm121.bench.tune.knobs import effective_step
 from sm121.bench.tune.pick import binding, rank
 from sm121.engines.registry import adapter_for
-from sm121.errors import Sm121Error
 from sm121.recipes.schema import EngineKind
 
 KNOBS = adapter_for(EngineKind.VLLM).scheduler
@@ -46,11 +43,7 @@ def test_a_knee_at_or_above_the_chunk_gets_twice_the_knee_as_step_budget():
     assert Candidate.from_json(found["t-lpt-2048"].to_json()) == found["t-lpt-2048"]
 
 
-def test_budget_parses_durations_and_keeps_reps_before_candidates():
-    assert parse_duration("25m") == 1500 and parse_duration("1h30m") == 5400
-    assert parse_duration("90s") == 90 and parse_duration("600") == 600
-    with pytest.raises(Sm121Error):
-        parse_duration("soon")
+def test_budget_keeps_reps_before_candidates():
     est = Estimates(boot_s=50, rep_s=55, rest_s=5)
     assert candidate_cost(est, 3, 0) == 50 + 165 + 10 + 15
     roomy = plan(1500, est, available=6)

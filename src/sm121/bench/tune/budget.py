@@ -9,26 +9,9 @@ and are re-planned after every candidate, so a wrong first guess costs little.""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from sm121.errors import Sm121Error
-
 STOP_S = 15.0  # stopping an engine and starting the next measurement
-_DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?"
-                       r"(?:(?P<s>\d+(?:\.\d+)?)s)?$")
-
-
-def parse_duration(text: str) -> float:
-    """'25m', '1h30m', '90s', '600' -> seconds."""
-    text = text.strip()
-    if text.replace(".", "", 1).isdigit():
-        return float(text)
-    match = _DURATION.match(text)
-    if not text or match is None or not any(match.groupdict().values()):
-        raise Sm121Error(f"--budget {text!r} is not a duration", "examples: 25m, 1h30m, 900s")
-    h, m, s = (float(match.group(k) or 0) for k in ("h", "m", "s"))
-    return h * 3600 + m * 60 + s
 
 
 @dataclass(frozen=True)
