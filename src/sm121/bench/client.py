@@ -12,6 +12,7 @@ import itertools
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,6 +189,16 @@ class BenchClient:
                       headers: dict[str, str] | None) -> None:
         body.update(stream=True, return_token_ids=True,
                     stream_options={"include_usage": True})
+        await self.stream_events(path, body, record, headers,
+                                 lambda data, now: _take_event(data, now, record))
+        check_usage(record.tokens, record.usage, record.label)
+
+    async def stream_events(self, path: str, body: dict[str, Any], record: StreamRecord,
+                            headers: dict[str, str] | None,
+                            take: Callable[[str, float], None]) -> None:
+        """POST `body` and hand each server-sent event's data, with the time its bytes
+        arrived, to `take`; the response headers and the finish time go on `record`. Every
+        protocol's stream is read here (chat and completions, Messages, Responses)."""
         parser = SSEParser()
         async with self.session.post(f"{self.base_url}{path}", json=body,
                                      headers=headers) as response:
@@ -199,12 +210,11 @@ class BenchClient:
                 # fed whole costs quadratic time and stalls the loop (and every timestamp).
                 for line in data.splitlines(keepends=True):
                     for event in parser.feed(line):
-                        _take_event(event.data, now, record)
+                        take(event.data, now)
                 await asyncio.sleep(0)  # let timers and other streams run between reads
             for event in parser.flush():
-                _take_event(event.data, time.monotonic(), record)
+                take(event.data, time.monotonic())
         record.finished = time.monotonic()
-        check_usage(record.tokens, record.usage, record.label)
 
     async def _whole(self, path: str, body: dict[str, Any], record: StreamRecord,
                      headers: dict[str, str] | None) -> None:

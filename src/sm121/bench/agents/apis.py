@@ -22,9 +22,7 @@ import time
 from typing import Any
 
 from sm121.bench.client import BenchClient, StreamRecord
-from sm121.engines.client import raise_for_status
 from sm121.errors import Sm121Error
-from sm121.sse import SSEParser
 
 PATHS = {"messages": "/v1/messages", "responses": "/v1/responses"}
 
@@ -120,19 +118,8 @@ async def send_turn(client: BenchClient, api: str, messages: list[dict[str, Any]
     record = StreamRecord(label=label, submitted=time.monotonic())
     record.prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
     reader = _MessagesReader(record) if api == "messages" else _ResponsesReader(record)
-    parser = SSEParser()
-    async with client.session.post(f"{client.base_url}{PATHS[api]}", json=body,
-                                   headers=headers) as response:
-        await raise_for_status(response, label)
-        record.headers = dict(response.headers)
-        async for data in response.content.iter_any():
-            now = time.monotonic()
-            for line in data.splitlines(keepends=True):
-                for event in parser.feed(line):
-                    reader.take(_decoded(event.data, label), now)
-        for event in parser.flush():
-            reader.take(_decoded(event.data, label), time.monotonic())
-    record.finished = time.monotonic()
+    await client.stream_events(PATHS[api], body, record, headers,
+                               lambda data, now: reader.take(_decoded(data, label), now))
     reader.finish()
     return record
 
