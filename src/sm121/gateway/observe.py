@@ -21,10 +21,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from sm121.usage_tokens import completion_tokens, prompt_tokens
+
 _MAX_JSON_COPY = 8 * 1024 * 1024  # a non-stream body larger than this is not parsed for usage
 _TAIL = 16 * 1024  # the last events of a stream: usage, finish, or an error
 _HEAD = 16 * 1024  # the first events of a stream: Anthropic's message_start
-_ANTHROPIC_CACHED = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 @dataclass
@@ -76,7 +77,7 @@ class ResponseObserver:
             head = bytes(self._head)
             start = _decoded(_event_data(head, head.find(b'"message_start"')))
             if start is not None:
-                self.result.prompt_tokens = _prompt_tokens(_usage_in(start))
+                self.result.prompt_tokens = prompt_tokens(_usage_in(start))
         return self.result
 
     def _inspect(self, text: str) -> None:
@@ -84,7 +85,7 @@ class ResponseObserver:
         if data is None:
             return
         usage = _usage_in(data)
-        prompt, completion = _prompt_tokens(usage), _completion_tokens(usage)
+        prompt, completion = prompt_tokens(usage), completion_tokens(usage)
         if prompt is not None:
             self.result.prompt_tokens = prompt
         if completion is not None:
@@ -111,32 +112,6 @@ def _usage_in(data: dict[str, Any]) -> dict[str, Any] | None:
         if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
             return holder["usage"]  # type: ignore[no-any-return]
     return None
-
-
-def _prompt_tokens(usage: dict[str, Any] | None) -> int | None:
-    if usage is None:
-        return None
-    if _is_count(usage.get("prompt_tokens")):
-        return int(usage["prompt_tokens"])
-    if not _is_count(usage.get("input_tokens")):
-        return None
-    # Anthropic's input_tokens leaves the cached prompt tokens out; Responses has no such
-    # fields (its input_tokens already holds the cached ones).
-    return int(usage["input_tokens"]) + sum(int(usage[k]) for k in _ANTHROPIC_CACHED
-                                            if _is_count(usage.get(k)))
-
-
-def _completion_tokens(usage: dict[str, Any] | None) -> int | None:
-    if usage is None:
-        return None
-    for name in ("completion_tokens", "output_tokens"):
-        if _is_count(usage.get(name)):
-            return int(usage[name])
-    return None
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _event_data(tail: bytes, at: int) -> str | None:

@@ -13,6 +13,7 @@ from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.agent_check.probe import Probe, Reply
 from sm121.bench.agent_check.streams import assemble_messages_stream, message_tool_uses
 from sm121.bench.agent_check.tools import ASK, SCHEMAS, check_call
+from sm121.usage_tokens import prompt_tokens
 
 ROUTE = "/v1/messages"
 COUNT = "/v1/messages/count_tokens"
@@ -167,8 +168,7 @@ async def count_tokens(p: Probe) -> str:
 
 def total_input(usage: dict[str, Any]) -> int:
     """Anthropic's input_tokens leaves out the prompt-cache hits, counted apart."""
-    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens",
-                                                 "cache_creation_input_tokens"))
+    return prompt_tokens(usage) or 0
 
 
 TEXT_ASK = TextAsk(

@@ -23,6 +23,7 @@ from typing import Any
 
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.errors import Sm121Error
+from sm121.usage_tokens import is_count, prompt_tokens
 
 PATHS = {"messages": "/v1/messages", "responses": "/v1/responses"}
 
@@ -194,9 +195,8 @@ class _MessagesReader(_Reader):
         # An engine that leaves cache_read_input_tokens out (vLLM 0.21's Messages) has said
         # nothing of its prefix cache: None, so reuse reads "not reported", not 0%.
         read = usage.get("cache_read_input_tokens")
-        cached = None if read is None else int(read)
-        prompt = (int(usage.get("input_tokens") or 0) + (cached or 0)
-                  + int(usage.get("cache_creation_input_tokens") or 0))
+        cached = read if is_count(read) else None
+        prompt = prompt_tokens(usage) or 0
         previous = self.record.usage or {}
         if prompt or not previous:
             self.record.usage = {"prompt_tokens": prompt,
