@@ -63,13 +63,22 @@ def _check_cache(facts: HostFacts, ctx: NodeContext, label: str) -> CheckResult:
                                  f"the JIT/compile cache is on NFS ({mount['device']})",
                                  "keep it on local NVMe: mount a local directory at "
                                  f"{where['path']}"))
-    if iface and is_management(facts, ctx, iface):
+    if iface and is_management(facts, ctx, iface) and not _weights_route_says_it(facts, ctx,
+                                                                                 mount):
         findings.append(node_finding(ctx, Severity.WARNING, label,
                                  f"weights stream from {address} over {iface}, the management "
                                  "link: every start re-reads them at 10G speed and saturates it",
                                  "keep the weights on local NVMe, or mount the NAS over the "
                                  "fabric"))
     return result(label, summary, findings, ok="info")
+
+
+def _weights_route_says_it(facts: HostFacts, ctx: NodeContext, mount: dict[str, str]) -> bool:
+    """With a recipe, the weights-route check warns of the recipe's weights on this mount over
+    the management link, with the load tax per start: one warning, not two."""
+    weights = facts.paths.get("weights")
+    return (ctx.recipe is not None and weights is not None
+            and mount_of(facts, str(weights["realpath"])) == mount)
 
 
 def is_management(facts: HostFacts, ctx: NodeContext, iface: str) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from doctor_hosts import probe_tree
 
 from sm121.doctor.model import NodeContext
+from sm121.doctor.network_checks import check_caches
 from sm121.doctor.weights_route import check_weights_route, load_tax_s
 from sm121.hosts.facts import HostFacts
 from sm121.recipes.loader import load_recipe
@@ -60,3 +61,16 @@ def test_local_disk_is_local() -> None:
     facts = with_weights(probe_tree("gb10-head"), "/opt/models/glm")
     check = check_weights_route(facts, ctx())
     assert check is not None and check.status == "ok" and "locally" in check.summary
+
+
+def test_weights_over_the_management_link_are_warned_of_once() -> None:
+    facts = with_weights(probe_tree("gb10-head"), "/root/.cache/huggingface/hub/models--z")
+    caches = check_caches(facts, ctx())
+    route = check_weights_route(facts, ctx())
+    warned = [c.check for c in [*caches, route] if c is not None for f in c.findings
+              if "management" in f.message]
+    assert warned == ["weights-route"]  # with the load tax per start
+    # Without a recipe there is no weights-route check: the cache check says it.
+    no_recipe = NodeContext(name="spark1")
+    (hf,) = [c for c in check_caches(facts, no_recipe) if c.check == "hf-cache"]
+    assert any("management link" in f.message for f in hf.findings)
