@@ -7,6 +7,7 @@ can move it all with one variable.
 from __future__ import annotations
 
 import os
+import posixpath
 from pathlib import Path
 
 
@@ -35,3 +36,12 @@ def expand_sm121_home(path: str) -> str:
         if path.startswith(prefix):
             return str(home() / path[len(prefix):])
     return path
+
+
+def expand_home(path: str, home: str | None) -> str:
+    """`~` and `~/x` in a node's path with that node's home (asked over ssh), never this
+    machine's: docker does not expand `~`, and a quoted `~` reaches no shell that would. An
+    unknown home (None) leaves the path as it is, to be expanded at launch."""
+    if home is None or not (path == "~" or path.startswith("~/")):
+        return path
+    return home if path == "~" else posixpath.join(home, path[2:])

@@ -12,8 +12,8 @@ from typing import Any
 from sm121.hosts.parallel import in_parallel
 from sm121.hosts.transport import transport_for
 from sm121.launch.node_ops import NodeSlot
+from sm121.paths import expand_home
 from sm121.plan.model import NodePlan, ServePlan
-from sm121.plan.runtime_argv import expand_home
 from sm121.recipes.schema import Recipe
 from sm121.stage.files import list_files
 from sm121.stage.layout import DEFAULT_HF_CACHE, plan_model_key

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sm121.errors import Sm121Error
+from sm121.paths import expand_home
 from sm121.recipes.schema import Recipe
 
 
@@ -30,14 +31,6 @@ def docker_argv(recipe: Recipe, node_name: str, env: dict[str, str], pass_env: l
     for name in pass_env:
         argv += ["-e", name]
     return argv + [runtime.image] + engine_argv
-
-
-def expand_home(path: str, home: str | None) -> str:
-    """`~` and `~/x` with the node's home. Docker does not expand `~`, and a quoted `~` reaches
-    no shell that would; unknown homes stay as they are and are expanded at launch."""
-    if home is None or not (path == "~" or path.startswith("~/")):
-        return path
-    return home.rstrip("/") + path[1:]
 
 
 def expand_mounts(argv: Sequence[str], home: str) -> list[str]:

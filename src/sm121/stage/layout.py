@@ -55,15 +55,6 @@ def node_compile_cache(node: Node | None) -> str:
             or DEFAULT_COMPILE_CACHE)
 
 
-def expand_home(path: str, home: str) -> str:
-    """`~` in a node's path is that node's home (asked over ssh), never this machine's."""
-    if path == "~":
-        return home
-    if path.startswith("~/"):
-        return posixpath.join(home, path[2:])
-    return path
-
-
 def repo_folder(hf_cache: str, key: ModelKey) -> str:
     return posixpath.join(hf_cache, "hub", key.repo)
 

@@ -11,7 +11,8 @@ from typing import Literal
 from sm121.cluster.spec import Cluster, Node
 from sm121.hosts.parallel import in_parallel
 from sm121.hosts.transport import Transport, node_home, transport_for
-from sm121.stage.layout import expand_home, node_compile_cache, node_hf_cache
+from sm121.paths import expand_home
+from sm121.stage.layout import node_compile_cache, node_hf_cache
 
 Link = Literal["fabric", "mgmt"]
 

@@ -12,8 +12,9 @@ from sm121 import paths
 from sm121.cluster.spec import Cluster
 from sm121.errors import Sm121Error
 from sm121.hosts.transport import LocalTransport, Transport
+from sm121.paths import expand_home
 from sm121.recipes.schema import ModelSource, Recipe
-from sm121.stage.layout import ModelKey, expand_home, model_key, repo_folder, snapshot_folder
+from sm121.stage.layout import ModelKey, model_key, repo_folder, snapshot_folder
 from sm121.stage.nodes import StageNode
 
 LOCAL = "local"

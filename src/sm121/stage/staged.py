@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from sm121.cluster.spec import Node
 from sm121.hosts.transport import Transport, node_home
+from sm121.paths import expand_home
 from sm121.recipes.schema import Recipe
-from sm121.stage.layout import DEFAULT_HF_CACHE, expand_home, model_key, node_hf_cache
+from sm121.stage.layout import DEFAULT_HF_CACHE, model_key, node_hf_cache
 from sm121.stage.manifest import NodeManifest, find_manifest
 
 

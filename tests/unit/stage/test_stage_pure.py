@@ -8,10 +8,11 @@ import shlex
 
 import pytest
 
+from sm121.paths import expand_home
 from sm121.recipes.schema import Recipe
 from sm121.stage.files import FileEntry, parse_listing, parse_sums
 from sm121.stage.images import save_load_script, streamed_bytes
-from sm121.stage.layout import expand_home, manifest_path, model_key, snapshot_folder
+from sm121.stage.layout import manifest_path, model_key, snapshot_folder
 from sm121.stage.manifest import mismatches, weights_entry
 from sm121.stage.tools import copy_method
 from sm121.stage.transfer import Endpoint, bytes_sent, rsync_script, tar_script
@@ -37,6 +38,8 @@ def test_a_path_model_is_staged_under_a_local_repo_name() -> None:
 def test_tilde_is_the_nodes_home() -> None:
     assert expand_home("~/.cache/huggingface", "/home/u") == "/home/u/.cache/huggingface"
     assert expand_home("/data/hf", "/home/u") == "/data/hf"
+    assert expand_home("~", "/") == "/" and expand_home("~/x", "/") == "/x"  # root's home
+    assert expand_home("~/x", None) == "~/x"  # unknown yet: expanded at launch
 
 
 def test_listing_and_sums_parse() -> None:
