@@ -13,6 +13,7 @@ from sm121.doctor import memory_checks as mem
 from sm121.doctor import network_checks as net
 from sm121.doctor.model import CheckResult, DoctorReport, NodeContext, NodeReport
 from sm121.doctor.weights_route import check_copy_tool, check_weights_route
+from sm121.engines.registry import adapter_for, has_adapter
 from sm121.errors import Sm121Error
 from sm121.hosts.facts import HostFacts, ProbeRequest, gather
 from sm121.hosts.transport import LocalTransport, Transport, transport_for
@@ -97,7 +98,9 @@ def _context(spec: Node | None, cluster: tuple[Cluster, str] | None,
     effective = effective_profile(recipe, profile, loaded.source, request.overrides)
     args, env = effective.args, effective.env
     if spec is not None and recipe.parallelism.nodes > 1:
-        env |= fabric_env(spec)  # what the plan renders for this node
+        host_ip_env = adapter_for(recipe.engine.kind).host_ip_env \
+            if has_adapter(recipe.engine.kind) else None
+        env |= fabric_env(spec, host_ip_env)  # what the plan renders for this node
     hf, jit = _cache_paths(loaded)
     share = (int(recipe.model.size_gb * 1e9) // recipe.parallelism.nodes
              if recipe.model.size_gb else None)

@@ -62,6 +62,9 @@ class MemoryFlags:
     dtype: str
     max_num_seqs: str
     kv_bytes: str  # an explicit KV cache size in bytes
+    # An env var sizing the KV cache in whole GiB, applied after the args (so it wins), and
+    # set only for a CPU build: vLLM's VLLM_CPU_KVCACHE_SPACE.
+    kv_space_env: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class EngineAdapter(Protocol):
     memory: MemoryFlags
     scheduler: SchedulerFlags
     tool_call_parser: str  # the flag naming the tool-call parser (its errors name it too)
+    host_ip_env: str | None  # the env var a multi-node node's own fabric address goes in
 
     # --- argv ---------------------------------------------------------------------------
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:

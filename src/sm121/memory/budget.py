@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sm121.engines.adapter import MemoryFlags
 from sm121.engines.registry import adapter_for
 from sm121.recipes.schema import EngineSpec
 
@@ -96,17 +97,17 @@ def gmu_for_kv(kv_gib: float, total_gib: float, weights_gib: float, reserve_gib:
 
 
 def explicit_kv_bytes(args: Mapping[str, Any], env: Mapping[str, str],
-                      flag: str | None = None) -> tuple[int, str] | None:
-    """An explicit KV size, if the plan sets one (`flag`: the engine's name for it, by default
-    that of the schema's default engine). The CPU build's env var wins over the arg: vLLM
+                      flags: MemoryFlags | None = None) -> tuple[int, str] | None:
+    """An explicit KV size, if the plan sets one (`flags`: the engine's names, by default
+    those of the schema's default engine). A CPU build's env var wins over the arg: vLLM
     applies it last (a legacy setting, whole GiB)."""
-    flag = flag or adapter_for(EngineSpec().kind).memory.kv_bytes
-    space = env.get("VLLM_CPU_KVCACHE_SPACE", "")
+    flags = flags or adapter_for(EngineSpec().kind).memory
+    space = env.get(flags.kv_space_env, "") if flags.kv_space_env else ""
     if space.strip():
-        return int(space) * GIB, f"VLLM_CPU_KVCACHE_SPACE={space} GiB"
-    value = args.get(flag)
+        return int(space) * GIB, f"{flags.kv_space_env}={space} GiB"
+    value = args.get(flags.kv_bytes)
     if value is not None:
-        return _parse_bytes(value), f"{flag}={value}"
+        return _parse_bytes(value), f"{flags.kv_bytes}={value}"
     return None
 
 

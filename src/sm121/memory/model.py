@@ -119,7 +119,8 @@ class Context:
 
     @property
     def block_size(self) -> int:
-        default = 128 if "VLLM_CPU_KVCACHE_SPACE" in self.env else 16  # CPU build vs CUDA
+        cpu_build = self.flags.kv_space_env is not None and self.flags.kv_space_env in self.env
+        default = 128 if cpu_build else 16  # vLLM's CPU build and CUDA defaults
         return int(self.args.get(self.flags.block_size) or default)
 
     @property

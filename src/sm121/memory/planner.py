@@ -99,7 +99,7 @@ def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
 
 def _budget(ctx: Context, request: MemoryRequest) -> Budget:
     explicit = ((request.kv_bytes, "explicit KV size") if request.kv_bytes is not None
-                else explicit_kv_bytes(ctx.args, ctx.env, ctx.flags.kv_bytes))
+                else explicit_kv_bytes(ctx.args, ctx.env, ctx.flags))
     if explicit is not None:
         return Budget("explicit", explicit[0] / GIB, explicit_from=explicit[1])
     gmu = float(ctx.args.get(ctx.flags.gmu) or DEFAULT_GMU)

@@ -167,7 +167,7 @@ def _node_plans(request: PlanRequest, effective: EffectiveProfile,
         argv = engine_argv
         if recipe.runtime.kind == "native" and node.python and argv[0] == "python":
             argv = [node.python, *argv[1:]]
-        env, pass_env = _node_env(effective.env, node, len(nodes))
+        env, pass_env = _node_env(effective.env, node, len(nodes), engine.host_ip_env)
         container = None
         if recipe.runtime.kind == "docker":
             container = container_name(recipe, node.name)
@@ -209,21 +209,24 @@ def _master_port(request: PlanRequest) -> int:
     return request.cluster[0].master_port if request.cluster else MASTER_PORT
 
 
-def _node_env(profile_env: dict[str, str], node: Node,
-              node_count: int) -> tuple[dict[str, str], list[str]]:
+def _node_env(profile_env: dict[str, str], node: Node, node_count: int,
+              host_ip_env: str | None) -> tuple[dict[str, str], list[str]]:
     merged = dict(profile_env)
     if node_count > 1:
-        merged |= fabric_env(node)
+        merged |= fabric_env(node, host_ip_env)
     secrets = sorted(k for k in merged if is_secret(k))
     return {k: v for k, v in merged.items() if k not in secrets}, secrets
 
 
-def fabric_env(node: Node) -> dict[str, str]:
-    """This node's own NCCL values: never the head's copied over."""
-    return {
+def fabric_env(node: Node, host_ip_env: str | None) -> dict[str, str]:
+    """This node's own NCCL values and, under the engine's name (`host_ip_env`), its fabric
+    address: never the head's copied over."""
+    env = {
         "NCCL_NET": "IB",
         "NCCL_IB_HCA": ",".join(node.hcas),
         "NCCL_SOCKET_IFNAME": node.fabric_if or "",
         "GLOO_SOCKET_IFNAME": node.fabric_if or "",
-        "VLLM_HOST_IP": node.fabric_ip or "",
     }
+    if host_ip_env:
+        env[host_ip_env] = node.fabric_ip or ""
+    return env

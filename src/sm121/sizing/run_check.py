@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
+from sm121.memory.budget import explicit_kv_bytes
 from sm121.memory.calibration import Observation
 from sm121.memory.model import GB10_ASSUMED, MemoryRequest, NodeMemory, error_pct
 from sm121.memory.planner import plan_memory
@@ -72,7 +73,7 @@ def observe_run(run_dir: Path, node_total_gib: float | None = None) -> Observati
                          "calibrate after the engine has booted (status ready)")
     args, env = plan["engine_args"], head_env(run_dir)
     flags = engine.memory
-    explicit = bool(env.get("VLLM_CPU_KVCACHE_SPACE") or args.get(flags.kv_bytes))
+    explicit = explicit_kv_bytes(args, env, flags) is not None
     return Observation(
         recipe=run["recipe"], profile=run["profile"], source=run["run_id"],
         gmu=args.get(flags.gmu),

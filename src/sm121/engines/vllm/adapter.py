@@ -28,6 +28,7 @@ MEMORY = MemoryFlags(
     gmu=_args.GMU, max_model_len="max-model-len", batched_tokens="max-num-batched-tokens",
     block_size="block-size", kv_cache_dtype="kv-cache-dtype", dtype="dtype",
     max_num_seqs=_args.MAX_NUM_SEQS, kv_bytes="kv-cache-memory-bytes",
+    kv_space_env="VLLM_CPU_KVCACHE_SPACE",
 )
 
 # vLLM 0.32 has the adaptive threshold, 0.21 the partial prefills (the bundled flag lists).
@@ -48,6 +49,7 @@ class VllmAdapter:
     memory: MemoryFlags = MEMORY
     scheduler: SchedulerFlags = SCHEDULER
     tool_call_parser: str = _parsers.TOOL_CALL_PARSER
+    host_ip_env: str | None = "VLLM_HOST_IP"
 
     # --- argv ---------------------------------------------------------------------------
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
