@@ -14,10 +14,10 @@ from aiohttp import web
 
 from sm121.gateway import handlers
 from sm121.gateway.config import GatewayConfig
-from sm121.gateway.handlers import GATEWAY, Refused
+from sm121.gateway.handlers import GATEWAY
 from sm121.gateway.http_log import http_log
-from sm121.gateway.protocols import GENERATION_ROUTES, in_protocol_shape
-from sm121.gateway.replies import error_reply
+from sm121.gateway.protocols import GENERATION_ROUTES, refusal_reply
+from sm121.gateway.replies import Refused, error_reply
 from sm121.gateway.state import Gateway
 
 log = logging.getLogger("sm121.gateway")
@@ -76,7 +76,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except Refused as refusal:
         gw.metrics.refused.labels(refusal.reason).inc()
-        return in_protocol_shape(request.path, refusal.response)
+        return refusal_reply(request.path, refusal)
     except web.HTTPNotFound:
         gw.metrics.refused.labels("not_found").inc()
         return error_reply(404, f"no route {request.path} on this gateway; it serves "
@@ -92,9 +92,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     keys = request.app[GATEWAY].config.api_keys
     if keys and not key_matches(request.headers.get("Authorization", ""), keys):
-        raise Refused(error_reply(401, "a valid API key is required (Authorization: Bearer "
-                                  "KEY)", "invalid_api_key",
-                                  headers={"WWW-Authenticate": "Bearer"}), "unauthorized")
+        raise Refused(401, "a valid API key is required (Authorization: Bearer KEY)",
+                      "invalid_api_key", "unauthorized", headers={"WWW-Authenticate": "Bearer"})
     return await handler(request)
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from aiohttp import web
 
-from sm121.errors import Sm121Error
 from sm121.gateway.forward import Exchange, forward
 from sm121.gateway.limits import MAX_JSON_DEPTH, deeper_than
 from sm121.gateway.metrics import CONTENT_TYPE
@@ -22,8 +21,8 @@ from sm121.gateway.policy import PolicyViolation, apply_policy
 from sm121.gateway.prompt_size import PromptSize, context_problem, estimate, needs_exact
 from sm121.gateway.protocols import Protocol, protocol_for
 from sm121.gateway.replicas import Replica
-from sm121.gateway.replies import error_reply
-from sm121.gateway.routing import NoRoute, Route
+from sm121.gateway.replies import Refused, error_reply
+from sm121.gateway.routing import Route
 from sm121.gateway.sessions import session_id
 from sm121.gateway.state import Gateway
 from sm121.locality.tokenize import TokenizeError, tokenize
@@ -35,15 +34,6 @@ UPSTREAM_HEADER = "X-Sm121-Upstream"  # which replica answered: affinity is visi
 QUEUE_WAIT_HEADER = "X-Sm121-Queue-Wait"  # seconds the request waited for admission
 
 
-class Refused(Sm121Error):
-    """A request answered by the gateway itself, before the upstream saw it."""
-
-    def __init__(self, response: web.Response, reason: str) -> None:
-        super().__init__(reason)
-        self.response = response
-        self.reason = reason
-
-
 async def generation(request: web.Request) -> web.StreamResponse:
     gw = request.app[GATEWAY]
     started = time.perf_counter()
@@ -53,7 +43,7 @@ async def generation(request: web.Request) -> web.StreamResponse:
     raw = await read_body(request, gw)
     body = parse_object(raw)
     session = session_id(request.headers, body, gw.config.session_header)
-    pool = _pool(gw, body.get("model"))
+    pool = gw.router.pool(body.get("model"))  # NoRoute is a Refused: the middleware answers
     stripped, changed = _apply_policy(gw, body, pool, protocol)
     prompt = _Prompt(protocol, body, len(raw))
     # Whatever policy changed (a parameter stripped, a default supplied) is sent re-encoded;
@@ -122,13 +112,6 @@ async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: 
         replica.finished()
         ticket.release()
         _finish_capture(ex)
-
-
-def _pool(gw: Gateway, model: object) -> list[Replica]:
-    try:
-        return gw.router.pool(model)
-    except NoRoute as exc:
-        raise Refused(exc.response, exc.reason) from exc
 
 
 def _count_route(route: Route) -> None:
@@ -234,31 +217,29 @@ async def read_body(request: web.Request, gw: Gateway) -> bytes:
 
 def _too_large(size: int | None, limit: int) -> Refused:
     told = f"{size:,} bytes" if size is not None else "more"
-    return Refused(error_reply(413, f"the request body is {told}; this gateway accepts at most "
-                               f"{limit:,} bytes (--max-body-mb)", "request_too_large"),
-                   "too_large")
+    return Refused(413, f"the request body is {told}; this gateway accepts at most "
+                   f"{limit:,} bytes (--max-body-mb)", "request_too_large", "too_large")
 
 
 def parse_object(raw: bytes) -> dict[str, Any]:
     try:
         body = json.loads(raw)
     except ValueError as exc:
-        raise Refused(error_reply(400, f"the request body is not valid JSON: {exc}",
-                                  "invalid_request_error"), "malformed_json") from exc
+        raise Refused(400, f"the request body is not valid JSON: {exc}",
+                      "invalid_request_error", "malformed_json") from exc
     except RecursionError as exc:
         raise _too_deep() from exc
     if not isinstance(body, dict):
-        raise Refused(error_reply(400, "the request body must be a JSON object",
-                                  "invalid_request_error"), "malformed_json")
+        raise Refused(400, "the request body must be a JSON object", "invalid_request_error",
+                      "malformed_json")
     if deeper_than(body, MAX_JSON_DEPTH):
         raise _too_deep()
     return body
 
 
 def _too_deep() -> Refused:
-    return Refused(error_reply(400, f"the request body nests JSON more than {MAX_JSON_DEPTH} "
-                               "levels deep; no OpenAI request needs that many",
-                               "invalid_request_error"), "too_deep")
+    return Refused(400, f"the request body nests JSON more than {MAX_JSON_DEPTH} levels deep; "
+                   "no OpenAI request needs that many", "invalid_request_error", "too_deep")
 
 
 def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica], protocol: Protocol
@@ -273,7 +254,7 @@ def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica], protoc
             outcome = apply_policy(body, policy, protocol)
         except PolicyViolation as exc:
             gw.metrics.rejected.labels(exc.param).inc()
-            raise Refused(_protocol_error(protocol, 400, str(exc), exc.param), "policy") from exc
+            raise Refused(400, str(exc), "invalid_request_error", "policy", exc.param) from exc
         for name in outcome.stripped:
             gw.metrics.stripped.labels(name).inc()
         stripped += outcome.stripped
@@ -306,12 +287,5 @@ async def _measure(gw: Gateway, replica: Replica, prompt: _Prompt
     problem = context_problem(counted.count, output, limit, field)
     if problem is not None:
         param = field if output is not None else protocol.prompt_field
-        raise Refused(_protocol_error(protocol, 400, problem, param), "context_length")
+        raise Refused(400, problem, "invalid_request_error", "context_length", param)
     return size, tokens
-
-
-def _protocol_error(protocol: Protocol, status: int, message: str, param: str | None
-                    ) -> web.Response:
-    """A refusal in the shape the route's own clients parse (Anthropic's on /v1/messages)."""
-    return web.json_response(protocol.error_body(status, message, "invalid_request_error",
-                                                 param), status=status)

@@ -32,7 +32,7 @@ from aiohttp import web
 
 from sm121 import chat_view
 from sm121.gateway import defaults
-from sm121.gateway.replies import error_body
+from sm121.gateway.replies import Refused, error_body
 from sm121.recipes.schema import RequestDefaults
 
 
@@ -57,7 +57,7 @@ class Protocol:
     chat_view: ChatView  # its prompt in chat-completions form, for /tokenize and locality
     render_defaults: Defaults
     stream_error: StreamError
-    error_body: Callable[[int, str, str, str | None], dict[str, Any]]
+    error_body: Callable[[int, str, str, str | None, str | None], dict[str, Any]]
 
     def requested_output(self, body: Mapping[str, Any]) -> int | None:
         name = self.output_field(body)
@@ -73,15 +73,16 @@ class Protocol:
         return self.output_fields[-1]
 
 
-def openai_error(status: int, message: str, kind: str, param: str | None = None
-                 ) -> dict[str, Any]:
-    return error_body(status, message, kind, param)
+def openai_error(status: int, message: str, kind: str, param: str | None = None,
+                 code: str | None = None) -> dict[str, Any]:
+    return error_body(status, message, kind, param, code)
 
 
-def anthropic_error(status: int, message: str, kind: str, param: str | None = None
-                    ) -> dict[str, Any]:
-    """Anthropic's shape (vLLM's Messages route answers in it too); `error.message` is where
-    both SDKs look, so either shape reads, but Claude Code's own checks expect this one."""
+def anthropic_error(status: int, message: str, kind: str, param: str | None = None,
+                    code: str | None = None) -> dict[str, Any]:
+    """Anthropic's shape (vLLM's Messages route answers in it too; it has no param or code);
+    `error.message` is where both SDKs look, so either shape reads, but Claude Code's own
+    checks expect this one."""
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
@@ -136,24 +137,14 @@ def protocol_for(route: str) -> Protocol | None:
     return PROTOCOLS.get(route)
 
 
-def in_protocol_shape(route: str, response: web.Response) -> web.Response:
-    """A refusal the gateway built in the OpenAI shape, in the shape of `route`'s protocol
-    (Anthropic's on /v1/messages: {"type": "error", "error": {"type", "message"}}): the same
-    status and headers, for every refusal (401, 404, 413, policy, context)."""
+def refusal_reply(route: str, refusal: Refused) -> web.Response:
+    """The gateway's own answer to a request on `route`, in its protocol's shape (Anthropic's
+    on /v1/messages: {"type": "error", "error": {"type", "message"}}; OpenAI's elsewhere), for
+    every refusal (401, 404, 413, policy, context)."""
     protocol = PROTOCOLS.get(route)
-    if protocol is None or protocol.error_body is openai_error or response.body is None:
-        return response
-    try:
-        error = json.loads(bytes(response.body)).get("error")  # type: ignore[arg-type]
-    except (ValueError, AttributeError, TypeError):
-        return response
-    if not isinstance(error, dict) or "message" not in error:
-        return response  # not an error body the gateway made
-    body = protocol.error_body(response.status, str(error["message"]),
-                               str(error.get("type") or "error"), error.get("param"))
-    headers = {k: v for k, v in response.headers.items()
-               if k.lower() not in ("content-length", "content-type")}
-    return web.json_response(body, status=response.status, headers=headers)
+    shape = protocol.error_body if protocol is not None else openai_error
+    body = shape(refusal.status, refusal.message, refusal.kind, refusal.param, refusal.code)
+    return web.json_response(body, status=refusal.status, headers=refusal.headers)
 
 
 def stream_error_for(route: str, message: str, kind: str, status: int = 502) -> bytes:

@@ -21,22 +21,14 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from aiohttp import web
-
-from sm121.errors import Sm121Error
 from sm121.gateway.replicas import Replica
-from sm121.gateway.replies import error_reply
+from sm121.gateway.replies import Refused
 
 AFFINITY, SPILL, ROUND_ROBIN = "affinity", "spill", "round_robin"
 
 
-class NoRoute(Sm121Error):
-    """The request names no model this gateway can serve; `response` says which exist."""
-
-    def __init__(self, response: web.Response, reason: str) -> None:
-        super().__init__(reason)
-        self.response = response
-        self.reason = reason
+class NoRoute(Refused):
+    """The request names no model this gateway can serve; its message says which exist."""
 
 
 @dataclass(frozen=True)
@@ -87,17 +79,16 @@ class Router:
         if not isinstance(model, str) or not model:
             if len(self._pools) == 1 and not undiscovered:
                 return next(iter(self._pools.values()))
-            raise NoRoute(error_reply(400, "the request names no model; this gateway serves "
-                                      f"{self._known()}", "invalid_request_error", "model"),
-                          "no_model")
+            raise NoRoute(400, f"the request names no model; this gateway serves "
+                          f"{self._known()}", "invalid_request_error", "no_model", "model")
         if undiscovered:
-            raise NoRoute(error_reply(
+            raise NoRoute(
                 503, f"the model {model!r} is not known yet: {', '.join(undiscovered)} "
                 f"did not answer /v1/models (starting or down); known: {self._known()}",
-                "upstream_unavailable", "model"), "model_unknown_yet")
-        raise NoRoute(error_reply(404, f"The model {model!r} does not exist on this gateway; "
-                                  f"it serves {self._known()}", "invalid_request_error",
-                                  "model", code="model_not_found"), "model_not_found")
+                "upstream_unavailable", "model_unknown_yet", "model")
+        raise NoRoute(404, f"The model {model!r} does not exist on this gateway; "
+                      f"it serves {self._known()}", "invalid_request_error", "model_not_found",
+                      "model", code="model_not_found")
 
     def _known(self) -> str:
         return ", ".join(repr(m) for m in self.models) or "no model yet"

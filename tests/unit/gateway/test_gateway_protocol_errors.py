@@ -1,6 +1,6 @@
 """The gateway's own refusals on /v1/messages come in Anthropic's error shape (what Claude
-Code and the anthropic SDK expect): a wrong or missing key, a body too large; chat keeps
-OpenAI's."""
+Code and the anthropic SDK expect): a wrong or missing key, an unknown model, a body too
+large; chat keeps OpenAI's."""
 
 from __future__ import annotations
 
@@ -29,6 +29,14 @@ async def test_refusals_on_messages_are_anthropic_errors(engine: FakeProtocolEng
         assert refused.value.body["type"] == "error"  # type: ignore[index]
         assert "API key" in refused.value.body["error"]["message"]  # type: ignore[index]
         await claude.close()
+        keyed = anthropic.AsyncAnthropic(base_url=gw.url, auth_token="k", api_key=None,
+                                         max_retries=0)
+        with pytest.raises(anthropic.NotFoundError) as unknown:  # the router's refusal
+            await keyed.messages.create(model="nope", max_tokens=4,
+                                        messages=[{"role": "user", "content": "hi"}])
+        assert unknown.value.body["type"] == "error"  # type: ignore[index]
+        assert "'coder'" in unknown.value.body["error"]["message"]  # type: ignore[index]
+        await keyed.close()
         for headers, body, status in (({}, b'{"model": "coder"}', 401),
                                       ({"Authorization": "Bearer k"}, b" " * 5000, 413)):
             response = await gw.http.post(f"{gw.url}/v1/messages", data=body, headers=headers)

@@ -142,11 +142,11 @@ def test_pool_by_model_and_the_404_names_what_exists() -> None:
     assert router.pool("m") == [replicas[0]] and router.pool("other") == [replicas[1]]
     with pytest.raises(NoRoute) as unknown:
         router.pool("nope")
-    assert unknown.value.response.status == 404
-    assert b"'m', 'other'" in unknown.value.response.body  # type: ignore[operator]
+    assert unknown.value.status == 404 and unknown.value.code == "model_not_found"
+    assert "'m', 'other'" in unknown.value.message
     with pytest.raises(NoRoute) as missing:
         router.pool(None)  # two models: the request must say which
-    assert missing.value.response.status == 400
+    assert missing.value.status == 400 and missing.value.param == "model"
 
 
 def test_a_single_undiscovered_upstream_takes_everything() -> None:
