@@ -1,5 +1,6 @@
 """Error replies in the OpenAI shape the engine itself uses, so clients parse them the same:
-{"error": {"message", "type", "param", "code"}}."""
+{"error": {"message", "type", "param", "code"}}; and `Refused`, the gateway's own refusal,
+which protocols.refusal_reply renders in each route's shape."""
 
 from __future__ import annotations
 
