@@ -17,6 +17,7 @@ import asyncio
 import copy
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,16 @@ from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
 from sm121.chat_view import messages_to_chat, responses_to_chat
 
-Prepared = tuple[float, Captured, list[dict[str, Any]]]  # offset, request, its messages
+
+@dataclass(frozen=True)
+class Prepared:
+    """A captured request ready to send: built before the clock starts, so the timed replay
+    only waits and sends (the chat form of a Messages or Responses body is made once)."""
+
+    offset: float  # when to send it, from the replay's start
+    entry: Captured
+    messages: list[dict[str, Any]]  # in chat form, redacted text regenerated
+    tools: list[dict[str, Any]] | None  # in chat form
 
 
 def filler_chars(chars: int, seed: int) -> str:
@@ -61,8 +71,9 @@ class Regenerator:
         self.client = client
         self.texts: dict[tuple[str, int], str] = {}
 
-    async def messages(self, entry: Captured) -> list[dict[str, Any]]:
-        messages = copy.deepcopy(chat_form(entry).get("messages") or [])
+    async def messages(self, entry: Captured, chat: dict[str, Any]) -> list[dict[str, Any]]:
+        """`chat`: the entry's body in chat form (chat_form)."""
+        messages = copy.deepcopy(chat.get("messages") or [])
         fresh: list[int] = []
         for index, message in enumerate(messages):
             for call in message.get("tool_calls") or []:
@@ -79,15 +90,16 @@ class Regenerator:
             message["content"] = self.texts[key]
         if fresh and entry.prompt_tokens:
             largest = max(fresh, key=lambda i: len(messages[i]["content"]))
-            await self._fit(entry, messages, largest)
+            await self._fit(entry, messages, chat.get("tools"), largest)
         return messages
 
-    async def _fit(self, entry: Captured, messages: list[dict[str, Any]], index: int) -> None:
+    async def _fit(self, entry: Captured, messages: list[dict[str, Any]],
+                   tools: list[dict[str, Any]] | None, index: int) -> None:
         """Resize the largest message regenerated for this request (seen for the first time,
         so no earlier request holds it) until the prompt has the captured length."""
         count, wanted = piece_counter(self.client), int(entry.prompt_tokens or 0)
         for attempt in range(3):  # template boundaries may shift a token: count again
-            counted = await count_request(self.client, messages, chat_form(entry).get("tools"))
+            counted = await count_request(self.client, messages, tools)
             target = await count(messages[index]["content"]) + wanted - counted
             if counted == wanted or target < 1:
                 return
@@ -113,9 +125,8 @@ def _session_header(session: str) -> str:
     return session.split(":", 1)[1] if session[:2] in ("h:", "u:") else session
 
 
-async def _send(client: BenchClient, entry: Captured, messages: list[dict[str, Any]],
-                label: str) -> StreamRecord:
-    body = entry.body
+async def _send(client: BenchClient, prepared: Prepared, label: str) -> StreamRecord:
+    entry, messages, body = prepared.entry, prepared.messages, prepared.entry.body
     output = int(entry.completion_tokens or body.get("max_tokens")
                  or body.get("max_output_tokens") or 64)
     headers = {SESSION_HEADER: _session_header(entry.session)}
@@ -123,10 +134,10 @@ async def _send(client: BenchClient, entry: Captured, messages: list[dict[str, A
         and not is_redacted(body["cache_salt"]) else {}
     api = api_of(entry)
     if api is not None:
-        return await send_turn(client, api, messages, output, label, headers,
-                               chat_form(entry).get("tools"), extra)
+        return await send_turn(client, api, messages, output, label, headers, prepared.tools,
+                               extra)
     if entry.path.endswith("/chat/completions"):
-        return await client.chat(messages, output, label, tools=body.get("tools"),
+        return await client.chat(messages, output, label, tools=prepared.tools,
                                  headers=headers, extra=extra)
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or is_redacted(prompt):
@@ -141,12 +152,13 @@ async def _replay_session(ctx: Context, index: int, items: list[Prepared]) -> No
     previous: float | None = None
     original_previous: float | None = None
     speed = float(ctx.results.data["params"].get("speed") or 1.0)
-    for turn, (offset, entry, messages) in enumerate(items):
+    for turn, prepared in enumerate(items):
+        offset, entry = prepared.offset, prepared.entry
         delay = ctx.t0 + offset - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
         late = max(0.0, time.monotonic() - ctx.t0 - offset)
-        record = await _send(ctx.client, entry, messages, f"{entry.session}-{turn}")
+        record = await _send(ctx.client, prepared, f"{entry.session}-{turn}")
         ctx.add(turn_record(
             record, ctx.t0, agent=index, conversation=0, turn=turn, session=entry.session,
             path=entry.path,
@@ -168,7 +180,9 @@ async def replay(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     sessions: dict[str, list[Prepared]] = {name: [] for name in by_session(entries)}
     ctx.progress("replay: preparing requests", 0, len(timed))
     for offset, entry in timed:
-        sessions[entry.session].append((offset, entry, await regen.messages(entry)))
+        chat = chat_form(entry)
+        sessions[entry.session].append(
+            Prepared(offset, entry, await regen.messages(entry, chat), chat.get("tools")))
     ctx.add({"kind": "config", "workload": {"name": "replay"}, "agents": len(sessions),
              "slo": slo, "api": "as captured", "requests": len(timed),
              "redacted": any(e.redacted for e in entries)})
