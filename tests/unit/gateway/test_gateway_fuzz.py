@@ -16,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import aiohttp
@@ -35,9 +38,32 @@ MAX_SESSIONS = 512  # the gateway's default
 _SESSION_LABEL = re.compile(r'^sm121_gateway_locality_reusable_fraction\{session="([^"]*)"', re.M)
 
 
-def test_gateway_survives_10000_hostile_bodies(tmp_path: Path) -> None:
+@contextmanager
+def _fake_in_its_own_thread() -> Iterator[FakeUpstream]:
+    """The fake upstream on its own loop and thread, so that it answers the gateway (its
+    /health probes too) while hypothesis builds the next batch and the test's loop stands
+    still: on a loaded host that pause outlasted the gateway's 2 s health timeout, the fake
+    was ejected and a valid body got a 503."""
     loop = asyncio.new_event_loop()
-    fake = loop.run_until_complete(FakeUpstream().start())
+    thread = threading.Thread(target=loop.run_forever, name="fake-upstream", daemon=True)
+    thread.start()
+    fake = asyncio.run_coroutine_threadsafe(FakeUpstream().start(), loop).result(timeout=60)
+    try:
+        yield fake
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=60)
+        loop.close()
+
+
+def test_gateway_survives_10000_hostile_bodies(tmp_path: Path) -> None:
+    with _fake_in_its_own_thread() as fake:
+        _fuzz_through_the_gateway(fake, tmp_path)
+
+
+def _fuzz_through_the_gateway(fake: FakeUpstream, tmp_path: Path) -> None:
+    loop = asyncio.new_event_loop()
     http = loop.run_until_complete(_session())
     tally, baseline = Tally(), [0]
     try:
@@ -65,7 +91,6 @@ def test_gateway_survives_10000_hostile_bodies(tmp_path: Path) -> None:
             log = gw.log_text()
     finally:
         loop.run_until_complete(http.close())
-        loop.run_until_complete(fake.stop())
         loop.close()
     print(json.dumps({"bodies": tally.total, "seconds": round(fuzz_s, 1),
                       "cpu_seconds": {k: round(v, 1) for k, v in cpu_s.items()},
