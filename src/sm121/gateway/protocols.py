@@ -34,6 +34,7 @@ from sm121 import chat_view
 from sm121.gateway import defaults
 from sm121.gateway.replies import Refused, error_body
 from sm121.recipes.schema import RequestDefaults
+from sm121.usage_tokens import is_count
 
 
 class Api(StrEnum):
@@ -62,13 +63,13 @@ class Protocol:
     def requested_output(self, body: Mapping[str, Any]) -> int | None:
         name = self.output_field(body)
         value = body.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return value if is_count(value) else None
 
     def output_field(self, body: Mapping[str, Any]) -> str:
         """The field that bounds this body's reply (the protocol's last, when none is set)."""
         for name in self.output_fields:
             value = body.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
+            if is_count(value):
                 return name
         return self.output_fields[-1]
 
