@@ -12,7 +12,7 @@ from pydantic import AfterValidator, Field, model_validator
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity
 from sm121.names import check_ssh_word
-from sm121.recipes.loader import parse_yaml, validate_model
+from sm121.recipes.loader import parse_yaml, read_text, validate_model
 from sm121.recipes.schema import Name, Strict
 
 SshWord = Annotated[str, AfterValidator(check_ssh_word)]
@@ -98,7 +98,7 @@ def load_cluster(path: str | Path) -> tuple[Cluster, str]:
     if not file.is_file():
         raise Sm121Error(f"cluster file {file} does not exist", "check the path given to --cluster")
     source = str(file)
-    return validate_model(Cluster, parse_yaml(file.read_text(), source), source), source
+    return validate_model(Cluster, parse_yaml(read_text(file, source), source), source), source
 
 
 def check_fabric(cluster: Cluster, source: str, nodes_needed: int) -> list[Finding]:
