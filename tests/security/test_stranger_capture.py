@@ -158,3 +158,32 @@ def test_the_real_gateway_writes_no_tool_data_into_a_redacted_capture(tmp_path: 
     assert chat["choices"][0]["message"]["tool_calls"][0]["id"] == "call_3"
     responses = json.loads((captures / f"{by_path['/v1/responses']}.request").read_text())
     assert responses["input"][1]["call_id"] == "call_1"
+
+
+def test_stream_events_keep_their_structure_and_lose_the_tool_data() -> None:
+    """One event's data at a time, as the capture redacts an SSE stream."""
+    events = [
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                                              "role": "assistant", "model": "fake",
+                                              "content": []}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "tool_use", "id": "toolu_02", "name": "lookup",
+                           "input": HOSTILE}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": json.dumps(HOSTILE)}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {
+            "type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "lookup",
+            "arguments": HOSTILE, "status": "in_progress"}},
+        {"type": "response.function_call_arguments.done", "item_id": "fc_2",
+         "arguments": json.dumps(HOSTILE)},
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {
+            "role": "assistant", "tool_calls": [{"index": 0, "id": "call_3", "type": "function",
+                                                 "function": {"arguments": HOSTILE}}]}}]},
+    ]
+    out = [redact(event) for event in events]
+    _assert_clean(out)
+    assert out[0]["message"]["role"] == "assistant"
+    assert out[1]["content_block"]["id"] == "toolu_02"
+    assert out[2]["delta"]["type"] == "input_json_delta"
+    assert (out[3]["item"]["call_id"], out[4]["item_id"]) == ("call_2", "fc_2")
+    assert out[5]["choices"][0]["delta"]["tool_calls"][0]["id"] == "call_3"
