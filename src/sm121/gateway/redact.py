@@ -26,52 +26,71 @@ from sm121.gateway.redact_positions import (
     SCHEMA_KEYWORDS,
     SCHEMA_NAME_MAPS,
     SCHEMA_TYPE_NAMES,
-    STRUCTURAL_PATHS,
+    STRUCTURAL_ROOT,
     TOKEN_ID_KEYS,
     TOKEN_MAP_FIELDS,
     TOKEN_MAP_KEYS,
+    Position,
 )
 from sm121.sse import SSEEvent
 
 MAX_DEPTH = 256  # the gateway lets through at most limits.MAX_JSON_DEPTH; a safety net
 # A structural string is one word: a role, a block type, an id, a model name, an event type.
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,255}")
-Path = tuple[str, ...]
 
 
-def redact(value: Any, path: Path = (), depth: int = 0) -> Any:
-    """A copy of a decoded JSON value with its text replaced by lengths. `path` is where the
-    value sits, from the document's root (`[]` for a list's item)."""
+def redact(value: Any) -> Any:
+    """A copy of a decoded JSON document (a body, or one stream event's data) with its text
+    replaced by lengths."""
+    return _walk(value, STRUCTURAL_ROOT, None, 0)
+
+
+def _walk(value: Any, at: Position | None, key: str | None, depth: int) -> Any:
+    """`at`: the value's position among the structural ones (None once off them); `key`: the
+    key it sits under (a list's item sits under its list's key)."""
     if depth > MAX_DEPTH:
         return f"[redacted: nested deeper than {MAX_DEPTH}]"
-    key = _key(path)
-    if _is_data(path) and not _token_ids(key, value):
-        return _data(value, depth)
-    if key in SCHEMA_KEYS and isinstance(value, dict):
-        return _schema(value, depth)
     if isinstance(value, str):
-        kept = path in STRUCTURAL_PATHS and _WORD.fullmatch(value)
+        kept = at is not None and at.kept and _WORD.fullmatch(value)
         return value if kept else _chars(value)
     if isinstance(value, list):
         if _token_ids(key, value):
             return f"[redacted {len(value)} token ids]"
-        return [redact(item, (*path, "[]"), depth + 1) for item in value]
+        item_at = at.children.get("[]") if at is not None else None
+        return [_walk(item, item_at, key, depth + 1) for item in value]
     if isinstance(value, dict):
-        return _redact_map(value, path, depth)
+        return _walk_map(value, at, key, depth)
     return value
 
 
-def _key(path: Path) -> str | None:
-    """The key a value sits under: a list's item sits under its list's key."""
-    return next((part for part in reversed(path) if part != "[]"), None)
+def _walk_map(value: dict[str, Any], at: Position | None, key: str | None, depth: int
+              ) -> dict[str, Any]:
+    if key in TOKEN_MAP_KEYS and not set(value) <= TOKEN_MAP_FIELDS:
+        # Keyed by tokens: each value sits under the map's own key (a logprob, a bias).
+        return {_hidden_key(i, name): _walk(item, None, key, depth + 1)
+                for i, (name, item) in enumerate(value.items())}
+    if key in SCHEMA_NAME_MAPS:  # names a schema defines; each value is a schema
+        return {_hidden_key(i, name): _schema(item, depth + 1)
+                for i, (name, item) in enumerate(value.items())}
+    children = at.children if at is not None else _NO_CHILDREN
+    out: dict[str, Any] = {}
+    for name, item in value.items():
+        special = _SPECIAL.get(name)
+        if special is None:
+            out[name] = _walk(item, children.get(name), name, depth + 1)
+        elif special == "schema" and isinstance(item, dict):
+            out[name] = _schema(item, depth + 1)
+        elif (special == "data" or (special == "data below root" and depth > 0)) \
+                and not _token_ids(name, item):
+            out[name] = _data(item, depth + 1)
+        else:
+            out[name] = _walk(item, children.get(name), name, depth + 1)
+    return out
 
 
-def _is_data(path: Path) -> bool:
-    """Whether the value at `path` sits under a key whose whole value is user data."""
-    at = next((i for i in range(len(path) - 1, -1, -1) if path[i] != "[]"), None)
-    if at is None:
-        return False
-    return path[at] in DATA_KEYS or (path[at] in DATA_BELOW_ROOT_KEYS and at > 0)
+_NO_CHILDREN: dict[str, Position] = {}
+_SPECIAL = {**{k: "data below root" for k in DATA_BELOW_ROOT_KEYS},
+            **{k: "schema" for k in SCHEMA_KEYS}, **{k: "data" for k in DATA_KEYS}}
 
 
 def _token_ids(key: str | None, value: Any) -> bool:
@@ -85,20 +104,6 @@ def _chars(value: str) -> str:
 
 def _hidden_key(index: int, name: str) -> str:
     return f"[redacted key {index}: {len(name)} chars]"
-
-
-def _redact_map(value: dict[str, Any], path: Path, depth: int) -> dict[str, Any]:
-    key = _key(path)
-    token_keys = key in TOKEN_MAP_KEYS and not set(value) <= TOKEN_MAP_FIELDS
-    out: dict[str, Any] = {}
-    for index, (name, item) in enumerate(value.items()):
-        if token_keys:  # the value sits under the map's own key (a logprob, a bias)
-            out[_hidden_key(index, name)] = redact(item, path, depth + 1)
-        elif key in SCHEMA_NAME_MAPS:  # a name a schema defines; its value is a schema
-            out[_hidden_key(index, name)] = _schema(item, depth + 1)
-        else:
-            out[name] = redact(item, (*path, name), depth + 1)
-    return out
 
 
 def _data(value: Any, depth: int) -> Any:

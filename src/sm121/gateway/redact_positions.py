@@ -10,6 +10,8 @@ here only costs a readable capture (the string becomes its length), never a leak
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 _CHAT_REQUEST = """
 model tool_choice tool_choice.type service_tier reasoning_effort response_format.type
 tools[].type messages[].role messages[].content[].type messages[].tool_calls[].id
@@ -56,6 +58,29 @@ STRUCTURAL_PATHS = _paths(
     _RESPONSES_REQUEST, _RESPONSES_EVENTS, _ERRORS,
     # A Responses stream event carries the response object under `response`.
     " ".join(f"response.{p}" for p in _RESPONSE_OBJECT.split()))
+
+
+
+@dataclass
+class Position:
+    """A node of STRUCTURAL_PATHS as a tree: walked along with the document, so a string's
+    position is known without building its path."""
+
+    kept: bool = False  # a string here is structure
+    children: dict[str, Position] = field(default_factory=dict)
+
+
+def _tree(paths: frozenset[tuple[str, ...]]) -> Position:
+    root = Position()
+    for path in paths:
+        node = root
+        for part in path:
+            node = node.children.setdefault(part, Position())
+        node.kept = True
+    return root
+
+
+STRUCTURAL_ROOT = _tree(STRUCTURAL_PATHS)
 
 # Keys whose whole value is user data, wherever they are: a tool call's arguments (chat,
 # Responses, their stream deltas), metadata maps. Under them every key and every scalar is
