@@ -61,7 +61,7 @@ STRUCTURAL_PATHS = _paths(
 
 
 
-@dataclass
+@dataclass(frozen=True)
 class Position:
     """A node of STRUCTURAL_PATHS as a tree: walked along with the document, so a string's
     position is known without building its path."""
@@ -70,14 +70,9 @@ class Position:
     children: dict[str, Position] = field(default_factory=dict)
 
 
-def _tree(paths: frozenset[tuple[str, ...]]) -> Position:
-    root = Position()
-    for path in paths:
-        node = root
-        for part in path:
-            node = node.children.setdefault(part, Position())
-        node.kept = True
-    return root
+def _tree(paths: frozenset[tuple[str, ...]], prefix: tuple[str, ...] = ()) -> Position:
+    below = {p[len(prefix)] for p in paths if len(p) > len(prefix) and p[:len(prefix)] == prefix}
+    return Position(prefix in paths, {name: _tree(paths, (*prefix, name)) for name in below})
 
 
 STRUCTURAL_ROOT = _tree(STRUCTURAL_PATHS)
