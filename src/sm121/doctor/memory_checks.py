@@ -8,7 +8,8 @@ from sm121.engines.registry import adapter_for
 from sm121.findings import Severity
 from sm121.hosts.facts import HostFacts
 from sm121.memory.budget import GIB
-from sm121.memory.uma import GateInput, describe, predict_gate
+from sm121.memory.startup_check import StartupCheck, rules_for
+from sm121.memory.uma import GateInput, GatePrediction, describe, predict_gate
 
 LOW_AVAILABLE = 0.10  # MemAvailable under 10% of MemTotal: the node is under pressure
 DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"
@@ -86,25 +87,41 @@ def check_gmu(ctx: NodeContext) -> CheckResult | None:
 
 def check_uma_gate(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
     plan = ctx.memory
-    if plan is None or plan.mode != "gmu" or plan.reserve_gib is None or not plan.request_kv_gib:
+    check = plan.startup if plan is not None else None
+    if plan is None or plan.mode != "gmu" or check is None or check.need_gib is None:
         return None
-    needed = plan.request_kv_gib
+    rules = rules_for(ctx.recipe.engine.version if ctx.recipe else None)
     prediction = predict_gate(GateInput(
         mem_total_kib=facts.meminfo.get("MemTotal", 0), mem_free_kib=facts.meminfo.get("MemFree", 0),
         mem_available_kib=facts.meminfo.get("MemAvailable", 0), gmu=plan.gmu or 0.0,
-        weights_gib=plan.weights_gib or 0.0, reserve_gib=plan.reserve_gib,
-        kv_needed_gib=needed, max_model_len=plan.max_model_len))
-    if not prediction.will_refuse:
-        return result("uma-gate", describe(prediction))
-    fixes = [f"run the drop-caches hook before start ({DROP_CACHES}): MemFree then sees "
-             f"{prediction.after_drop_caches.free_seen_gib:.1f} GiB and KV "
-             f"{prediction.after_drop_caches.kv_seen_gib:.2f} GiB"]
-    fixes.append("or use a vLLM that reads MemAvailable (newer vLLM does on compute capability "
-                 f"12.1): KV {prediction.memavailable.kv_seen_gib:.2f} GiB")
-    if prediction.memavailable.refuses:
-        fixes = [f"lower max-model-len below {plan.largest_context or 0:,} or raise "
-                 "gpu-memory-utilization: even without page cache the KV does not fit"]
-    finding = node_finding(ctx, Severity.ERROR, "UMA gate (vLLM #48140)",
-                       describe(prediction), "; ".join(fixes))
-    return result("uma-gate", describe(prediction), [finding])
+        reads_memfree=rules.reads_memfree_on_uma, version=rules.version,
+        nominal_kv_gib=check.nominal_kv_gib, booked_kv_gib=check.booked_kv_gib,
+        need_gib=check.need_gib, max_model_len=plan.max_model_len))
+    summary = describe(prediction)
+    findings = []
+    if not prediction.start_passes:
+        findings.append(node_finding(
+            ctx, Severity.WARNING, "UMA gate (vLLM #48140): start",
+            f"{prediction.free_seen_gib:.1f} GiB {prediction.reads} now is less than the "
+            f"{prediction.requested_gib:.1f} GiB requested: started now, vLLM {rules.version} "
+            "refuses before loading (its start check, request_memory)",
+            f"free the page cache before start ({DROP_CACHES}) or stop what holds memory"))
+    if prediction.refuses:
+        findings.append(node_finding(ctx, Severity.ERROR, "UMA gate (vLLM #48140)", summary,
+                                     "; ".join(_gate_fixes(prediction, plan.startup))))
+    return result("uma-gate", summary, findings)
 
+
+def _gate_fixes(prediction: GatePrediction, check: StartupCheck | None) -> list[str]:
+    """The field's two choices, with their status, then the arithmetic's own."""
+    largest = (check.largest_context if check else None) or 0
+    if prediction.nominal_refuses:
+        return [f"lower max-model-len to {largest:,} or raise gpu-memory-utilization: even with "
+                f"no page cache booked the KV ({prediction.nominal_kv_gib:.2f} GiB) does not "
+                f"hold {prediction.need_gib:.2f} GiB"]
+    enough = f"KV {prediction.nominal_kv_gib:.2f} GiB, enough for {prediction.need_gib:.2f}"
+    return [f"drop the page cache before start (hook drop-caches: {DROP_CACHES}): unverified "
+            f"in the field (its open question); if it works as meant, {enough}",
+            "or a vLLM that reads MemAvailable (the field: a local patch of gpu_worker.py; "
+            f"vLLM 0.32 reads it on an integrated GPU): {enough}",
+            f"or lower max-model-len to {largest:,}"]

@@ -146,7 +146,7 @@ def _with_memory(ctx: NodeContext, loaded: LoadedRecipe | None, facts: HostFacts
     if loaded is None:
         return ctx
     total = facts.gib("MemTotal") or (ctx.spec.memory_gib if ctx.spec else None)
-    node = NodeMemory(ctx.name, total or 0.0, "this node's /proc/meminfo")
+    node = NodeMemory(ctx.name, total or 0.0, "this node's /proc/meminfo", uma=True)
     plan = plan_memory(MemoryRequest(loaded, ctx.profile, dict(request.overrides or {}),
                                      node=node))
     return replace(ctx, memory=plan)
