@@ -8,6 +8,7 @@ from sm121.engines.registry import adapter_for
 from sm121.findings import Severity
 from sm121.hosts.facts import HostFacts
 from sm121.memory.budget import GIB
+from sm121.memory.model import DEFAULT_GMU
 from sm121.memory.startup_check import StartupCheck, rules_for
 from sm121.memory.uma import GateInput, GatePrediction, describe, predict_gate
 
@@ -48,27 +49,45 @@ def _size(count: int) -> str:
 
 
 def check_weights_vs_ram(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
-    """Pre-reading helps only when this node's share of the weights fits in RAM."""
-    share = facts.weights.get("bytes") or ctx.model_share_bytes
-    if not share:
+    """Can the weights this node reads stay in its page cache while the engine serves?
+
+    On unified memory the engine holds GMU x MemTotal of the same memory the page cache
+    uses, so the cache keeps at most what is left: MemAvailable now less that hold (the
+    field, serving GLM-5.2: MemAvailable 4.1 GB, 0.0% of the weights cached). A warm-read
+    before start only helps when the weights fit in what is left."""
+    reads = facts.weights.get("bytes") or ctx.model_share_bytes
+    if not reads:
         return None
-    nodes = ctx.recipe.parallelism.nodes if ctx.recipe else 1
-    if facts.weights.get("bytes") and nodes > 1 and ctx.recipe and ctx.recipe.parallelism.dcp > 1:
-        share //= nodes  # context parallel: each rank loads about 1/nodes
-    size, total = share / GIB, facts.gib("MemTotal")
-    if size > 0.9 * total:
-        return result("weights-vs-ram", f"this node loads {size:.1f} GiB, RAM is {total:.1f} GiB",
-                      [node_finding(ctx, Severity.WARNING, "weights",
-                                f"{size:.1f} GiB of weights cannot stay in {total:.1f} GiB of RAM: "
-                                "every start re-reads them all, and a warm-read before start "
-                                "would only evict itself",
-                                "shard the load (decode-context-parallel, a lazy loader such "
-                                "as instanttensor) or keep the weights on local NVMe")])
+    size, total = reads / GIB, facts.gib("MemTotal")
+    gmu = _gmu(ctx)
+    held = gmu * total
+    room = max(0.0, facts.gib("MemAvailable") - held)
+    how = f" ({ctx.reads_how})" if ctx.reads_how else ""
+    summary = (f"this node reads {size:.1f} GiB at each start{how}; the engine will hold "
+               f"{gmu:.2f} x {total:.1f} = {held:.1f} GiB, leaving about {room:.1f} GiB for the "
+               f"page cache while it serves (MemAvailable {facts.gib('MemAvailable'):.1f} now "
+               f"less that)")
+    if size > room:
+        return result("weights-vs-ram", summary, [node_finding(
+            ctx, Severity.WARNING, "weights",
+            f"{size:.1f} GiB of weights cannot stay in the page cache ({room:.1f} GiB left "
+            "beside the engine): every start re-reads them all, and a warm-read before start "
+            "does not help (it would only evict itself); the field measured 0.0% cached",
+            "keep the weights on local NVMe (`sm121 stage`), or a loader that reads only "
+            "this node's shard once a boot proves it")])
     cached = facts.weights.get("cached_bytes", 0) / GIB
     advice = ("already warm" if size and cached >= 0.95 * size else
               "a warm-read before start (hook warm-read) makes loading faster")
-    return result("weights-vs-ram", f"this node loads {size:.1f} GiB, RAM is {total:.1f} GiB: "
-                  f"fits in page cache; {advice}", ok="info")
+    return result("weights-vs-ram", f"{summary}: fits; {advice}", ok="info")
+
+
+def _gmu(ctx: NodeContext) -> float:
+    if ctx.memory is not None and ctx.memory.gmu is not None:
+        return ctx.memory.gmu
+    if ctx.recipe is None:
+        return 0.0  # no engine planned: nothing is held beside the cache
+    value = ctx.args.get(adapter_for(ctx.recipe.engine.kind).memory.gmu)
+    return float(value) if isinstance(value, (int, float)) else DEFAULT_GMU
 
 
 def check_gmu(ctx: NodeContext) -> CheckResult | None:

@@ -89,3 +89,29 @@ def test_what_the_model_does_not_reproduce_is_printed() -> None:
     # the shipped 1M profile was observed to boot: that wins, with a warning, not an error
     assert memory["startup"]["observed"].startswith("booted")
     assert not [f for f in memory["findings"] if f["severity"] == "error"]
+
+
+def doctor_checks(recipe: str) -> dict[str, Any]:
+    done = invoke_cli("doctor", "--root", str(HEAD), "--recipe", recipe, "--json", check=False)
+    return {c["check"]: c for c in json.loads(done.stdout)["nodes"][0]["checks"]}
+
+
+def test_glm_52_weights_cannot_stay_cached_and_a_warm_read_does_not_help() -> None:
+    """The field: 406 GB on 121 GB nodes, 0.0% in the page cache, MemAvailable 4.1 GB while
+    serving. The engine holds 0.78 x 119.6 = 93.3 GiB of the node's memory."""
+    check = doctor_checks("glm-5.2")["weights-vs-ram"]
+    assert check["status"] == "warning"
+    assert "reads 378.1 GiB" in check["summary"] and "93.3 GiB" in check["summary"]
+    (finding,) = check["findings"]
+    assert "cannot stay in the page cache" in finding["message"]
+    assert "warm-read before start does not help" in finding["message"]
+    assert "fits" not in check["summary"]
+
+
+def test_glm_52_load_tax_is_the_whole_checkpoint_per_node_at_the_measured_rate() -> None:
+    """The field: ~406 GB per node per serve at ~1.1 GB/s, ~370 s; not size / node count."""
+    (finding,) = doctor_checks("glm-5.2")["weights-route"]["findings"]
+    message = finding["message"]
+    assert "about 369 s" in message and "406.0 GB" in message
+    assert "1.10 GB/s (measured in the field" in message
+    assert "instanttensor is configured but no boot of this recipe proves it" in message
