@@ -179,6 +179,9 @@ class RequestDefaults(Strict):
 class RequestPolicy(Strict):
     params: dict[str, ParamPolicy] = {}
     defaults: RequestDefaults = RequestDefaults()
+    # `sm121 serve` starts the gateway by default when params strip or reject something: it
+    # is what enforces them. False only where the policy protects nothing (a test recipe).
+    serve_with_gateway: bool = True
 
 
 class SpecKRule(StrEnum):
