@@ -143,4 +143,5 @@ def _gate_fixes(prediction: GatePrediction, check: StartupCheck | None) -> list[
             f"in the field (its open question); if it works as meant, {enough}",
             "or a vLLM that reads MemAvailable (the field: a local patch of gpu_worker.py; "
             f"vLLM 0.32 reads it on an integrated GPU): {enough}",
-            f"or lower max-model-len to {largest:,}"]
+            f"or lower max-model-len to {largest:,}" if largest else
+            "no max-model-len fits with the page cache booked"]

@@ -123,7 +123,10 @@ def _check_findings(plan: MemoryPlan, source: str) -> list[Finding]:
                         fix="boot once and calibrate: `sm121 memory calibrate RUN`")]
     largest = check.largest_context or 0
     if check.refuses:
-        fixes = [f"lower max-model-len to {largest:,}"]
+        fixes = [f"lower max-model-len to {largest:,}" if largest else
+                 "no max-model-len fits the KV found with the page cache booked; without the "
+                 f"booking ({check.nominal_kv_gib:.2f} GiB) it passes up to "
+                 f"{check.nominal_largest_context or 0:,}"]
         if check.booked_kv_gib and check.need_gib <= check.nominal_kv_gib:
             fixes.append(f"a vLLM that reads MemAvailable (0.32 does on unified memory) gives "
                          f"{check.nominal_kv_gib:.2f} GiB, enough")
@@ -131,9 +134,11 @@ def _check_findings(plan: MemoryPlan, source: str) -> list[Finding]:
                          "same and is unverified in the field")
         elif plan.mode == "gmu":
             fixes.append(_raise_gmu_fix(plan))
+        allowed = (f"max-model-len <= {largest:,}" if largest else
+                   f"max-model-len <= {check.nominal_largest_context or 0:,} with nothing booked")
         return [Finding(severity=Severity.ERROR, source=source, field=field,
-                        message=f"{said}: vLLM refuses to start",
-                        allowed=f"max-model-len <= {largest:,}", fix="; or ".join(fixes))]
+                        message=f"{said}: vLLM refuses to start", allowed=allowed,
+                        fix="; or ".join(fixes))]
     if check.refuses_on:
         floor = int(largest * min(check.booked_kv_gib) / check.budget_gib)
         return [Finding(severity=Severity.WARNING, source=source, field=field,

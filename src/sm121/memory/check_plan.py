@@ -74,11 +74,15 @@ def startup_check(ctx: Context, kv_gib: float, uma: bool, explicit: bool) -> Sta
     need = ctx.need.need(ctx.layout, ctx.max_model_len, ctx.block_size, ctx.batched_tokens,
                          rules)
     largest = ctx.need.largest(ctx.layout, usable, ctx.block_size, ctx.batched_tokens, rules)
+    nominal_largest = ctx.need.largest(
+        ctx.layout, usable_for_check(int(kv_gib * GIB), ctx.layout, ctx.block_size, rules),
+        ctx.block_size, ctx.batched_tokens, rules)
     return StartupCheck(
         rules=rules.how, need_gib=None if need is None else round(need / GIB, 3),
         need_how=ctx.need.how, nominal_kv_gib=round(kv_gib, 3), booked_kv_gib=booked,
         booked_how=booked_how, budget_gib=round(budget, 3), budget_how=budget_how,
         refuses=None if need is None else need > usable, largest_context=largest,
+        nominal_largest_context=nominal_largest,
         refuses_on=sum(1 for b in booked if need is not None and need > b * GIB),
     )
 

@@ -136,6 +136,7 @@ class StartupCheck(BaseModel):
     budget_how: str
     refuses: bool | None  # None: the need is unknown
     largest_context: int | None  # the longest max-model-len the check passes at budget_gib
+    nominal_largest_context: int | None = None  # the same with nothing booked
     refuses_on: int = 0  # of the observed booked boots, how many this need would refuse
     observed: str = ""  # an observed boot at these same settings, which wins over the model
 

@@ -65,9 +65,13 @@ def test_gmu_070_leaves_2_39_gib_and_refuses_well_below_the_pools_533600() -> No
     memory = plan("gpu-memory-utilization=0.70")
     assert memory["kv_gib"] == pytest.approx(2.39, abs=0.01)
     check = memory["startup"]
-    assert check["refuses"] and check["largest_context"] < 533_600 // 10
+    # 2.39 GiB against about 75 KB per token of max-model-len: about 34K even with nothing
+    # booked; with the page cache booked as on the field's boots, nothing fits
+    assert check["refuses"] and check["largest_context"] == 0
+    assert 30_000 < check["nominal_largest_context"] < 533_600 // 10
     error = next(f for f in memory["findings"] if f["field"] == "args.max-model-len")
-    assert "533,600" not in error["fix"] and f"{check['largest_context']:,}" in error["fix"]
+    assert "533,600" not in error["fix"]
+    assert f"{check['nominal_largest_context']:,}" in error["fix"]
 
 
 @pytest.mark.parametrize(("profile", "observed"), [("agent", 2_669_829), ("batch", 1_598_763)])
