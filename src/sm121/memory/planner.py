@@ -144,12 +144,21 @@ def _compare(ctx: Context, request: MemoryRequest,
     return Comparison(
         source=obs.source, settings=", ".join(described),
         predicted_tokens=predicted.pool_tokens, observed_tokens=obs.pool_tokens,
-        predicted_kv_gib=round(predicted.kv_gib, 2), observed_kv_gib=obs.kv_gib,
+        predicted_kv_gib=round(_kv_at(predicted, obs), 2), observed_kv_gib=obs.kv_gib,
         calibrates=obs.source in ctx.calibrated_from,
         predicted_need_gib=predicted.startup.need_gib if predicted.startup else None,
         observed_need_gib=obs.need_gib, predicted_outcome=outcome,
         observed_outcome=None if obs.booted is None else ("boots" if obs.booted else "refuses"),
     )
+
+
+def _kv_at(predicted: MemoryPlan, obs: calibration.Observation) -> float:
+    """The KV the engine finds there: with the page cache booked (the median observed boot)
+    for a boot that had it, else the budget."""
+    check = predicted.startup
+    if obs.page_cache_booked and check is not None and check.booked_kv_gib:
+        return check.budget_gib
+    return predicted.kv_gib
 
 
 def _outcome_at(predicted: MemoryPlan, obs: calibration.Observation) -> str | None:
