@@ -11,6 +11,7 @@ from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, err_console, parse_sets, print_json
 from sm121.cli.plan import print_plan
 from sm121.cli.progress import LongWait
+from sm121.cli.serve_gateway import gateway_choice, print_gateway_plan
 from sm121.cli.serve_ready import after_ready, gateway_registry
 from sm121.errors import Sm121Error
 from sm121.launch import control
@@ -41,8 +42,10 @@ def serve(
                                     "the engine."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
     trust: bool = TRUST,
-    gateway: bool = typer.Option(False, "--gateway", help="Also start `sm121 gateway` in front "
-                                 "of the engine, with the recipe's request policy."),
+    gateway: bool | None = typer.Option(None, "--gateway/--no-gateway", help="Start `sm121 "
+                                        "gateway` in front of the engine, with the recipe's "
+                                        "request policy. Default: on when the policy strips "
+                                        "or rejects parameters."),
     gateway_port: int = typer.Option(8100, "--gateway-port", help="Port of the gateway."),
     supervise: bool = typer.Option(False, "--supervise", help="A watchdog restarts the engine "
                                    "when it dies (default policy: on-failure, at most 3 "
@@ -61,6 +64,7 @@ def serve(
                          "--gateway starts a new gateway; --gateway-join RUN uses RUN's")
     join = gateway_registry(gateway_join) if gateway_join else None
     plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
+    gateway, unguarded = gateway_choice(plan, gateway, join is not None)
     if supervise:
         from sm121.recipes.schema import RestartPolicy
 
@@ -72,11 +76,14 @@ def serve(
     if dry_run:
         require_trust(plan.recipe, plan.needs_trust, trust)
         print_plan(plan)
+        print_gateway_plan(plan, gateway_port if gateway else None, unguarded)
         if exposed is not None:
             err_console.print(f"[yellow]{exposed.render()}[/]", highlight=False)
         return
     for finding in [*plan.findings, *([exposed] if exposed else [])]:
         err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
+    if unguarded:
+        err_console.print(f"[yellow]{unguarded}[/]", highlight=False)
     if plan.restart is not None and plan.restart.policy != "never":
         from sm121.cli.supervise import serve_supervised_cli
 

@@ -18,14 +18,20 @@ from sm121.runs.state import RunInfo
 def after_ready(run: RunInfo, plan: ServePlan, recipe: str, gateway_port: int | None,
                 join: Path | None) -> None:
     """The summary, then the gateway: a new one on gateway_port, or RUN's that `join` names."""
-    print_summary(run)
     if gateway_port is not None:
-        start_gateway_for(run, recipe, plan, gateway_port)
-    elif join is not None:
+        url = start_gateway_for(run, recipe, plan, gateway_port)
+        print_summary(run, url)
+        console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
+                      f"  {url}/v1  (agents should use this URL)\n"
+                      f"more engines behind it: sm121 serve ... --gateway-join {run.run_id}",
+                      highlight=False)
+        return
+    print_summary(run)
+    if join is not None:
         join_gateway(run, plan, join)
 
 
-def start_gateway_for(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> None:
+def start_gateway_for(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> str:
     """The gateway in front of this run, following an upstreams file in the run's folder
     (this engine's spec, from its plan: policy and max-num-seqs as served, --set included),
     so later runs can join it."""
@@ -39,10 +45,7 @@ def start_gateway_for(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> 
     with LongWait("gateway") as wait:
         url = start_gateway(run, recipe, plan.profile, port, progress=wait.progress,
                             registry=upstreams)
-    console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
-                  f"  {url}/v1  (agents should use this URL)\n"
-                  f"more engines behind it: sm121 serve ... --gateway-join {run.run_id}",
-                  highlight=False)
+    return str(url)
 
 
 def gateway_registry(run_id: str) -> Path:
@@ -68,7 +71,8 @@ def join_gateway(run: RunInfo, plan: ServePlan, path: Path) -> None:
                   f"(check {url}/sm121/upstreams)", highlight=False)
 
 
-def print_summary(run: RunInfo) -> None:
+def print_summary(run: RunInfo, gateway_url: str | None = None) -> None:
+    """The start-up summary; with a gateway, the call goes to it (the URL agents use)."""
     t, boot = run.timings, run.boot
     console.print(f"[bold green]ready[/] {run.run_id}: {run.recipe} profile {run.profile}")
     console.print(f"  process start   {t.process_started_s:8.2f} s")
@@ -81,6 +85,6 @@ def print_summary(run: RunInfo) -> None:
                       f"{boot.max_concurrency_at_tokens:,} tokens per request")
     body = shlex.quote(json.dumps({"model": run.model, "max_tokens": 16,
                                    "messages": [{"role": "user", "content": "Hello"}]}))
-    console.print(f"\ncall it:\n  curl -s {run.base_url}/v1/chat/completions "
+    console.print(f"\ncall it:\n  curl -s {gateway_url or run.base_url}/v1/chat/completions "
                   f"-H 'Content-Type: application/json' -d {body}", highlight=False, soft_wrap=True)
     console.print(f"stop it:\n  sm121 stop {run.run_id}", highlight=False)

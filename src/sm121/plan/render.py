@@ -70,7 +70,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         host=request.host,
         port=request.port,
         nodes=nodes,
-        hooks=recipe.hooks,
+        hooks=recipe.hooks_for(profile),
         readiness=ReadinessProbe(
             url=f"http://{_probe_host(request, nodes)}:{request.port}",
             model=recipe.model.id,

@@ -33,7 +33,7 @@ def trust_needs(recipe: Recipe, profile: str | None, builtin: bool) -> list[str]
     if builtin:
         return []
     return (_runtime_needs(recipe) + model_needs(recipe) + _arg_needs(recipe, profile)
-            + _env_needs(recipe, profile) + hook_needs(recipe.hooks))
+            + _env_needs(recipe, profile) + hook_needs(recipe.hooks_for(profile)))
 
 
 def _runtime_needs(recipe: Recipe) -> list[str]:

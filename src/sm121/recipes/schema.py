@@ -179,6 +179,9 @@ class RequestDefaults(Strict):
 class RequestPolicy(Strict):
     params: dict[str, ParamPolicy] = {}
     defaults: RequestDefaults = RequestDefaults()
+    # `sm121 serve` starts the gateway by default when params strip or reject something: it
+    # is what enforces them. False only where the policy protects nothing (a test recipe).
+    serve_with_gateway: bool = True
 
 
 class SpecKRule(StrEnum):
@@ -205,6 +208,9 @@ class Profile(Strict):
     purpose: str = Field(description="One line: what this profile is for.")
     args: dict[str, ArgValue] = {}
     env: dict[str, str] = {}
+    # Replaces the recipe's hooks for this profile (the recipe's custom commands stay
+    # defined), so two profiles that differ only in a hook can be A/B'd.
+    hooks: Hooks | None = None
 
     @field_validator("args")
     @classmethod
@@ -276,6 +282,14 @@ class Recipe(Strict):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         return check_env_keys(value)
+
+    def hooks_for(self, profile: str | None) -> Hooks:
+        """The hooks a profile runs: its own when it names them, else the recipe's."""
+        chosen = self.profiles.get(profile) if profile else None
+        if chosen is None or chosen.hooks is None:
+            return self.hooks
+        return chosen.hooks.model_copy(update={"custom": {**self.hooks.custom,
+                                                          **chosen.hooks.custom}})
 
 
 def normalize_args(args: dict[str, Any]) -> dict[str, Any]:
