@@ -35,10 +35,10 @@ args: {max-model-len: 8192, dtype: bfloat16, enforce-eager: true, enable-prefix-
        enable-prompt-tokens-details: true}
 env: {VLLM_CPU_KVCACHE_SPACE: "1", HF_HUB_OFFLINE: "1"}
 readiness: {timeout_s: BOOT_S, max_tokens: 8}
-default_profile: agent
+default_profile: chunk-1024
 profiles:
-  agent:
-    purpose: agent traffic on the two-node tiny engine
+  chunk-1024:  # not an agent profile: readiness asks no tool call of this tool-less engine
+    purpose: a 1024-token prefill chunk on the two-node tiny engine
     args: {max-num-batched-tokens: 1024, max-num-seqs: 4}
 """
 
@@ -76,7 +76,7 @@ def test_bench_ab_serves_a_two_node_plan_on_the_cluster(cluster_file: Path, tmp_
     recipe.write_text(TWO_NODES.replace("BOOT_S", str(BOOT_S)))
     out = tmp_path / "ab.json"
     run_cli("bench", "ab", str(recipe), "--cluster", str(cluster_file), "--trust",
-            "--profiles", "agent", "--reps", "1", "--rest", "0", "-L", "2048",
+            "--profiles", "chunk-1024", "--reps", "1", "--rest", "0", "-L", "2048",
             "--param", "before_s=1", "--short-at", "0.3", "--port", str(free_port()),
             "--out", str(out), timeout=serves(1, work_s=300))
     data = json.loads(out.read_text())
