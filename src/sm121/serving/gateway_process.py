@@ -1,5 +1,4 @@
-"""Start the gateway in front of a served run (`sm121 serve ... --gateway`, `served(...,
-gateway_port=N)`).
+"""Start the gateway in front of a served run (`sm121 serve ... --gateway`).
 
 The launcher builds the gateway's GatewayConfig here and hands it over as a file in the run's
 folder (gateway.json, without secrets) to `python -m sm121.gateway`: the library never

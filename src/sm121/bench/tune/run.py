@@ -124,8 +124,7 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
     variants = {c.name: (c.base, dict(c.args)) for c in found if c.source != "recipe"}
     ab_request = AbRequest(request.recipe, names, "agents", request.reps, agent_params(request),
                            request.out / "ab-agents.json", request.port, host=request.host,
-                           resume=True,
-                           trust=request.trust, reps_per_boot=request.reps,
+                           resume=True, trust=request.trust, reps_per_boot=request.reps,
                            rest_s=request.rest_s, variants=variants, cluster=request.cluster)
     if (state.data.get("plan") or {}).get("budget_s") not in (None, request.budget_s):
         say(f"a new budget ({request.budget_s:.0f} s): planning again")
