@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import typer
@@ -16,10 +17,13 @@ from sm121.cli.serve_ready import after_ready, gateway_registry
 from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.exposure import open_engine_warning
-from sm121.launch.local import serve_local
 from sm121.plan.build import build_plan
+from sm121.plan.model import ServePlan
 from sm121.plan.trust import require_trust
 from sm121.runs.state import RunInfo, list_runs
+from sm121.serving.serve import Mode, mode_for
+from sm121.serving.serve import serve as serve_plan
+from sm121.serving.serve import supervise as supervised_plan
 
 
 def register(app: typer.Typer) -> None:
@@ -66,9 +70,7 @@ def serve(
     plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
     gateway, unguarded = gateway_choice(plan, gateway, join is not None)
     if supervise:
-        from sm121.recipes.schema import RestartPolicy
-
-        plan = plan.model_copy(update={"restart": plan.restart or RestartPolicy()})
+        plan = supervised_plan(plan)
     if timeout is not None:
         plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
             update={"timeout_s": timeout})})
@@ -84,27 +86,30 @@ def serve(
         err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
     if unguarded:
         err_console.print(f"[yellow]{unguarded}[/]", highlight=False)
-    if plan.restart is not None and plan.restart.policy != "never":
-        from sm121.cli.supervise import serve_supervised_cli
+    mode = mode_for(plan, cluster is not None)
+    with LongWait(_waiting_for(name, plan, mode)) as wait:
+        run = serve_plan(plan, mode, progress=wait.progress, trust=trust)
+    after_ready(run.info, plan, gateway_port if gateway else None, join)
+    if run.supervised:
+        from sm121.cli.supervise import print_supervised, stay_supervised
 
-        serve_supervised_cli(plan, cluster, trust, foreground, lambda run: after_ready(
-            run, plan, name, gateway_port if gateway else None, join))
-        return
-    if cluster:
-        from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
-
-        with LongWait(f"serving {name} on {len(plan.nodes)} node(s)") as wait:
-            run = serve_cluster(plan, progress=wait.progress, trust=trust)
-        after_ready(run, plan, name, gateway_port if gateway else None, join)
-        return
-    with LongWait(f"serving {name}: boot until the first generation") as wait:
-        run, process = serve_local(plan, progress=wait.progress, trust=trust)
-    after_ready(run, plan, name, gateway_port if gateway else None, join)
-    if foreground:
-        _stay_attached(run, process)
+        print_supervised(plan)
+        if foreground:
+            stay_supervised(run.info)
+    elif foreground and run.process is not None:
+        _stay_attached(run.info, run.process)
 
 
-def _stay_attached(run: RunInfo, process) -> None:  # type: ignore[no-untyped-def]
+def _waiting_for(name: str, plan: ServePlan, mode: Mode) -> str:
+    if mode == "local":
+        return f"serving {name}: boot until the first generation"
+    if mode == "supervised":
+        return f"serving {name} supervised: boot until the first generation"
+    how = " supervised" if mode == "cluster-supervised" else ""
+    return f"serving {name}{how} on {len(plan.nodes)} node(s)"
+
+
+def _stay_attached(run: RunInfo, process: subprocess.Popen[bytes]) -> None:
     err_console.print("foreground: Ctrl-C stops the engine")
     try:
         process.wait()
