@@ -54,7 +54,7 @@ async def test_the_summary_calls_the_gateway(sm121_home: Path,
     port = free_port()
     plan = build_plan("tiny-cpu", "agent", None, {}, free_port(), "127.0.0.1")
     try:
-        await asyncio.to_thread(serve_ready.after_ready, run, plan, "tiny-cpu", port, None)
+        await asyncio.to_thread(serve_ready.after_ready, run, plan, port, None)
         out = capsys.readouterr().out
         url = f"http://127.0.0.1:{port}"
         assert f"curl -s {url}/v1/chat/completions" in out
