@@ -36,13 +36,15 @@ async def _connect(url: str, agent: str, *extra: str) -> dict[str, Any]:
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
-def _value(value: str) -> str:
-    """A printed value as the shell expands it ("$SM121_API_KEY" reads the key)."""
-    return KEY if value == "$SM121_API_KEY" else value
+def _env(s: dict[str, Any]) -> dict[str, str]:
+    """The variables as the shell sets them: literal values, and those copied from the key's
+    variable (SM121_API_KEY holds the key)."""
+    assert all(v == "SM121_API_KEY" for v in s["env_from"].values())
+    return {**s["env"], **{name: KEY for name in s["env_from"]}}
 
 
 async def _claude_code(s: dict[str, Any]) -> str:
-    env = {k: _value(v) for k, v in s["env"].items()}
+    env = _env(s)
     assert "ANTHROPIC_API_KEY" in s["unset"]
     client = anthropic.AsyncAnthropic(base_url=env["ANTHROPIC_BASE_URL"],
                                       auth_token=env["ANTHROPIC_AUTH_TOKEN"], api_key=None)
@@ -54,18 +56,20 @@ async def _claude_code(s: dict[str, Any]) -> str:
 
 async def _codex(s: dict[str, Any]) -> str:
     config = tomllib.loads(s["files"]["~/.codex/config.toml"])
-    provider = config["model_providers"][config["model_provider"]]
+    assert s["command"].startswith("codex --profile sm121")
+    profile = config["profiles"]["sm121"]
+    provider = config["model_providers"][profile["model_provider"]]
     assert provider["wire_api"] == "responses"
-    key = KEY if s["key_env"] else s["env"][provider["env_key"]]
-    client = openai.AsyncOpenAI(base_url=provider["base_url"], api_key=key)
-    reply = await client.responses.create(model=config["model"], input="hi")
+    assert provider.get("env_key") == s["key_env"]  # keyless: no env_key, no Authorization
+    client = openai.AsyncOpenAI(base_url=provider["base_url"], api_key=KEY)
+    reply = await client.responses.create(model=profile["model"], input="hi")
     assert reply.output_text == "hello"
     return "/v1/responses"
 
 
 async def _opencode(s: dict[str, Any]) -> str:
-    config = json.loads(s["files"]["opencode.json"])
-    provider_id, model = config["model"].split("/", 1)
+    config = json.loads(s["files"]["~/.config/opencode/opencode.json"])
+    provider_id, model = s["command"].split("--model ", 1)[1].split("/", 1)
     provider = config["provider"][provider_id]
     assert model in provider["models"]
     key = provider["options"].get("apiKey", "any")
@@ -75,13 +79,13 @@ async def _opencode(s: dict[str, Any]) -> str:
 
 async def _aider(s: dict[str, Any]) -> str:
     model = s["command"].split("--model openai/", 1)[1]
-    return await _chat(s["env"]["OPENAI_API_BASE"], _value(s["env"]["OPENAI_API_KEY"]), model)
+    return await _chat(s["env"]["OPENAI_API_BASE"], _env(s)["OPENAI_API_KEY"], model)
 
 
 async def _openai_sdk(s: dict[str, Any]) -> str:
-    await _chat(s["env"]["OPENAI_BASE_URL"], _value(s["env"]["OPENAI_API_KEY"]), s["model"])
+    await _chat(s["env"]["OPENAI_BASE_URL"], _env(s)["OPENAI_API_KEY"], s["model"])
     client = openai.AsyncOpenAI(base_url=s["env"]["OPENAI_BASE_URL"],
-                                api_key=_value(s["env"]["OPENAI_API_KEY"]))
+                                api_key=_env(s)["OPENAI_API_KEY"])
     assert (await client.responses.create(model=s["model"], input="hi")).output_text == "hello"
     return "/v1/responses"
 
