@@ -58,7 +58,8 @@ def test_the_probe_and_the_limits_come_from_the_real_engine(
                                   timeout=120).stdout)
     window = _engine_window(tiny_engine)
     assert settings["limits"]["context"] == window
-    assert settings["limits"]["compact_at"] + settings["limits"]["output"] == window
+    limits = settings["limits"]
+    assert limits["compact_at"] + limits["output"] + limits["headroom"] == window
     assert all(p["ok"] and p["status"] == 200 for p in settings["probe"]), settings["probe"]
     paths = {"claude-code": ["/v1/messages", "/v1/messages/count_tokens"],
              "codex": ["/v1/responses"], "opencode": ["/v1/chat/completions"]}[agent]

@@ -20,6 +20,9 @@ from sm121.connect.endpoint import Endpoint, ServedModel
 ANY_KEY = "sm121"  # what a client that insists on a key is given when the endpoint has none
 PROVIDER = "sm121"  # the provider / profile name sm121 owns in an agent's config
 MAX_OUTPUT_TOKENS = 32_768  # Claude Code's own default ceiling for one reply is about this
+# An agent checks its size after a turn, then adds the next tool output before it asks again:
+# the compaction point leaves room for that growth (Claude Code keeps 13,000 tokens for it).
+TURN_HEADROOM_TOKENS = 13_000
 
 
 class Agent(StrEnum):
@@ -37,11 +40,13 @@ PROTOCOL = {Agent.CLAUDE_CODE: "messages", Agent.CODEX: "responses", Agent.OPENC
 @dataclass(frozen=True)
 class Limits:
     """The served context window and what an agent is told from it: a reply gets at most
-    `output` tokens, and a prompt past `compact_at` (= context - output) is compacted, so
-    prompt + reply never exceeds the window the gateway enforces."""
+    `output` tokens, and a session past `compact_at` (= context - output - headroom) is
+    compacted, so the next turn (up to `headroom` tokens more) plus its reply still fits the
+    window the gateway enforces."""
 
     context: int
     output: int
+    headroom: int
     compact_at: int
 
 
@@ -49,7 +54,8 @@ def limits_for(context: int | None) -> Limits | None:
     if context is None:
         return None
     output = max(1, min(MAX_OUTPUT_TOKENS, context // 4))
-    return Limits(context, output, context - output)
+    headroom = min(TURN_HEADROOM_TOKENS, context // 8)
+    return Limits(context, output, headroom, context - output - headroom)
 
 
 KeyPath = tuple[str, ...]
@@ -160,8 +166,9 @@ def _opencode(s: ClientSettings, url: str) -> None:
     if s.key_env:
         options["apiKey"] = f"{{env:{s.key_env}}}"  # OpenCode reads the variable itself
     model: dict[str, Any] = {"name": s.model}
-    if s.limits:
-        model["limit"] = {"context": s.limits.context, "output": s.limits.output}
+    if s.limits:  # OpenCode compacts past context - output: the headroom comes off its context
+        model["limit"] = {"context": s.limits.context - s.limits.headroom,
+                          "output": s.limits.output}
     provider = {"npm": "@ai-sdk/openai-compatible", "name": PROVIDER, "options": options,
                 "models": {s.model: model}}
     s.edits.append(ConfigEdit("~/.config/opencode/opencode.json", "json",

@@ -52,7 +52,8 @@ def blocks(s: ClientSettings, shell_form: str) -> list[str]:
         out += ["", "# --- example.py", *s.example.rstrip("\n").split("\n")]
     if s.limits:
         out += ["", f"# --- limits: context window {s.limits.context}, output {s.limits.output}, "
-                    f"compact past {s.limits.compact_at} prompt tokens"]
+                    f"compact past {s.limits.compact_at} tokens "
+                    f"(room for one turn of {s.limits.headroom} more)"]
     out += ["", "# --- then run", s.command_line()]
     if s.notes:
         out += ["", "# --- notes", *(f"# {note}" for note in s.notes)]

@@ -33,7 +33,7 @@ def _bash_env(lines: list[str], *names: str, env: dict[str, str] | None = None) 
 
 def test_the_limits_leave_room_for_the_reply() -> None:
     assert limits_for(65536) is not None and limits_for(65536).__dict__ == {
-        "context": 65536, "output": 16384, "compact_at": 49152}
+        "context": 65536, "output": 16384, "headroom": 8192, "compact_at": 40960}
     assert limits_for(1_000_000).output == 32_768  # type: ignore[union-attr]
     assert limits_for(None) is None
 
@@ -79,7 +79,7 @@ def test_codex_gets_a_named_profile_and_the_window_on_its_command_line() -> None
     assert config["model_providers"]["sm121"] == {
         "name": "sm121", "base_url": f"{URL}/v1", "wire_api": "responses", "env_key": "MYKEY"}
     assert s.command == ["codex", "--profile", "sm121", "-c", "model_context_window=65536",
-                         "-c", "model_auto_compact_token_limit=49152"]
+                         "-c", "model_auto_compact_token_limit=40960"]
     assert "env_key" not in tomllib.loads(fragment(_settings(Agent.CODEX).edits[0])
                                           )["model_providers"]["sm121"]
 
@@ -89,7 +89,7 @@ def test_opencode_gets_limit_context_and_output_in_its_provider() -> None:
     config = json.loads(fragment(s.edits[0]))
     assert "model" not in config  # the default model is untouched: --model on the command
     model = config["provider"]["sm121"]["models"]["org/coder-7b:q4"]
-    assert model["limit"] == {"context": 65536, "output": 16384}
+    assert model["limit"] == {"context": 65536 - 8192, "output": 16384}  # compacts at 40960
     assert s.command == ["opencode", "--model", "sm121/org/coder-7b:q4"]
 
 
@@ -97,7 +97,7 @@ def test_aider_gets_model_metadata_under_its_openai_name() -> None:
     s = _settings(Agent.AIDER)
     metadata = json.loads(fragment(s.edits[0]))
     assert metadata == {"openai/org/coder-7b:q4": {
-        "max_tokens": 16384, "max_input_tokens": 49152, "max_output_tokens": 16384,
+        "max_tokens": 16384, "max_input_tokens": 40960, "max_output_tokens": 16384,
         "litellm_provider": "openai", "mode": "chat"}}
     assert _bash_env(shell_lines(s), "OPENAI_API_BASE") == [f"OPENAI_API_BASE={URL}/v1"]
 

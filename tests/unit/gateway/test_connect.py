@@ -170,7 +170,8 @@ async def test_the_probe_sends_one_tiny_request_on_each_route_the_agent_calls(
     assert [p["ok"] for p in settings["probe"]] == [True, True]
     headers = {k.lower(): v for k, v in engine.seen[0].headers.items()}
     assert headers["anthropic-version"] == "2023-06-01"
-    assert settings["limits"] == {"context": 4096, "output": 1024, "compact_at": 3072}
+    assert settings["limits"] == {"context": 4096, "output": 1024, "headroom": 512,
+                                  "compact_at": 2560}
 
 
 async def test_an_endpoint_without_the_agents_route_is_refused_plainly() -> None:

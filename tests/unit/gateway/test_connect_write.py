@@ -151,7 +151,7 @@ async def test_opencode_config_keeps_its_providers_and_default_model(
     assert after["provider"]["ollama"] == before["provider"]["ollama"]
     sm121 = after["provider"]["sm121"]
     assert sm121["options"] == {"baseURL": f"{gw.url}/v1", "apiKey": "{env:SM121_API_KEY}"}
-    assert sm121["models"]["coder"]["limit"] == {"context": 4096, "output": 1024}
+    assert sm121["models"]["coder"]["limit"] == {"context": 3584, "output": 1024}
     _no_key_in(path)
     assert json.loads(_backups(path)[0].read_text()) == before
     assert "opencode --model sm121/coder" in result.stdout
@@ -178,7 +178,7 @@ async def test_aider_metadata_keeps_the_other_models(engine: FakeProtocolEngine,
         result = await _write(gw.url, "aider")
     after = json.loads(path.read_text())
     assert after["deepseek/deepseek-chat"] == before["deepseek/deepseek-chat"]
-    assert after["openai/coder"] == {"max_tokens": 1024, "max_input_tokens": 3072,
+    assert after["openai/coder"] == {"max_tokens": 1024, "max_input_tokens": 2560,
                                      "max_output_tokens": 1024, "litellm_provider": "openai",
                                      "mode": "chat"}
     assert json.loads(_backups(path)[0].read_text()) == before
