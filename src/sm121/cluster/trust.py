@@ -27,7 +27,7 @@ from sm121.safe_paths import is_under
 COMPILE_CACHE_ROOT = "~/.cache"
 # ssh_config directives that only say where to connect, how to authenticate and how to keep
 # the link: none runs a program, forwards a port or the agent, or sends env.
-SAFE_SSH_DIRECTIVES = frozenset(d.lower() for d in (
+SAFE_SSH_DIRECTIVES = (
     "Host", "HostName", "User", "Port", "IdentityFile", "IdentitiesOnly", "CertificateFile",
     "UserKnownHostsFile", "GlobalKnownHostsFile", "StrictHostKeyChecking", "CheckHostIP",
     "HashKnownHosts", "UpdateHostKeys", "BatchMode", "LogLevel", "ConnectTimeout",
@@ -36,7 +36,8 @@ SAFE_SSH_DIRECTIVES = frozenset(d.lower() for d in (
     "PreferredAuthentications", "PubkeyAuthentication", "PasswordAuthentication",
     "KbdInteractiveAuthentication", "Ciphers", "MACs", "KexAlgorithms", "HostKeyAlgorithms",
     "PubkeyAcceptedAlgorithms", "IPQoS", "RekeyLimit",
-))
+)
+_SAFE = frozenset(d.lower() for d in SAFE_SSH_DIRECTIVES)  # ssh reads keywords in any case
 
 
 def cluster_needs(cluster: Cluster) -> list[str]:
@@ -78,12 +79,12 @@ def ssh_config_problem(path: str) -> str | None:
     unsafe = []
     for line in text.splitlines():
         words = line.strip().replace("=", " ", 1).split()
-        if words and not words[0].startswith("#") and words[0].lower() not in SAFE_SSH_DIRECTIVES:
+        if words and not words[0].startswith("#") and words[0].lower() not in _SAFE:
             unsafe.append(words[0])
     if unsafe:
         return (f"has directives that may run programs or expose this machine: "
                 f"{', '.join(dict.fromkeys(unsafe))} (allowed without --trust: "
-                f"{', '.join(sorted(SAFE_SSH_DIRECTIVES))})")
+                f"{', '.join(SAFE_SSH_DIRECTIVES)})")
     return None
 
 

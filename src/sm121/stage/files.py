@@ -65,8 +65,8 @@ def refuse_outside_links(transport: Transport, folder: str, root: str) -> None:
     outside = [f"{name} -> {target}" for name, target in zip(fields[0::2], fields[1::2],
                                                              strict=False) if name]
     if outside:
-        raise Sm121Error(f"{transport.name}: {folder} holds {len(outside)} symlink(s) that "
-                         f"point outside {root}: {'; '.join(outside[:3])}",
+        raise Sm121Error(f"{transport.name}: {folder} reaches {len(outside)} file(s) or "
+                         f"folder(s) outside {root} through symlinks: {'; '.join(outside[:3])}",
                          "a model folder is copied as it is: remove those links or replace "
                          "them with the files (sm121 never follows a link out of the folder)")
 
