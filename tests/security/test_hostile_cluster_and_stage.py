@@ -116,7 +116,7 @@ def test_a_commit_revision_still_stages_with_trust(tmp_path: Path, home: Path) -
 
 def test_a_cluster_python_payload_is_a_trust_item_and_never_runs(tmp_path: Path) -> None:
     """Failed on main: `plan` rendered the payload as argv[0] with nothing to trust, and
-    `cluster check` ran it (the marker appeared)."""
+    `cluster check` ran it (the marker appeared); `serve` would have started it."""
     payload, marker = _payload(tmp_path)
     cluster = _cluster(tmp_path, {"python": str(payload)})
     planned = invoke_cli("plan", "tiny-cpu", "--cluster", str(cluster), check=False)
@@ -125,6 +125,8 @@ def test_a_cluster_python_payload_is_a_trust_item_and_never_runs(tmp_path: Path)
     assert "--trust" in planned.stderr
     for command in (["cluster", "check", str(cluster)],
                     ["doctor", "--cluster", str(cluster)],
+                    ["serve", "tiny-cpu", "--cluster", str(cluster)],
+                    ["engine", "flags", "tiny-cpu", "--cluster", str(cluster)],
                     ["stage", "tiny-cpu", "--cluster", str(cluster), "--what", "cache"]):
         done = invoke_cli(*command, check=False)
         assert done.returncode == 2 and "n1).python" in done.stderr, (command, done.stderr)
