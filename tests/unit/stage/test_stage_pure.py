@@ -8,11 +8,11 @@ import shlex
 
 import pytest
 
+from sm121.errors import Sm121Error
 from sm121.paths import expand_home
 from sm121.recipes.schema import Recipe
 from sm121.stage.files import FileEntry, parse_listing, parse_sums
 from sm121.stage.images import save_load_script, streamed_bytes
-from sm121.errors import Sm121Error
 from sm121.stage.layout import ModelKey, manifest_path, model_key, ref_file, snapshot_folder
 from sm121.stage.manifest import mismatches, weights_entry
 from sm121.stage.tools import copy_method
