@@ -67,10 +67,11 @@ class Node(Strict):
     fabric_ip: IpAddress | None = None
     hcas: tuple[Name, ...] = Field((), description="RDMA device names, e.g. rocep1s0f0")
     memory_gib: float | None = None
-    home: NodeFolder | None = Field(None, description="the ssh user's home on the node, for `~` in "
-                                                "mounts and paths; asked over ssh when unset")
-    python: Program | None = Field(None, description="interpreter for native recipes whose command "
-                                                  "starts with `python`, e.g. ~/vllm/bin/python")
+    home: NodeFolder | None = Field(None, description="the ssh user's home on the node, for "
+                                    "`~` in mounts and paths; asked over ssh when unset")
+    python: Program | None = Field(None, description="interpreter for native recipes whose "
+                                   "command starts with `python`, e.g. ~/vllm/bin/python; a "
+                                   "trust item unless it is the interpreter running sm121")
     hf_cache: NodeFolder | None = Field(None, description="this node's local Hugging Face "
                                         "cache (HF_HOME), where `sm121 stage` puts weights; "
                                         "default ~/.cache/huggingface")
@@ -85,11 +86,13 @@ class Cluster(Strict):
     nodes: tuple[Node, ...]
     ssh_user: SshUser | None = None
     ssh_port: int | None = None
-    ssh_config: LocalFile | None = Field(None, description="an ssh_config file for every node "
-                                                      "(`ssh -F`); default: ~/.ssh/config")
+    ssh_config: LocalFile | None = Field(None, description="an ssh_config file for every "
+                                         "node (`ssh -F`); default: ~/.ssh/config; a trust "
+                                         "item when it holds a directive that may run a "
+                                         "program (cluster/trust.py)")
     master_port: int = Field(29501, description="vLLM's multi-node rendezvous port on the head")
-    state_dir: NodeFolder = Field("~/.sm121", description="where sm121 keeps run directories (logs, "
-                                                    "pid files) on each node")
+    state_dir: NodeFolder = Field("~/.sm121", description="where sm121 keeps run directories "
+                                  "(logs, pid files) on each node")
 
     @model_validator(mode="after")
     def _head_is_a_node(self) -> Cluster:
