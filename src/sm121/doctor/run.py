@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from sm121 import paths
 from sm121.cluster.spec import Cluster, Node, load_cluster
+from sm121.cluster.trust import cluster_needs, require_cluster_trust
 from sm121.doctor import memory_checks as mem
 from sm121.doctor import network_checks as net
 from sm121.doctor.model import CheckResult, DoctorReport, NodeContext, NodeReport
@@ -37,6 +38,7 @@ class DoctorRequest:
     profile: str | None = None
     overrides: Mapping[str, ArgValue] | None = None
     root: str = "/"  # a saved /proc and /sys tree instead of the live one (tests, post-mortems)
+    trust: bool = False  # allow the cluster file's own programs and configs (ssh_config)
 
 
 def run_doctor(request: DoctorRequest, probe: Probe = gather) -> DoctorReport:
@@ -44,6 +46,8 @@ def run_doctor(request: DoctorRequest, probe: Probe = gather) -> DoctorReport:
     profile = (resolve_profile(loaded.recipe, request.profile, loaded.source) if loaded
                else None)
     cluster = load_cluster(request.cluster) if request.cluster else None
+    if cluster is not None:
+        require_cluster_trust(cluster[1], cluster_needs(cluster[0]), request.trust)
     nodes = _nodes(cluster)
     notes = [] if cluster else ["no --cluster: this machine only"]
     reports = []
