@@ -48,6 +48,8 @@ class MetricNames:
     # as NAME_sum and NAME_count deltas (bench knee).
     prefill_time: tuple[str, ...] = ()
     decode_time: tuple[str, ...] = ()
+    # Info gauges whose labels carry the KV cache's configuration (block size, KV size, GMU).
+    cache_config: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class EngineAdapter(Protocol):
     scheduler: SchedulerFlags
     tool_call_parser: str  # the flag naming the tool-call parser (its errors name it too)
     host_ip_env: str | None  # the env var a multi-node node's own fabric address goes in
+    api_key_env: str  # the env var the engine takes its API key from (never its argv)
 
     # --- argv ---------------------------------------------------------------------------
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:

@@ -16,8 +16,7 @@ import aiohttp
 from sm121.engines.api_key import unauthorized
 from sm121.engines.engine_error import EngineError
 from sm121.engines.prometheus import metric_labels
-
-CACHE_CONFIG = "vllm:cache_config_info"
+from sm121.engines.registry import metric_names
 
 
 class EngineClient:
@@ -90,8 +89,12 @@ def max_model_len(models: Mapping[str, Any], model: str | None = None) -> int | 
 
 
 def cache_config(metrics_text: str) -> dict[str, str]:
-    """The labels of vLLM's cache_config_info gauge (block size, KV size, GMU, ...)."""
-    return metric_labels(metrics_text, CACHE_CONFIG)
+    """The labels of the engine's cache-config info gauge (block size, KV size, GMU, ...),
+    by each registered engine's name for it (the adapter's MetricNames.cache_config)."""
+    for name in metric_names().cache_config:
+        if labels := metric_labels(metrics_text, name):
+            return labels
+    return {}
 
 
 def block_size(metrics_text: str) -> int | None:

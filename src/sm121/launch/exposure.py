@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 
 from sm121.addresses import is_loopback
-from sm121.engines.api_key import ENGINE_KEY_ENV
+from sm121.engines.registry import adapter_of
 from sm121.findings import Finding, Severity
 from sm121.launch.readiness import host_port
 from sm121.plan.model import ServePlan
@@ -22,13 +22,14 @@ def open_engine_warning(plan: ServePlan, env: Mapping[str, str] | None = None) -
     if is_loopback(plan.host):
         return None
     source = os.environ if env is None else env
-    if source.get(ENGINE_KEY_ENV) or any(node.env.get(ENGINE_KEY_ENV) for node in plan.nodes):
+    key_env = adapter_of(plan.engine).api_key_env
+    if source.get(key_env) or any(node.env.get(key_env) for node in plan.nodes):
         return None
     _, port = host_port(plan.base_url)
     return Finding(
         severity=Severity.WARNING, source="serve", field="--host",
         message=f"the engine listens on {plan.host}:{port} without an API key "
-                f"({ENGINE_KEY_ENV} is not set): anyone who can reach port {port} of this "
+                f"({key_env} is not set): anyone who can reach port {port} of this "
                 "machine can use it",
-        fix=f"export {ENGINE_KEY_ENV}=<a long random key> before serving (vLLM then requires "
-            "it), or serve on 127.0.0.1 and put `sm121 gateway` with --api-key-file in front")
+        fix=f"export {key_env}=<a long random key> before serving (the engine then "
+            "requires it), or serve on 127.0.0.1 and put `sm121 gateway` with --api-key-file in front")

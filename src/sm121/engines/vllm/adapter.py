@@ -51,6 +51,7 @@ class VllmAdapter:
     scheduler: SchedulerFlags = SCHEDULER
     tool_call_parser: str = _parsers.TOOL_CALL_PARSER
     host_ip_env: str | None = "VLLM_HOST_IP"
+    api_key_env: str = "VLLM_API_KEY"
 
     # --- argv ---------------------------------------------------------------------------
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:

@@ -33,4 +33,5 @@ METRICS = MetricNames(
     namespaces=("vllm:",),
     prefill_time=("vllm:request_prefill_time_seconds",),
     decode_time=("vllm:request_decode_time_seconds",),
+    cache_config=("vllm:cache_config_info",),
 )
