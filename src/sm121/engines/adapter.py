@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from sm121.engines.boot import BootFacts, BootPhases, Milestone, StampedLine
+from sm121.boot_facts import BootFacts, BootPhases, Milestone, StampedLine
 from sm121.engines.flag_list import FlagChoice, FlagList
 from sm121.findings import Finding
 from sm121.recipes.schema import ArgValue, EngineKind, Recipe

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from sm121 import paths
-from sm121.engines.boot import BootPhases
+from sm121.boot_facts import BootPhases
 from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.launch.startup_waterfall import Waterfall, build_waterfall, launcher_clock

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel
 
-from sm121.engines.boot import BootPhases, Milestone
+from sm121.boot_facts import BootPhases, Milestone
 from sm121.engines.registry import adapter_of
 from sm121.runs.state import Timings
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from sm121 import paths
-from sm121.engines.boot import BootFacts
+from sm121.boot_facts import BootFacts
 from sm121.errors import Sm121Error
 from sm121.hosts.processes import Identity
 from sm121.names import NAME_PATTERN

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from sm121.boot_facts import BootFacts, BootPhases, Milestone, StampedLine
 from sm121.engines.adapter import MemoryFlags, MetricNames, NodeArgvRequest, SchedulerFlags
-from sm121.engines.boot import BootFacts, BootPhases, Milestone, StampedLine
 from sm121.engines.flag_list import FlagChoice, FlagList
 from sm121.engines.vllm import agent as _agent
 from sm121.engines.vllm import args as _args

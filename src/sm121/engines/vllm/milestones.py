@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sm121.engines.boot import Milestone, StampedLine
+from sm121.boot_facts import Milestone, StampedLine
 
 _STAMP = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)")
 _PROCESS = re.compile(r"^\((\w[\w-]*) pid=\d+\)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from sm121.engines.boot import BootPhases, CompileCache
+from sm121.boot_facts import BootPhases, CompileCache
 from sm121.engines.vllm.log import parse_boot_log
 
 _STAMP = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR) (\d\d-\d\d \d\d:\d\d:\d\d)")

@@ -1,7 +1,9 @@
 """What an engine's boot log tells, in terms every engine shares: the facts its start printed
 (KV pool, memory, phase durations), its start-up phases, and the stamped milestones the
 start-up waterfall orders. An adapter's log readers fill these; launch, memory and the CLI
-read them without knowing which engine wrote the log."""
+read them without knowing which engine wrote the log. A base module, not engines/: a run
+keeps them (runs/state.RunInfo.boot) and the run record sits below the engines, so both
+import these types downward.""" 
 
 from __future__ import annotations
 
