@@ -12,6 +12,7 @@ Rounds run every replica at once, so one hung engine does not delay the verdict 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -58,8 +59,12 @@ class HealthMonitor:
                 replica.eject("health")
             elif ok:
                 replica.steady()
-                if not replica.discovered:
-                    await self.learn(replica)
+            if replica.healthy and not replica.discovered and verdict is not Health.SICK:
+                # A slow /health is no reason to leave the models unknown (with two replicas
+                # unknown, every request would be refused); then bounded, for a hung engine.
+                bound = None if ok else self._settings.health_timeout_s
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.learn(replica), bound)
             return
         if not replica.may_readmit(time.monotonic()):
             return

@@ -1,7 +1,8 @@
 """A purpose-built fake upstream for the gateway's fault tests: an in-process aiohttp server
 that speaks just enough of vLLM's API (streams, /v1/models, /tokenize, /metrics) and can be
-told to misbehave: die mid-stream, flood a slow client, stall before answering, or hang (a
-killed engine whose sockets are still open: nothing streams and nothing answers).
+told to misbehave: die mid-stream, flood a slow client, stall before answering, hang (a
+killed engine whose sockets are still open: nothing streams and nothing answers), or answer
+/health late while it serves.
 
 It is not a stand-in for the engine where the engine can run: behaviour against real vLLM is
 tested in tests/integration/test_gateway_*.py.
@@ -40,6 +41,9 @@ class FakeUpstream:
     interval_s: float = 0.0
     prefill_s_per_1k: float = 0.0  # "prefill": a delay before the first byte, per 1,000 chars
     flood_bytes: int = 0
+    # /health answers this much later while every other route answers at once: a health
+    # check that outlasts the gateway's timeout on an engine that is serving.
+    health_delay_s: float = 0.0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     tokenize_calls: int = 0
@@ -82,6 +86,8 @@ class FakeUpstream:
 
     async def _health(self, _: web.Request) -> web.Response:
         await self._hang_if_told()
+        if self.health_delay_s:
+            await asyncio.sleep(self.health_delay_s)
         return web.Response(status=200)
 
     async def _hang_if_told(self) -> None:
