@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,3 +167,21 @@ class FakeUpstream:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
+
+
+@contextmanager
+def in_its_own_thread(fake: FakeUpstream) -> Iterator[FakeUpstream]:
+    """`fake`, started on its own loop and thread: it answers the gateway (its /health probes
+    too) while the test's own loop stands still (hypothesis building a batch, a blocking
+    call). Its fields are read across threads: counters only, no awaiting its events."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="fake-upstream", daemon=True)
+    thread.start()
+    started = asyncio.run_coroutine_threadsafe(fake.start(), loop).result(timeout=60)
+    try:
+        yield started
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=60)
+        loop.close()
