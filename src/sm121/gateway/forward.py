@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
+from sm121.errors import Sm121Error
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import CaptureRecord
 from sm121.gateway.observe import Observed, ResponseObserver
@@ -51,7 +52,7 @@ RETRY_AFTER_S = "5"
 CONNECT_RETRY_S = 0.2
 
 
-class _ConnectFailed(Exception):
+class _ConnectFailed(Sm121Error):
     """No connection to the upstream, even on the retry; nothing of the request was sent."""
 
     def __init__(self, cause: OSError | TimeoutError, attempts: int) -> None:
