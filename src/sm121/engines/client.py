@@ -8,6 +8,7 @@ gateway's relay of client requests is not this client: relay.py frames those byt
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,15 @@ from sm121.engines.api_key import unauthorized
 from sm121.engines.engine_error import EngineError
 from sm121.engines.prometheus import metric_labels
 from sm121.engines.registry import metric_names
+
+
+class Health(enum.Enum):
+    """An engine's /health, as EngineClient.health reads it."""
+
+    OK = "ok"  # 200
+    SICK = "sick"  # an answer, not 200: the server says it is not well
+    REFUSED = "refused"  # the connect was refused: nothing listens on the port
+    SILENT = "silent"  # no answer in time, or the connection dropped before one
 
 
 class EngineClient:
@@ -61,6 +71,11 @@ class EngineClient:
     async def healthy(self, timeout_s: float) -> bool:
         """/health answers 200 (vLLM's, while the engine runs); a server without the route
         (404) is asked for /v1/models instead. No answer in time is not healthy."""
+        return await self.health(timeout_s) is Health.OK
+
+    async def health(self, timeout_s: float) -> Health:
+        """healthy()'s verdict with its cause: a refused connect (nothing listens on the
+        port) is told apart from no answer in time, which a stalled caller sees too."""
         timeout = aiohttp.ClientTimeout(total=timeout_s)
         try:
             for path in ("/health", "/v1/models"):
@@ -68,10 +83,13 @@ class EngineClient:
                                             timeout=timeout) as resp:
                     await resp.read()
                     if resp.status != 404:
-                        return resp.status == 200
+                        return Health.OK if resp.status == 200 else Health.SICK
+        except aiohttp.ClientConnectorError as exc:
+            refused = isinstance(exc.os_error, ConnectionRefusedError)
+            return Health.REFUSED if refused else Health.SILENT
         except (aiohttp.ClientError, TimeoutError):
-            return False
-        return False
+            return Health.SILENT
+        return Health.SICK
 
     async def _optional_text(self, path: str) -> str | None:
         async with self.session.get(f"{self.base_url}{path}", headers=self.headers) as resp:

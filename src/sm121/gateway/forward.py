@@ -6,6 +6,15 @@ the upstream pauses until the client drains: a slow client slows the engine (TCP
 backpressure) instead of growing a buffer in the gateway. When the client goes away the
 upstream connection is closed, which is how vLLM learns to abort the request and free its
 sequence.
+
+A connect that fails without proof that the engine is gone (a timeout, any error but a
+refusal) is tried once more after a short pause before the client gets an answer: nothing of
+the request was sent, so sending it on the second connection is safe. Its cause is most
+often the gateway's own host, not the engine: a process stalled longer than the connect
+timeout (a loaded 2-core host, memory reclaim) wakes with the timer and the finished connect
+both due, and the event loop runs the timer first, so a connect to a live, listening engine
+fails. A refusal is proof (nothing listens on the port) and answers at once, so a dead engine
+costs a prompt 503, not a retry storm.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
+from sm121.errors import Sm121Error
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import CaptureRecord
 from sm121.gateway.observe import Observed, ResponseObserver
@@ -31,13 +41,27 @@ from sm121.gateway.relay import (
     UpstreamPool,
     client_buffer_full,
 )
-from sm121.gateway.replicas import Replica
+from sm121.gateway.replicas import Replica, alone
 from sm121.gateway.replies import SSE_CONTENT_TYPE, error_reply
 from sm121.gateway.state import Gateway
 
 log = logging.getLogger("sm121.gateway")
 # While the engine is down (a supervised restart takes about a boot), clients retry after this.
 RETRY_AFTER_S = "5"
+# The pause before a failed connect's one retry: past a scheduling hiccup, short beside a turn.
+CONNECT_RETRY_S = 0.2
+
+
+class _ConnectFailed(Sm121Error):
+    """No connection to the upstream, even on the retry; nothing of the request was sent."""
+
+    def __init__(self, cause: OSError | TimeoutError, attempts: int) -> None:
+        super().__init__(str(cause) or type(cause).__name__)
+        self.cause, self.attempts = cause, attempts
+
+    @property
+    def refused(self) -> bool:
+        return isinstance(self.cause, ConnectionRefusedError)
 
 
 @dataclass
@@ -63,11 +87,18 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
     health = request.method != "HEAD"
     try:
         proto, head = await _send(replica.pool, request.method, ex.path, headers.items(),
-                                  ex.body)
+                                  ex.body, lambda: _count_retry(gw))
+    except _ConnectFailed as exc:
+        if health and exc.refused:
+            replica.failed("refused")  # proof: nothing listens on its port
+        elif health:
+            replica.suspected("unreachable", last=alone(replica, gw.replicas.values()))
+        return _unreachable(gw, replica, ex, _connect_reason(exc, gw))
     except (OSError, TimeoutError, UpstreamClosed) as exc:
-        if health:
+        if health:  # the request was sent and the connection closed without an answer
             replica.failed("unreachable")
-        return _unreachable(gw, replica, ex, exc)
+        return _unreachable(gw, replica, ex, f"the connection closed before an answer "
+                            f"({str(exc) or type(exc).__name__}); it may be stopping")
     except ValueError as exc:  # a line break in the request line or a header: not sent
         ex.outcome = "bad_request"
         return error_reply(400, str(exc), "invalid_request_error", headers=ex.extra_headers)
@@ -91,15 +122,15 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
 
 
 async def _send(pool: UpstreamPool, method: str, path: str,
-                headers: Iterable[tuple[str, str]], body: bytes | None
-                ) -> tuple[RelayProtocol, Head]:
+                headers: Iterable[tuple[str, str]], body: bytes | None,
+                on_connect_retry: Callable[[], None]) -> tuple[RelayProtocol, Head]:
     """Send the request and wait for the response head. A kept-alive connection the server
     closed just before the request, without a byte of answer, is retried once on a new one.
     On every way out but the head's arrival the connection goes back to the pool (which
     closes an unfinished one, so the engine aborts); after it, the caller releases it."""
     headers = list(headers)
     for attempt in (0, 1):
-        proto, reused = await pool.acquire()
+        proto, reused = await _connect(pool, on_connect_retry)
         reads = proto.reads
         try:
             proto.send(method, pool.prefix + path, pool.host, headers, body)
@@ -114,21 +145,52 @@ async def _send(pool: UpstreamPool, method: str, path: str,
     raise AssertionError("unreachable")
 
 
+async def _connect(pool: UpstreamPool, on_retry: Callable[[], None]
+                   ) -> tuple[RelayProtocol, bool]:
+    """A connection (see the module's docstring for the one retry), or _ConnectFailed."""
+    try:
+        return await pool.acquire()
+    except ConnectionRefusedError as exc:
+        raise _ConnectFailed(exc, 1) from exc
+    except (OSError, TimeoutError) as exc:
+        log.info("connect to %s failed (%r); trying once more in %g s", pool.host, exc,
+                 CONNECT_RETRY_S)
+    on_retry()
+    await asyncio.sleep(CONNECT_RETRY_S)
+    try:
+        return await pool.acquire()
+    except (OSError, TimeoutError) as exc:
+        raise _ConnectFailed(exc, 2) from exc
+
+
+def _count_retry(gw: Gateway) -> None:
+    gw.metrics.upstream_errors.labels("connect_retried").inc()  # looked up only when it happens
+
+
+def _connect_reason(exc: _ConnectFailed, gw: Gateway) -> str:
+    if exc.refused:
+        return ("it refused the connection: nothing listens on its port, so the engine is "
+                "stopped, crashed or still starting")
+    tries = "once" if exc.attempts == 1 else f"{exc.attempts} times"
+    if isinstance(exc.cause, TimeoutError):
+        return (f"no connection within {gw.config.upstream_connect_timeout_s:g} s, tried "
+                f"{tries}; it may be overloaded or its host unreachable")
+    return f"the connect failed ({exc}), tried {tries}"
+
+
 def _client_gone(gw: Gateway, ex: Exchange) -> None:
     if ex.outcome != "client_gone":
         ex.outcome = "client_gone"
         gw.metrics.client_disconnects.inc()
 
 
-def _unreachable(gw: Gateway, replica: Replica, ex: Exchange, exc: BaseException
-                 ) -> web.Response:
+def _unreachable(gw: Gateway, replica: Replica, ex: Exchange, reason: str) -> web.Response:
     gw.metrics.upstream_errors.labels("unreachable").inc()
     ex.outcome = "upstream_unreachable"
-    reason = str(exc) or type(exc).__name__
     return error_reply(
-        503, f"the upstream engine at {replica.url} is not reachable ({reason}); "
-        "it may be starting, stopped or overloaded: check `sm121 status`",
-        "upstream_unavailable", headers={**ex.extra_headers, "Retry-After": RETRY_AFTER_S})
+        503, f"the upstream engine at {replica.url} is not reachable: {reason}; check "
+        "`sm121 status`", "upstream_unavailable",
+        headers={**ex.extra_headers, "Retry-After": RETRY_AFTER_S})
 
 
 async def _relay(gw: Gateway, request: web.Request, proto: RelayProtocol, head: Head,

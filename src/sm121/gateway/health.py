@@ -1,25 +1,28 @@
 """The health monitor: every interval, each replica's /health; ejected replicas are re-admitted
 when it answers again, and replicas are asked what they serve (/v1/models) until they say.
 
-A replica in the rotation is ejected after two failed health rounds in a row (one slow answer
-from an engine busy tokenizing a huge prompt is not a death); a request that finds it gone
-ejects it at once (replicas.py). Rounds run every replica at once, so one hung engine does not
-delay the verdict on the others.
+A replica in the rotation is ejected at once when its connect is refused (proof: nothing
+listens on its port), and after two failed health rounds in a row otherwise (one slow answer
+from an engine busy tokenizing a huge prompt is not a death). A round that failed only for
+want of an answer in time is suspicion, not proof: it never ejects the last healthy replica of
+a model (replicas.py says why). A request that finds it gone ejects it at once (forward.py).
+Rounds run every replica at once, so one hung engine does not delay the verdict on the others.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 import aiohttp
 
-from sm121.engines.client import EngineClient
+from sm121.engines.client import EngineClient, Health
 from sm121.gateway import upstream as up
 from sm121.gateway.config import RoutingSettings
-from sm121.gateway.replicas import Replica
+from sm121.gateway.replicas import Replica, alone
 
 log = logging.getLogger("sm121.gateway")
 _FAILS_TO_EJECT = 2
@@ -43,16 +46,25 @@ class HealthMonitor:
 
     async def check(self, replica: Replica) -> None:
         engine = EngineClient(self._session(), replica.url, self._headers)
-        ok = await engine.healthy(self._settings.health_timeout_s)
+        verdict = await engine.health(self._settings.health_timeout_s)
+        ok = verdict is Health.OK
         if replica.healthy:
             fails = 0 if ok else self._fails.get(replica.name, 0) + 1
             self._fails[replica.name] = fails
-            if fails >= _FAILS_TO_EJECT:
+            if verdict is Health.REFUSED:
+                replica.failed("refused")
+            elif verdict is Health.SILENT and fails >= _FAILS_TO_EJECT:
+                replica.suspected("health", last=alone(replica, self._replicas()))
+            elif fails >= _FAILS_TO_EJECT:
                 replica.eject("health")
             elif ok:
                 replica.steady()
-                if not replica.discovered:
-                    await self.learn(replica)
+            if replica.healthy and not replica.discovered and verdict is not Health.SICK:
+                # A slow /health is no reason to leave the models unknown (with two replicas
+                # unknown, every request would be refused); then bounded, for a hung engine.
+                bound = None if ok else self._settings.health_timeout_s
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.learn(replica), bound)
             return
         if not replica.may_readmit(time.monotonic()):
             return

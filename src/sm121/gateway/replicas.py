@@ -1,12 +1,25 @@
 """One upstream engine as the gateway holds it: its own admission lanes, what it serves (read
 from its /v1/models), its health, and its routing counters.
 
-Health has two sources. Outcomes of real requests: a connection that fails, or dies mid-way,
-ejects the replica at once (its engine is gone, and the next request should not be the one to
-find out); answers with a 5xx status eject it when they become a large share of its recent
-outcomes. And its /health, asked every health interval by the monitor (health.py), which
+Health has two sources. Outcomes of real requests: a connection that is refused, or dies
+mid-way, ejects the replica at once (its engine is gone, and the next request should not be
+the one to find out); answers with a 5xx status eject it when they become a large share of its
+recent outcomes. And its /health, asked every health interval by the monitor (health.py), which
 re-admits an ejected replica once it answers again and it has been out for a while. A replica
 silent while requests wait on it is asked at once by the stall watch (stalls.py).
+
+Proof and suspicion are told apart. A refused connect (nothing listens on the port) or a
+connection dropped mid-answer is proof: the engine is gone. No answer in time (a /health past
+its timeout, a connect past its timeout) is only suspicion: a loaded host stalls the gateway
+itself, and a stall longer than a timeout fires the timer before the answer that already
+arrived is read. Suspicion ejects a replica only while another healthy replica serves each of
+its models (`alone`): the last one stays in the rotation. Envoy's outlier detection caps
+ejections the same way (max_ejection_percent, "the maximum % of an upstream cluster that can
+be ejected", envoyproxy.io/docs/envoy/latest/api-v3/config/cluster/v3/outlier_detection.proto),
+and past its panic threshold it "will disregard health status and balance amongst all hosts"
+(envoyproxy.io/docs/envoy/latest/intro/arch_overview/upstream/load_balancing/panic_threshold):
+ejecting a model's last replica on suspicion frees nothing, and only makes /v1/models and the
+gateway's /health answer 503 for an engine that may be serving.
 """
 
 from __future__ import annotations
@@ -14,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 from sm121.gateway.admission import Admission
@@ -44,9 +58,11 @@ class Replica:
         self.ejected_at = 0.0
         self._out_s = settings.readmit_after_s
         self._outcomes: deque[bool] = deque(maxlen=settings.error_window)
-        # The same counts as the metrics, for /sm121/upstreams.
+        # The same counts as the metrics, for /sm121/upstreams; "spared": times it was kept in
+        # the rotation on suspicion as the last healthy replica of a model (suspected()).
         self.counts = {"affinity": 0, "spill": 0, "round_robin": 0, "spilled_away": 0,
-                       "ejections": 0, "readmissions": 0}
+                       "ejections": 0, "readmissions": 0, "spared": 0}
+        self._spared = False  # kept in the rotation on suspicion, since the last good round
         # Children bound once: the request path does no label lookups.
         self._routed = {how: metrics.routed.labels(self.name, how)
                         for how in ("affinity", "spill", "round_robin")}
@@ -99,9 +115,22 @@ class Replica:
             self.eject("error_rate")
 
     def failed(self, reason: str) -> None:
-        """The connection failed or died: the engine is not there now."""
+        """Proof: the connection was refused or died: the engine is not there now."""
         self._outcomes.append(False)
         self.eject(reason)
+
+    def suspected(self, reason: str, last: bool) -> None:
+        """Suspicion: no answer in time. Ejected unless it is the `last` healthy replica of
+        one of its models (see the module's docstring). Not an outcome: a string of slow
+        rounds must not make the next 5xx answer look like an error rate."""
+        if not last:
+            self.eject(reason)
+        elif self.healthy and not self._spared:
+            self._spared = True  # said once per streak: steady() ends it
+            self.counts["spared"] += 1
+            log.warning("replica %s kept in the rotation despite %s: it is the last healthy "
+                        "replica of %s, and no answer in time is no proof of a dead engine",
+                        self.name, reason, ", ".join(self.models) or "its model")
 
     def eject(self, reason: str) -> None:
         if not self.healthy:
@@ -131,6 +160,7 @@ class Replica:
     def steady(self) -> None:
         """A health round passed while in the rotation: the next ejection waits the least."""
         self._out_s = self.settings.readmit_after_s
+        self._spared = False
 
     def learned(self, cards: list[dict[str, Any]], max_model_len: int | None,
                 block_size: int | None) -> None:
@@ -147,3 +177,12 @@ class Replica:
                 "healthy": self.healthy, "discovered": self.discovered,
                 "inflight": gate.held, "queued": gate.waiting, "capacity": gate.capacity,
                 "max_model_len": self.max_model_len, "routing": dict(self.counts)}
+
+
+def alone(replica: Replica, replicas: Iterable[Replica]) -> bool:
+    """No other healthy replica serves one of its models (any other healthy replica, while
+    it has not said what it serves): ejecting it would leave that model with none."""
+    others = [r for r in replicas if r is not replica and r.healthy]
+    if not replica.models:
+        return not others
+    return any(not any(model in other.models for other in others) for model in replica.models)

@@ -106,7 +106,10 @@ class Router:
             return Route(chosen[next(self._turn) % len(chosen)], ROUND_ROBIN)
         ranked = rendezvous(session, candidates)
         owner = ranked[0]
-        if not healthy:  # nothing is known good: try the owner, the error says the rest
+        # Nothing known good: try the owner, the error says the rest. Envoy's panic mode does
+        # the same (past its threshold it "will disregard health status"): an ejection is a
+        # guess, and a guess must not turn a model's only way to an engine into a 503.
+        if not healthy:
             return Route(owner, AFFINITY)
         now = time.perf_counter()
         if owner.healthy:

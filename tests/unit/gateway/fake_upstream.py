@@ -1,7 +1,8 @@
 """A purpose-built fake upstream for the gateway's fault tests: an in-process aiohttp server
 that speaks just enough of vLLM's API (streams, /v1/models, /tokenize, /metrics) and can be
-told to misbehave: die mid-stream, flood a slow client, stall before answering, or hang (a
-killed engine whose sockets are still open: nothing streams and nothing answers).
+told to misbehave: die mid-stream, flood a slow client, stall before answering, hang (a
+killed engine whose sockets are still open: nothing streams and nothing answers), or answer
+/health late while it serves.
 
 It is not a stand-in for the engine where the engine can run: behaviour against real vLLM is
 tested in tests/integration/test_gateway_*.py.
@@ -11,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +44,9 @@ class FakeUpstream:
     interval_s: float = 0.0
     prefill_s_per_1k: float = 0.0  # "prefill": a delay before the first byte, per 1,000 chars
     flood_bytes: int = 0
+    # /health answers this much later while every other route answers at once: a health
+    # check that outlasts the gateway's timeout on an engine that is serving.
+    health_delay_s: float = 0.0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     tokenize_calls: int = 0
@@ -82,6 +89,8 @@ class FakeUpstream:
 
     async def _health(self, _: web.Request) -> web.Response:
         await self._hang_if_told()
+        if self.health_delay_s:
+            await asyncio.sleep(self.health_delay_s)
         return web.Response(status=200)
 
     async def _hang_if_told(self) -> None:
@@ -158,3 +167,21 @@ class FakeUpstream:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
+
+
+@contextmanager
+def in_its_own_thread(fake: FakeUpstream) -> Iterator[FakeUpstream]:
+    """`fake`, started on its own loop and thread: it answers the gateway (its /health probes
+    too) while the test's own loop stands still (hypothesis building a batch, a blocking
+    call). Its fields are read across threads: counters only, no awaiting its events."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="fake-upstream", daemon=True)
+    thread.start()
+    started = asyncio.run_coroutine_threadsafe(fake.start(), loop).result(timeout=60)
+    try:
+        yield started
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=60)
+        loop.close()

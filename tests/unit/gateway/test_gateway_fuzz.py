@@ -6,7 +6,8 @@ watch on, so that its RSS and its log are its own; the upstream is the purpose-b
 (fake_upstream.py) in this process: the point is volume, and the fake answers at once. The
 same fuzz against the real engine is tests/integration/test_gateway_hostile_engine.py.
 
-Afterwards: no traceback or ERROR in the gateway's log, no admission slot held, RSS grown by
+Afterwards: no 503 (the upstream lives throughout), no traceback or ERROR in the gateway's
+log, no admission slot held, RSS grown by
 less than 20 MB, locality sessions and their metric labels bounded, and a normal request
 answered in under 1 s. Run with -s to see what each class of body returned.
 """
@@ -16,14 +17,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import aiohttp
-from fake_upstream import FakeUpstream
+from fake_upstream import FakeUpstream, in_its_own_thread
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from support.fuzz import Case, Tally, cases, cpu_seconds, rss_bytes, send_all
@@ -38,27 +36,10 @@ MAX_SESSIONS = 512  # the gateway's default
 _SESSION_LABEL = re.compile(r'^sm121_gateway_locality_reusable_fraction\{session="([^"]*)"', re.M)
 
 
-@contextmanager
-def _fake_in_its_own_thread() -> Iterator[FakeUpstream]:
-    """The fake upstream on its own loop and thread, so that it answers the gateway (its
-    /health probes too) while hypothesis builds the next batch and the test's loop stands
-    still: on a loaded host that pause outlasted the gateway's 2 s health timeout, the fake
-    was ejected and a valid body got a 503."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="fake-upstream", daemon=True)
-    thread.start()
-    fake = asyncio.run_coroutine_threadsafe(FakeUpstream().start(), loop).result(timeout=60)
-    try:
-        yield fake
-    finally:
-        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=60)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=60)
-        loop.close()
-
-
 def test_gateway_survives_10000_hostile_bodies(tmp_path: Path) -> None:
-    with _fake_in_its_own_thread() as fake:
+    # The fake on its own thread answers the gateway's /health while hypothesis builds the
+    # next batch; the gateway no longer ejects its only replica for a slow /health anyway.
+    with in_its_own_thread(FakeUpstream()) as fake:
         _fuzz_through_the_gateway(fake, tmp_path)
 
 
@@ -133,6 +114,11 @@ async def _own_state(http: aiohttp.ClientSession, gw: GatewayProcess) -> tuple[s
 
 def _assert_outcomes_make_sense(tally: Tally) -> None:
     table = tally.by_kind()
+    # The upstream lives throughout: no body of any kind is answered 503. (A loaded host once
+    # stalled the gateway past its connect timeout; the connect is retried now, and a slow
+    # /health no longer ejects the only replica.)
+    unavailable = {kind: n for (kind, outcome), n in tally.outcomes.items() if outcome == "503"}
+    assert not unavailable, unavailable
     # A valid body, plain or uploaded in chunks, is served (the fake has no /v1/responses).
     for kind in ("valid", "chunked"):
         assert set(table.get(kind, {})) <= {"200"}, (kind, table[kind])

@@ -4,11 +4,11 @@ the request's id; between sequences the upstream may also write a stray response
 idle connection. h11 reads each answer (wire_client.py). A hang is an answer not read within
 30 s: this 2-core machine, shared, has stalled a whole process for several seconds.
 
-A connection the gateway could not open at all (the fake upstream's accept stalled past the
-connect timeout while the engine tests ran beside this one: a whole-suite run saw it once in
-4,000) is answered with the gateway's own 503 "not reachable", which carries no id. That is a
-refusal the client can retry, not a misdelivery: it is counted apart and bounded, and every
-other answer of an own-id behaviour must carry its own id."""
+The upstream lives throughout, so no behaviour it answers (the own-id ones) may get the
+gateway's 503 "not reachable": a connect that a stalled host timed out (seen once in 4,000 in
+a whole-suite run, before the gateway retried such connects) is tried once more, and every
+answer of an own-id behaviour must carry its own id. ("drop", an upstream that closes without
+answering, is that 503 by design.)"""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ async def test_no_answer_reaches_the_wrong_client_in_1000_random_sequences() -> 
                         wrong.append((seq, rid, how, answer.ids()))
                     if how in OWN and answer.ids() != {rid}:
                         if answer.status == 503 and b"is not reachable" in answer.body:
-                            refused.append((seq, rid, how))
+                            refused.append((seq, rid, how))  # told apart for the message
                         else:
                             lost.append((seq, rid, how, answer))
                     if answer.broken or answer.partial_chunk:
@@ -73,7 +73,7 @@ async def test_no_answer_reaches_the_wrong_client_in_1000_random_sequences() -> 
     assert answers == SEQUENCES * CLIENTS
     assert wrong == [], wrong[:5]
     assert lost == [], lost[:5]
-    assert len(refused) <= 2, refused[:5]  # rare host stalls only: 0 on a quiet host
+    assert refused == [], refused[:5]
     assert unframed == [], unframed[:5]
     assert hung == [], hung[:5]
     assert busy == 0
