@@ -316,8 +316,9 @@ def test_a_compile_cache_goes_only_to_nodes_of_the_same_key(
     warm.mkdir(parents=True)
     (warm / "graph.py").write_text("compiled")
     (warm / "kernel.so").write_bytes(os.urandom(20_000))
+    # --trust: spark3's python is the cluster file's own program (a trust item)
     result = json.loads(invoke_cli("stage", str(recipe), "--cluster", str(file), "--what",
-                                   "cache", "--json").stdout)["cache"]
+                                   "cache", "--json", "--trust").stdout)["cache"]
     status = {n["node"]: n["status"] for n in result["nodes"]}
     assert status == {"spark1": "source", "spark2": "staged", "spark3": "mismatch"}
     received = tmp_path / "c1" / "torch_compile_cache" / "abc" / "rank_0_0" / "kernel.so"

@@ -6,9 +6,10 @@ spans. A command's path (`sm121 bench agents`) must be one `sm121 ... --help` an
 each flag after it must be in that command's `--help` (typer's CliRunner on the real app, in
 this process). Placeholders are upper-case words (RUN, NAME, URL); `a|b` names alternatives,
 and an option whose value the docs spell as `--opt a|b|c` must offer each of them (its
-choices, or its help text). A flag the docs name outside an sm121 command (`serve
+choices, or its help text). A long flag the docs name outside an sm121 command (`serve
 --gateway`, `--supervise`) must be an option of some sm121 command, a flag of a bundled vLLM
-release (sm121 reads those lists itself), or one of the few other tools' flags below.
+release (sm121 reads those lists itself), or one of the few other tools' flags below; a
+lone short flag (`tar -h`) says too little to check.
 
 The recipe table in README.md lists every built-in recipe with its real profiles, read from
 the loader."""
@@ -43,7 +44,8 @@ OTHER_TOOLS: dict[str, set[str]] = {
     "rsync": {"--partial-dir"},
     "docker": {"--gpus", "--ipc", "--network", "--device"},
     # aider's own options, in docs/connect.md's aider section
-    "aider": {"--openai-api-base", "--openai-api-key", "--no-show-model-warnings"},
+    "aider": {"--openai-api-base", "--openai-api-key", "--no-show-model-warnings",
+              "--model-metadata-file", "--model-settings-file"},
     # benchmarks/gateway_overhead.py, a script beside the package (README: gateway)
     "gateway_overhead.py": {"--upstream-url"},
 }
@@ -276,7 +278,8 @@ def _problems_of_span(mention: Mention) -> list[str]:
     known = _every_sm121_flag() | _engine_flags() | OTHER_FLAGS
     return [f"{mention.where()}\n    {word}: neither an sm121 option, a vLLM flag nor one of "
             "OTHER_TOOLS" for word in words
-            if FLAG.fullmatch(name := word.split("=", 1)[0]) and not name[2:].isupper()
+            if word.startswith("--") and FLAG.fullmatch(name := word.split("=", 1)[0])
+            and not name[2:].isupper()
             and name not in known and word not in OTHER_FLAGS]
 
 

@@ -2,4 +2,4 @@
 
 client (the one streaming client) -> scenarios (probe, overlap, scaling, locality,
 retrieval) -> results JSON (versioned, written as it goes) -> report (Markdown + PNG);
-ab serves several profiles through sm121's launcher and compares them."""
+ab serves several profiles through sm121.serving and compares them."""

@@ -1,6 +1,7 @@
-"""`ab`: serve each profile of a recipe through sm121's own launcher, run one scenario on it,
-stop it, and compare. The order alternates between boots (A B, then B A) so that a slow drift
-of a shared machine does not favour one profile; medians and spread per metric.
+"""`ab`: serve each profile of a recipe as `sm121 serve` does (sm121.serving: here, or on a
+cluster's nodes), run one scenario on it, stop it, and compare. The order alternates between
+boots (A B, then B A) so that a slow drift of a shared machine does not favour one profile;
+medians and spread per metric.
 
 With `reps_per_boot` N > 1 one boot measures N repetitions, `rest_s` apart. Each repetition
 is salted of its own (the scenario's client draws a fresh salt per run, and prompts carry it
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.boot import Boot, served, steps
+from sm121.bench.boot import Boot, booted, steps
 from sm121.bench.compare import compare_with
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
@@ -42,7 +43,7 @@ class AbRequest:
     resume: bool = False
     trust: bool = False  # --trust: what a recipe that is not built in asks to run
     reps_per_boot: int = 1
-    cluster: str | None = None  # a cluster file for build_plan (serving is one node)
+    cluster: str | None = None  # a cluster file: each boot serves the plan on its nodes
     rest_s: float = 0.0  # pause between repetitions on one boot
     # A name measured as a profile that is not in the recipe: (base profile, engine args).
     variants: dict[str, tuple[str, dict[str, ArgValue]]] = field(default_factory=dict)
@@ -109,7 +110,7 @@ def boot_and_measure(request: AbRequest, results: ResultsFile, boot_index: int, 
     boot); samples and the boot record are saved as they come."""
     base, args = request.variants.get(profile, (profile, {}))
     try:
-        with served(request.recipe, base, {**request.overrides, **args}, request.port,
+        with booted(request.recipe, base, {**request.overrides, **args}, request.port,
                     request.host, request.trust, say=lambda m: say(f"  {profile}: {m}"),
                     cluster=request.cluster) as boot:
             results.data["boots"].append({**boot.record, "name": profile, "boot_index": boot_index})

@@ -1,5 +1,7 @@
-"""One engine boot through sm121's own launcher, held for as many measurements as the caller
-makes on it, and always stopped: what `bench ab`, `bench knee --recipe` and `tune` share."""
+"""One engine boot for measurements: a recipe at a profile with overrides, served the way
+`sm121 serve` serves it (here, on --cluster's nodes, supervised when the recipe says so), held
+for as many measurements as the caller makes on it, and always stopped. What `bench ab`,
+`bench knee --recipe` and `tune` share; the serving itself is sm121.serving's."""
 
 from __future__ import annotations
 
@@ -8,12 +10,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sm121.launch.control import stop_run
-from sm121.launch.local import serve_local
 from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
 from sm121.progress import Progress
 from sm121.recipes.schema import ArgValue
+from sm121.serving.serve import mode_for
+from sm121.serving.served import served
 
 Say = Callable[[str], None]
 
@@ -24,7 +26,7 @@ class Boot:
 
     plan: ServePlan
     run_id: str
-    record: dict[str, Any]  # run id, engine args, boot-log facts, phase timings (JSON)
+    record: dict[str, Any]  # run id, mode, engine args, boot-log facts, phase timings (JSON)
 
 
 def steps(say: Say, prefix: str = "") -> Progress:
@@ -36,18 +38,17 @@ def steps(say: Say, prefix: str = "") -> Progress:
 
 
 @contextmanager
-def served(recipe: str, profile: str | None, overrides: dict[str, ArgValue], port: int,
+def booted(recipe: str, profile: str | None, overrides: dict[str, ArgValue], port: int,
            host: str = "127.0.0.1", trust: bool = False, say: Say = lambda _: None,
            cluster: str | None = None) -> Iterator[Boot]:
     """Serve `recipe` at `profile` with `overrides` until the block ends (Ctrl-C and errors
-    included: the engine is stopped and waited for)."""
+    included: every process of the run is stopped). With `cluster` (a cluster file) the plan
+    runs on its nodes over SSH, one node or many."""
     plan = build_plan(recipe, profile, cluster, overrides, port, host)
-    run, process = serve_local(plan, progress=steps(say), trust=trust)
-    try:
+    mode = mode_for(plan, cluster is not None)
+    with served(plan, mode, progress=steps(say), trust=trust) as run:
         yield Boot(plan, run.run_id, {
-            "run_id": run.run_id, "profile": profile, "overrides": overrides,
-            "engine_args": plan.engine_args, "boot": run.boot.model_dump(mode="json"),
-            "timings": run.timings.model_dump(mode="json")})
-    finally:
-        stop_run(run)
-        process.wait(timeout=60)
+            "run_id": run.run_id, "profile": profile, "overrides": overrides, "mode": mode,
+            "nodes": [n.name for n in plan.nodes], "engine_args": plan.engine_args,
+            "boot": run.info.boot.model_dump(mode="json"),
+            "timings": run.info.timings.model_dump(mode="json")})

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.boot import Say, served, steps
+from sm121.bench.boot import Say, booted, steps
 from sm121.bench.knee import DEFAULTS, knee
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
@@ -29,9 +29,10 @@ def knee_overrides(recipe: str, params: dict[str, Any], overrides: dict[str, Arg
 
 def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgValue],
                    params: dict[str, Any], out: Path, port: int, trust: bool = False,
-                   say: Say = lambda _: None, cluster: str | None = None) -> ResultsFile:
+                   say: Say = lambda _: None, cluster: str | None = None,
+                   host: str = "127.0.0.1") -> ResultsFile:
     args, step_budget, batch_limit = knee_overrides(recipe, params, overrides)
-    with served(recipe, profile, args, port, trust=trust, say=say, cluster=cluster) as boot:
+    with booted(recipe, profile, args, port, host, trust=trust, say=say, cluster=cluster) as boot:
         say(f"knee: engine ready ({step_budget} {args[step_budget]}, {batch_limit} "
             f"{args[batch_limit]}), measuring")
         results = asyncio.run(run_scenario(

@@ -10,7 +10,7 @@ import typer
 from sm121.bench.results import default_path
 from sm121.bench.scenarios import get
 from sm121.cli.bench_common import free_port
-from sm121.cli.options import TRUST
+from sm121.cli.options import CLUSTER, HOST, TRUST
 from sm121.cli.output import console, console_summary, parse_sets, print_json
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
@@ -33,7 +33,8 @@ def register(bench_app: typer.Typer) -> None:
 
 
 def ab(
-    recipe: str = typer.Argument(..., help="Recipe name or path (served on this machine)."),
+    recipe: str = typer.Argument(..., help="Recipe name or path (served on this machine, or "
+                                 "on --cluster's nodes)."),
     profiles: str = typer.Option(..., "--profiles", help="Comma-separated profiles; the first "
                                  "is the baseline of the ratios."),
     scenario: str = typer.Option("overlap", "--scenario"),
@@ -47,6 +48,8 @@ def ab(
                                             "key=value (repeatable), e.g. --param before_s=3"),
     sets: list[str] | None = typer.Option(None, "--set", help="Engine arg for every profile."),
     port: int | None = typer.Option(None, "--port", help="Engine port (default: a free one)."),
+    cluster: str | None = CLUSTER,
+    host: str = HOST,
     out: Path | None = typer.Option(None, "--out", help="A/B results JSON."),
     resume: bool = typer.Option(False, "--resume", help="Continue the A/B in --out: skip the "
                                 "(rep, profile) pairs it already measured."),
@@ -62,12 +65,17 @@ def ab(
                                    "your agent speaks."),
     trust: bool = TRUST,
 ) -> None:
-    """Serve each profile through sm121's launcher, run the scenario, stop, alternate the
-    order, and print one comparison table of medians, spread and ratios."""
+    """Serve each profile as `sm121 serve` does (here, or with --cluster on the cluster's
+    nodes; supervised when the recipe says so), run the scenario, stop, alternate the order,
+    and print one comparison table of medians, spread and ratios."""
     from sm121.bench.ab import AbRequest, run_ab
     from sm121.bench.agents.apis import check_api
 
     get(scenario)  # an unknown scenario fails before anything is served
+    if cluster is not None:
+        from sm121.cluster.spec import load_cluster
+
+        load_cluster(cluster)  # so does a bad cluster file, not as each boot's failure
     names = [p.strip() for p in profiles.split(",") if p.strip()]
     if len(names) < 1 or reps < 1 or reps_per_boot < 1:
         raise Sm121Error("ab needs at least one profile and one repetition",
@@ -79,8 +87,8 @@ def ab(
 
         scenario_params = {**agent_params(agents, turns, None, workload, slo), **scenario_params}
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
-                        out or default_path(f"ab-{scenario}"), port or free_port(),
-                        overrides=parse_sets(sets), resume=resume, trust=trust,
+                        out or default_path(f"ab-{scenario}"), port or free_port(), host,
+                        overrides=parse_sets(sets), cluster=cluster, resume=resume, trust=trust,
                         reps_per_boot=reps_per_boot, rest_s=rest, api=api)
     with LongWait(f"A/B {scenario}: {', '.join(names)} x {reps}") as wait:
         results = run_ab(request, say=wait.say)

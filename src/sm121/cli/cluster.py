@@ -7,8 +7,10 @@ import dataclasses
 import typer
 from rich.table import Table
 
+from sm121.cli.options import TRUST
 from sm121.cli.output import console, print_json
 from sm121.cluster.spec import load_cluster
+from sm121.cluster.trust import cluster_needs, require_cluster_trust
 from sm121.doctor.cluster_check import CheckRequest, check_cluster
 from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
@@ -29,11 +31,15 @@ def check(
                                       "runtime, and for docker that its image is identical on "
                                       "every node."),
     port: int = typer.Option(8000, "--port", help="API port that must be free on the nodes."),
+    trust: bool = TRUST,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """SSH reachability, the runtime (docker or python), the interfaces and HCAs of the file,
     the image id on all nodes, free ports and clock skew. Exits 2 when a check fails."""
     cluster, source = load_cluster(file)
+    # The checks run each node's python and reach it through the ssh_config: the file's own
+    # programs, refused without --trust before the first ssh.
+    require_cluster_trust(source, cluster_needs(cluster), trust)
     request = CheckRequest(cluster=cluster, source=source, ports=(port,))
     if recipe:
         loaded = load_recipe(recipe)

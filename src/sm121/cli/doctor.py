@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from sm121.cli.options import CLUSTER, PROFILE, SET
+from sm121.cli.options import CLUSTER, PROFILE, SET, TRUST
 from sm121.cli.output import console, parse_sets, print_json
 from sm121.doctor.model import DoctorReport
 from sm121.doctor.run import DoctorRequest, run_doctor
@@ -25,6 +25,7 @@ def doctor(
     sets: list[str] | None = SET,
     root: str = typer.Option("/", "--root", help="Probe a saved /proc and /sys tree instead of "
                              "the live one (for post-mortems and tests)."),
+    trust: bool = TRUST,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Check this machine (or every node of --cluster, over SSH): memory, weights in page
@@ -32,7 +33,8 @@ def doctor(
     the interfaces and RDMA devices present, fabric values, GMU, and the UMA gate. Exits 1
     when any node has an error."""
     report = run_doctor(DoctorRequest(cluster=cluster, recipe=recipe, profile=profile,
-                                      overrides=parse_sets(sets), root=root))
+                                      overrides=parse_sets(sets), root=root,
+                                      trust=trust))
     if as_json:
         print_json(report.model_dump(mode="json") | {"has_errors": report.has_errors})
     else:

@@ -27,8 +27,8 @@ from sm121.gateway.config import (
     parse_listen,
 )
 from sm121.gateway.entry import LOG_FORMAT, ready_lines
-from sm121.gateway.run_upstreams import recipe_facts, spec_for_run
 from sm121.runs.state import RunInfo
+from sm121.serving.run_upstreams import recipe_facts, spec_for_run
 
 CLIENT_KEY_ENV = "SM121_GATEWAY_API_KEY"  # the key `gateway locality` presents
 URL_ENV = "SM121_GATEWAY_URL"

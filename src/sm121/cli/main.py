@@ -7,11 +7,12 @@ import signal
 import sys
 
 import typer
+from rich.markup import escape
 
 from sm121 import __version__
 from sm121.cli.commands import LazyCommands
 from sm121.cli.output import err_console
-from sm121.errors import Sm121Error
+from sm121.errors import Sm121Error, shorten_words
 
 app = typer.Typer(
     name="sm121",
@@ -60,9 +61,12 @@ def main(args: list[str] | None = None) -> None:
     except Sm121Error as exc:
         if os.environ.get("SM121_DEBUG"):
             raise
-        err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        # Messages quote stranger data: never read as rich markup, long values shortened.
+        err_console.print(f"[bold red]error:[/] {escape(shorten_words(exc.message))}",
+                          highlight=False)
         if exc.hint:
-            err_console.print(f"[yellow]hint:[/] {exc.hint}", highlight=False)
+            err_console.print(f"[yellow]hint:[/] {escape(shorten_words(exc.hint))}",
+                              highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -108,15 +108,18 @@ def print_memory_plan(plan: MemoryPlan) -> None:
         console.print(f"  {line}", highlight=False)
     if plan.comparisons:
         table = Table("observed boot", "settings", "predicted", "observed", "error",
-                      title="predicted against observed")
+                      "start-up check: predicted / observed", title="predicted against observed")
         for c in plan.comparisons:
             predicted = (f"{c.predicted_tokens:,} tok" if c.predicted_tokens and c.observed_tokens
                          else f"{c.predicted_kv_gib:.2f} GiB")
             observed = (f"{c.observed_tokens:,} tok" if c.observed_tokens
                         else f"{c.observed_kv_gib:.2f} GiB" if c.observed_kv_gib else "-")
             error = f"{c.error_pct:+.2f}%" if c.error_pct is not None else "-"
+            need = f" (need {c.predicted_need_gib:.2f} GiB)" if c.predicted_need_gib else ""
+            check = (f"{c.predicted_outcome or '-'}{need} / {c.observed_outcome or '-'}"
+                     if c.predicted_outcome or c.observed_outcome else "-")
             table.add_row(c.source + (" (calibrates)" if c.calibrates else ""), c.settings,
-                          predicted, observed, error)
+                          predicted, observed, error, check)
         console.print(table)
     for finding in plan.findings:
         color = "red" if finding.severity.value == "error" else "yellow"

@@ -14,7 +14,9 @@ PORT = typer.Option(DEFAULT_PORT, "--port", help="API port of the engine.")
 HOST = typer.Option("127.0.0.1", "--host", help="Address the engine listens on.")
 TRUST = typer.Option(False, "--trust", help="Allow what a recipe that is not built in asks to "
                      "run or expose on every node (its own command, image, host mounts, loader "
-                     "env, remote code, custom hooks); `sm121 plan` lists them.")
+                     "env, remote code, custom hooks), or a cluster file's programs and configs "
+                     "(a node's python, an ssh_config that runs commands, a compile_cache "
+                     "outside ~/.cache); `sm121 plan` lists them.")
 JSON = typer.Option(False, "--json", help="Print JSON.")
 NODE_GIB = typer.Option(None, "--node-gib", help="Memory of one node in GiB (default: the "
                         "cluster file's memory_gib, else a GB10 node, 119.6 GiB).")

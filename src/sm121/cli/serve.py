@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import typer
@@ -11,14 +12,18 @@ from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, err_console, parse_sets, print_json
 from sm121.cli.plan import print_plan
 from sm121.cli.progress import LongWait
+from sm121.cli.serve_gateway import gateway_choice, print_gateway_plan
 from sm121.cli.serve_ready import after_ready, gateway_registry
 from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.exposure import open_engine_warning
-from sm121.launch.local import serve_local
 from sm121.plan.build import build_plan
+from sm121.plan.model import ServePlan
 from sm121.plan.trust import require_trust
 from sm121.runs.state import RunInfo, list_runs
+from sm121.serving.serve import Mode, mode_for
+from sm121.serving.serve import serve as serve_plan
+from sm121.serving.serve import supervise as supervised_plan
 
 
 def register(app: typer.Typer) -> None:
@@ -41,8 +46,10 @@ def serve(
                                     "the engine."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
     trust: bool = TRUST,
-    gateway: bool = typer.Option(False, "--gateway", help="Also start `sm121 gateway` in front "
-                                 "of the engine, with the recipe's request policy."),
+    gateway: bool | None = typer.Option(None, "--gateway/--no-gateway", help="Start `sm121 "
+                                        "gateway` in front of the engine, with the recipe's "
+                                        "request policy. Default: on when the policy strips "
+                                        "or rejects parameters."),
     gateway_port: int = typer.Option(8100, "--gateway-port", help="Port of the gateway."),
     supervise: bool = typer.Option(False, "--supervise", help="A watchdog restarts the engine "
                                    "when it dies (default policy: on-failure, at most 3 "
@@ -61,10 +68,9 @@ def serve(
                          "--gateway starts a new gateway; --gateway-join RUN uses RUN's")
     join = gateway_registry(gateway_join) if gateway_join else None
     plan = build_plan(name, profile, cluster, parse_sets(sets), port, host)
+    gateway, unguarded = gateway_choice(plan, gateway, join is not None)
     if supervise:
-        from sm121.recipes.schema import RestartPolicy
-
-        plan = plan.model_copy(update={"restart": plan.restart or RestartPolicy()})
+        plan = supervised_plan(plan)
     if timeout is not None:
         plan = plan.model_copy(update={"readiness": plan.readiness.model_copy(
             update={"timeout_s": timeout})})
@@ -72,32 +78,38 @@ def serve(
     if dry_run:
         require_trust(plan.recipe, plan.needs_trust, trust)
         print_plan(plan)
+        print_gateway_plan(plan, gateway_port if gateway else None, unguarded)
         if exposed is not None:
             err_console.print(f"[yellow]{exposed.render()}[/]", highlight=False)
         return
     for finding in [*plan.findings, *([exposed] if exposed else [])]:
         err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
-    if plan.restart is not None and plan.restart.policy != "never":
-        from sm121.cli.supervise import serve_supervised_cli
+    if unguarded:
+        err_console.print(f"[yellow]{unguarded}[/]", highlight=False)
+    mode = mode_for(plan, cluster is not None)
+    with LongWait(_waiting_for(name, plan, mode)) as wait:
+        run = serve_plan(plan, mode, progress=wait.progress, trust=trust)
+    after_ready(run.info, plan, gateway_port if gateway else None, join)
+    if run.supervised:
+        from sm121.cli.supervise import print_supervised, stay_supervised
 
-        serve_supervised_cli(plan, cluster, trust, foreground, lambda run: after_ready(
-            run, plan, name, gateway_port if gateway else None, join))
-        return
-    if cluster:
-        from sm121.launch.cluster_serve import serve_cluster  # multi-node over SSH
-
-        with LongWait(f"serving {name} on {len(plan.nodes)} node(s)") as wait:
-            run = serve_cluster(plan, progress=wait.progress, trust=trust)
-        after_ready(run, plan, name, gateway_port if gateway else None, join)
-        return
-    with LongWait(f"serving {name}: boot until the first generation") as wait:
-        run, process = serve_local(plan, progress=wait.progress, trust=trust)
-    after_ready(run, plan, name, gateway_port if gateway else None, join)
-    if foreground:
-        _stay_attached(run, process)
+        print_supervised(plan)
+        if foreground:
+            stay_supervised(run.info)
+    elif foreground and run.process is not None:
+        _stay_attached(run.info, run.process)
 
 
-def _stay_attached(run: RunInfo, process) -> None:  # type: ignore[no-untyped-def]
+def _waiting_for(name: str, plan: ServePlan, mode: Mode) -> str:
+    if mode == "local":
+        return f"serving {name}: boot until the first generation"
+    if mode == "supervised":
+        return f"serving {name} supervised: boot until the first generation"
+    how = " supervised" if mode == "cluster-supervised" else ""
+    return f"serving {name}{how} on {len(plan.nodes)} node(s)"
+
+
+def _stay_attached(run: RunInfo, process: subprocess.Popen[bytes]) -> None:
     err_console.print("foreground: Ctrl-C stops the engine")
     try:
         process.wait()

@@ -9,66 +9,52 @@ from pathlib import Path
 
 from sm121.cli.output import console
 from sm121.cli.progress import LongWait
-from sm121.errors import Sm121Error
-from sm121.launch import control
 from sm121.plan.model import ServePlan
 from sm121.runs.state import RunInfo
 
 
-def after_ready(run: RunInfo, plan: ServePlan, recipe: str, gateway_port: int | None,
+def after_ready(run: RunInfo, plan: ServePlan, gateway_port: int | None,
                 join: Path | None) -> None:
     """The summary, then the gateway: a new one on gateway_port, or RUN's that `join` names."""
-    print_summary(run)
     if gateway_port is not None:
-        start_gateway_for(run, recipe, plan, gateway_port)
-    elif join is not None:
+        url = start_gateway_for(run, plan, gateway_port)
+        print_summary(run, url)
+        console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
+                      f"  {url}/v1  (agents should use this URL)\n"
+                      f"more engines behind it: sm121 serve ... --gateway-join {run.run_id}",
+                      highlight=False)
+        return
+    print_summary(run)
+    if join is not None:
         join_gateway(run, plan, join)
 
 
-def start_gateway_for(run: RunInfo, recipe: str, plan: ServePlan, port: int) -> None:
-    """The gateway in front of this run, following an upstreams file in the run's folder
-    (this engine's spec, from its plan: policy and max-num-seqs as served, --set included),
-    so later runs can join it."""
-    from sm121.gateway import registry
-    from sm121.gateway.launcher import start_gateway
-    from sm121.gateway.run_upstreams import spec_from_plan
+def start_gateway_for(run: RunInfo, plan: ServePlan, port: int) -> str:
+    """The gateway in front of this run (serving.gateway_process.start_in_front); its URL."""
+    from sm121.serving.gateway_process import start_in_front
 
-    upstreams = run.directory / registry.FILE_NAME
-    registry.create(upstreams, f"http://127.0.0.1:{port}",
-                    [spec_from_plan(plan, run.run_id, run.base_url)])
     with LongWait("gateway") as wait:
-        url = start_gateway(run, recipe, plan.profile, port, progress=wait.progress,
-                            registry=upstreams)
-    console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
-                  f"  {url}/v1  (agents should use this URL)\n"
-                  f"more engines behind it: sm121 serve ... --gateway-join {run.run_id}",
-                  highlight=False)
+        url = start_in_front(run, plan, port, progress=wait.progress)
+    return str(url)
 
 
 def gateway_registry(run_id: str) -> Path:
     """The upstreams file of RUN's gateway, checked before anything starts."""
-    from sm121.gateway import registry
+    from sm121.serving.join import joinable
 
-    run = control.resolve_run(run_id)
-    path = run.directory / registry.FILE_NAME
-    if not path.is_file() or control.effective_status(run) != "ready":
-        raise Sm121Error(f"run {run.run_id} has no running gateway to join",
-                         "start one with `sm121 serve NAME --gateway`, then join it")
-    registry.load(path)  # a file the gateway would refuse is refused before the engine starts
-    return path
+    return joinable(run_id)
 
 
 def join_gateway(run: RunInfo, plan: ServePlan, path: Path) -> None:
-    from sm121.engines.api_key import api_key
-    from sm121.gateway.join import join
-    from sm121.gateway.run_upstreams import spec_from_plan
+    from sm121.serving.join import join_run
 
-    url = join(path, spec_from_plan(plan, run.run_id, run.base_url), api_key(engine_first=True))
+    url = join_run(run, plan, path)
     console.print(f"joined {url}: it routes {run.model} to this engine "
                   f"(check {url}/sm121/upstreams)", highlight=False)
 
 
-def print_summary(run: RunInfo) -> None:
+def print_summary(run: RunInfo, gateway_url: str | None = None) -> None:
+    """The start-up summary; with a gateway, the call goes to it (the URL agents use)."""
     t, boot = run.timings, run.boot
     console.print(f"[bold green]ready[/] {run.run_id}: {run.recipe} profile {run.profile}")
     console.print(f"  process start   {t.process_started_s:8.2f} s")
@@ -81,6 +67,6 @@ def print_summary(run: RunInfo) -> None:
                       f"{boot.max_concurrency_at_tokens:,} tokens per request")
     body = shlex.quote(json.dumps({"model": run.model, "max_tokens": 16,
                                    "messages": [{"role": "user", "content": "Hello"}]}))
-    console.print(f"\ncall it:\n  curl -s {run.base_url}/v1/chat/completions "
+    console.print(f"\ncall it:\n  curl -s {gateway_url or run.base_url}/v1/chat/completions "
                   f"-H 'Content-Type: application/json' -d {body}", highlight=False, soft_wrap=True)
     console.print(f"stop it:\n  sm121 stop {run.run_id}", highlight=False)

@@ -15,6 +15,7 @@ from sm121.cli.options import JSON, PROFILE, TRUST
 from sm121.cli.output import console, err_console, print_json
 from sm121.cli.progress import LongWait
 from sm121.cluster.spec import load_cluster
+from sm121.cluster.trust import cluster_needs, require_cluster_trust
 from sm121.errors import Sm121Error
 from sm121.plan.effective import resolve_profile
 from sm121.plan.trust import model_needs, require_trust
@@ -72,7 +73,10 @@ def stage(
     if "image" in parts and (loaded.recipe.runtime.kind != "docker" or not image):
         raise Sm121Error(f"--what image: recipe {loaded.recipe.name} runs natively, with no "
                          "image", "leave image out of --what")
-    spec, _ = load_cluster(cluster)
+    spec, cluster_source = load_cluster(cluster)
+    # Its ssh_config reaches every node (and every hop between nodes); a node's python tells
+    # the cache key; a compile_cache receives another node's folder: refused before any ssh.
+    require_cluster_trust(cluster_source, cluster_needs(spec), trust)
     nodes = stage_nodes(spec, link)  # type: ignore[arg-type]
     results: dict[str, Any] = {"recipe": loaded.recipe.name, "profile": profile}
     failed: list[str] = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from sm121.cli.output import console, err_console
 from sm121.launch import control
@@ -12,29 +11,14 @@ from sm121.recipes.schema import RestartPolicy
 from sm121.runs.state import RunInfo, load_run
 
 
-def serve_supervised_cli(plan: ServePlan, cluster: str | None, trust: bool, foreground: bool,
-                         after_ready: Callable[[RunInfo], None]) -> None:
-    """after_ready: what serve does once the engine answers (summary, gateway)."""
-    from sm121.cli.progress import LongWait
-    from sm121.launch.supervised import serve_cluster_supervised, serve_supervised
-
+def print_supervised(plan: ServePlan) -> None:
     policy = plan.restart or RestartPolicy()
-    if cluster:
-        with LongWait(f"serving {plan.recipe} supervised on {len(plan.nodes)} node(s)") as wait:
-            run = serve_cluster_supervised(plan, progress=wait.progress, trust=trust)
-    else:
-        with LongWait(f"serving {plan.recipe} supervised: boot until the first generation"
-                      ) as wait:
-            run = serve_supervised(plan, progress=wait.progress, trust=trust)
-    after_ready(run)
     console.print(f"supervised: a watchdog restarts the engine (at most {policy.max} "
                   f"restarts within {policy.within_s:g} s); `sm121 stop` stops both",
                   highlight=False)
-    if foreground:
-        _stay_attached(run)
 
 
-def _stay_attached(run: RunInfo) -> None:
+def stay_supervised(run: RunInfo) -> None:
     err_console.print("foreground: Ctrl-C stops the engine and its watchdog")
     try:
         while control.watchdog_alive(load_run(run.run_id)):

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from sm121.cli.bench_common import free_port
-from sm121.cli.options import CLUSTER, JSON, TRUST
+from sm121.cli.options import CLUSTER, HOST, JSON, TRUST
 from sm121.cli.output import console, print_json
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
@@ -27,7 +27,8 @@ def _ints(text: str) -> list[int]:
 
 
 def tune(
-    recipe: str = typer.Argument(..., help="Recipe name or path (served on this machine)."),
+    recipe: str = typer.Argument(..., help="Recipe name or path (served on this machine, or "
+                                 "on --cluster's nodes)."),
     workload: str = typer.Option("coding-agent-with-batch", "--workload", help="Agents "
                                  "workload: a preset or a YAML file (`bench agents --help`)."),
     slo: str = typer.Option("ttft_p95=2s", "--slo", help="The SLO goodput is judged by."),
@@ -35,6 +36,7 @@ def tune(
                                "above (or below) it for the largest N meeting the SLO."),
     turns: int = typer.Option(5, "--turns", help="Turns per agent session."),
     cluster: str | None = CLUSTER,
+    host: str = HOST,
     budget: str = typer.Option("25m", "--budget", help="Time for the whole tune (25m, "
                                "1h, 900s): chooses how many candidates and repetitions fit."),
     reps: int = typer.Option(3, "--reps", help="Repetitions per candidate (one boot), at most."),
@@ -79,6 +81,10 @@ def tune(
         raise Sm121Error("--agents, --reps, --turns and --knee-reps must be at least 1",
                          "example: --agents 8 --reps 3")
     spec = agent_params(agents, turns, None, workload, slo)["workload"]  # checked here
+    if cluster is not None:
+        from sm121.cluster.spec import load_cluster
+
+        load_cluster(cluster)  # before the tune's folder and state are written
     folder = out or Path(f"tune-{Path(recipe).stem}")
     request = TuneRequest(
         recipe, spec, slo, agents, folder, port or free_port(), parse_duration(budget, "--budget"),
@@ -87,8 +93,8 @@ def tune(
         knee_params={"steps": _ints(steps), "batches": _ints(batches), "reps": knee_reps},
         knee_file=knee, reps=reps, max_candidates=max_candidates, sweep_points=sweep_points,
         rest_s=rest,
-        rep_estimate_s=rep_estimate, boot_estimate_s=boot_estimate, cluster=cluster, trust=trust, fresh=fresh,
-        write=not no_write)
+        rep_estimate_s=rep_estimate, boot_estimate_s=boot_estimate, cluster=cluster, host=host,
+        trust=trust, fresh=fresh, write=not no_write)
     with LongWait(f"tune {recipe}: {workload}, {slo}, {agents} agents") as wait:
         data = run_tune(request, say=wait.say)
     if as_json:

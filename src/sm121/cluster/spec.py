@@ -11,11 +11,13 @@ from pydantic import AfterValidator, Field, model_validator
 
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity
-from sm121.names import check_ssh_word
-from sm121.recipes.loader import parse_yaml, validate_model
+from sm121.names import check_ssh_user, check_ssh_word
+from sm121.recipes.loader import parse_yaml, read_text, validate_model
 from sm121.recipes.schema import Name, Strict
+from sm121.safe_paths import check_node_folder
 
 SshWord = Annotated[str, AfterValidator(check_ssh_word)]
+SshUser = Annotated[str, AfterValidator(check_ssh_user)]
 
 
 def _check_ip(value: str) -> str:
@@ -26,14 +28,34 @@ def _check_ip(value: str) -> str:
 IpAddress = Annotated[str, AfterValidator(_check_ip)]
 
 
-def _check_folder(value: str) -> str:
-    # A node folder reaches remote commands (quoted) and rsync's argv: absolute or under `~`.
-    if not (value.startswith("/") or value == "~" or value.startswith("~/")):
-        raise ValueError(f"{value!r} must be an absolute path or start with ~/")
+# A node folder reaches remote commands (quoted) and rsync's argv, and sm121 builds the paths
+# it writes under it (safe_paths.under_root). Where these folders may lie is left to the
+# cluster's owner (a cache on /mnt/nvme is usual), because what is written under them has a
+# fixed shape (hub/models--ORG--NAME/snapshots/REV, runs/RUN/NODE); the one folder a stage
+# fills with another node's contents, compile_cache, is a trust item outside ~/.cache
+# (cluster/trust.py).
+NodeFolder = Annotated[str, AfterValidator(check_node_folder)]
+
+
+def _check_program(value: str) -> str:
+    # A program a node runs (argv[0]): a path or a bare command word, never an option.
+    if (not value or value.startswith("-")
+            or any(c.isspace() or not c.isprintable() for c in value)):
+        raise ValueError(f"{value!r} is not an allowed program (allowed: a path or a command "
+                         "name without spaces or control characters, not starting with '-')")
     return value
 
 
-NodeFolder = Annotated[str, AfterValidator(_check_folder)]
+def _check_local_file(value: str) -> str:
+    # A file on this machine given to a program's option (ssh -F FILE).
+    if not value or value.startswith("-") or any(not c.isprintable() for c in value):
+        raise ValueError(f"{value!r} is not an allowed file path (allowed: a path without "
+                         "control characters, not starting with '-')")
+    return value
+
+
+Program = Annotated[str, AfterValidator(_check_program)]
+LocalFile = Annotated[str, AfterValidator(_check_local_file)]
 
 
 class Node(Strict):
@@ -45,10 +67,11 @@ class Node(Strict):
     fabric_ip: IpAddress | None = None
     hcas: tuple[Name, ...] = Field((), description="RDMA device names, e.g. rocep1s0f0")
     memory_gib: float | None = None
-    home: str | None = Field(None, description="the ssh user's home on the node, for `~` in "
-                                                "mounts and paths; asked over ssh when unset")
-    python: str | None = Field(None, description="interpreter for native recipes whose command "
-                                                  "starts with `python`, e.g. ~/vllm/bin/python")
+    home: NodeFolder | None = Field(None, description="the ssh user's home on the node, for "
+                                    "`~` in mounts and paths; asked over ssh when unset")
+    python: Program | None = Field(None, description="interpreter for native recipes whose "
+                                   "command starts with `python`, e.g. ~/vllm/bin/python; a "
+                                   "trust item unless it is the interpreter running sm121")
     hf_cache: NodeFolder | None = Field(None, description="this node's local Hugging Face "
                                         "cache (HF_HOME), where `sm121 stage` puts weights; "
                                         "default ~/.cache/huggingface")
@@ -61,13 +84,15 @@ class Cluster(Strict):
     head: Name
     topology: Literal["single", "direct", "switch"] = "direct"
     nodes: tuple[Node, ...]
-    ssh_user: SshWord | None = None
+    ssh_user: SshUser | None = None
     ssh_port: int | None = None
-    ssh_config: str | None = Field(None, description="an ssh_config file for every node "
-                                                      "(`ssh -F`); default: ~/.ssh/config")
+    ssh_config: LocalFile | None = Field(None, description="an ssh_config file for every "
+                                         "node (`ssh -F`); default: ~/.ssh/config; a trust "
+                                         "item when it holds a directive that may run a "
+                                         "program (cluster/trust.py)")
     master_port: int = Field(29501, description="vLLM's multi-node rendezvous port on the head")
-    state_dir: str = Field("~/.sm121", description="where sm121 keeps run directories (logs, "
-                                                    "pid files) on each node")
+    state_dir: NodeFolder = Field("~/.sm121", description="where sm121 keeps run directories "
+                                  "(logs, pid files) on each node")
 
     @model_validator(mode="after")
     def _head_is_a_node(self) -> Cluster:
@@ -98,7 +123,7 @@ def load_cluster(path: str | Path) -> tuple[Cluster, str]:
     if not file.is_file():
         raise Sm121Error(f"cluster file {file} does not exist", "check the path given to --cluster")
     source = str(file)
-    return validate_model(Cluster, parse_yaml(file.read_text(), source), source), source
+    return validate_model(Cluster, parse_yaml(read_text(file, source), source), source), source
 
 
 def check_fabric(cluster: Cluster, source: str, nodes_needed: int) -> list[Finding]:

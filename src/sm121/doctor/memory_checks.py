@@ -8,7 +8,9 @@ from sm121.engines.registry import adapter_for
 from sm121.findings import Severity
 from sm121.hosts.facts import HostFacts
 from sm121.memory.budget import GIB
-from sm121.memory.uma import GateInput, describe, predict_gate
+from sm121.memory.model import DEFAULT_GMU
+from sm121.memory.startup_check import StartupCheck, rules_for
+from sm121.memory.uma import GateInput, GatePrediction, describe, predict_gate
 
 LOW_AVAILABLE = 0.10  # MemAvailable under 10% of MemTotal: the node is under pressure
 DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"
@@ -47,27 +49,45 @@ def _size(count: int) -> str:
 
 
 def check_weights_vs_ram(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
-    """Pre-reading helps only when this node's share of the weights fits in RAM."""
-    share = facts.weights.get("bytes") or ctx.model_share_bytes
-    if not share:
+    """Can the weights this node reads stay in its page cache while the engine serves?
+
+    On unified memory the engine holds GMU x MemTotal of the same memory the page cache
+    uses, so the cache keeps at most what is left: MemAvailable now less that hold (the
+    field, serving GLM-5.2: MemAvailable 4.1 GB, 0.0% of the weights cached). A warm-read
+    before start only helps when the weights fit in what is left."""
+    reads = facts.weights.get("bytes") or ctx.model_share_bytes
+    if not reads:
         return None
-    nodes = ctx.recipe.parallelism.nodes if ctx.recipe else 1
-    if facts.weights.get("bytes") and nodes > 1 and ctx.recipe and ctx.recipe.parallelism.dcp > 1:
-        share //= nodes  # context parallel: each rank loads about 1/nodes
-    size, total = share / GIB, facts.gib("MemTotal")
-    if size > 0.9 * total:
-        return result("weights-vs-ram", f"this node loads {size:.1f} GiB, RAM is {total:.1f} GiB",
-                      [node_finding(ctx, Severity.WARNING, "weights",
-                                f"{size:.1f} GiB of weights cannot stay in {total:.1f} GiB of RAM: "
-                                "every start re-reads them all, and a warm-read before start "
-                                "would only evict itself",
-                                "shard the load (decode-context-parallel, a lazy loader such "
-                                "as instanttensor) or keep the weights on local NVMe")])
+    size, total = reads / GIB, facts.gib("MemTotal")
+    gmu = _gmu(ctx)
+    held = gmu * total
+    room = max(0.0, facts.gib("MemAvailable") - held)
+    how = f" ({ctx.reads_how})" if ctx.reads_how else ""
+    summary = (f"this node reads {size:.1f} GiB at each start{how}; the engine will hold "
+               f"{gmu:.2f} x {total:.1f} = {held:.1f} GiB, leaving about {room:.1f} GiB for the "
+               f"page cache while it serves (MemAvailable {facts.gib('MemAvailable'):.1f} now "
+               f"less that)")
+    if size > room:
+        return result("weights-vs-ram", summary, [node_finding(
+            ctx, Severity.WARNING, "weights",
+            f"{size:.1f} GiB of weights cannot stay in the page cache ({room:.1f} GiB left "
+            "beside the engine): every start re-reads them all, and a warm-read before start "
+            "does not help (it would only evict itself); the field measured 0.0% cached",
+            "keep the weights on local NVMe (`sm121 stage`), or a loader that reads only "
+            "this node's shard once a boot proves it")])
     cached = facts.weights.get("cached_bytes", 0) / GIB
     advice = ("already warm" if size and cached >= 0.95 * size else
               "a warm-read before start (hook warm-read) makes loading faster")
-    return result("weights-vs-ram", f"this node loads {size:.1f} GiB, RAM is {total:.1f} GiB: "
-                  f"fits in page cache; {advice}", ok="info")
+    return result("weights-vs-ram", f"{summary}: fits; {advice}", ok="info")
+
+
+def _gmu(ctx: NodeContext) -> float:
+    if ctx.memory is not None and ctx.memory.gmu is not None:
+        return ctx.memory.gmu
+    if ctx.recipe is None:
+        return 0.0  # no engine planned: nothing is held beside the cache
+    value = ctx.args.get(adapter_for(ctx.recipe.engine.kind).memory.gmu)
+    return float(value) if isinstance(value, (int, float)) else DEFAULT_GMU
 
 
 def check_gmu(ctx: NodeContext) -> CheckResult | None:
@@ -86,25 +106,42 @@ def check_gmu(ctx: NodeContext) -> CheckResult | None:
 
 def check_uma_gate(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
     plan = ctx.memory
-    if plan is None or plan.mode != "gmu" or plan.reserve_gib is None or not plan.request_kv_gib:
+    check = plan.startup if plan is not None else None
+    if plan is None or plan.mode != "gmu" or check is None or check.need_gib is None:
         return None
-    needed = plan.request_kv_gib
+    rules = rules_for(ctx.recipe.engine.version if ctx.recipe else None)
     prediction = predict_gate(GateInput(
         mem_total_kib=facts.meminfo.get("MemTotal", 0), mem_free_kib=facts.meminfo.get("MemFree", 0),
         mem_available_kib=facts.meminfo.get("MemAvailable", 0), gmu=plan.gmu or 0.0,
-        weights_gib=plan.weights_gib or 0.0, reserve_gib=plan.reserve_gib,
-        kv_needed_gib=needed, max_model_len=plan.max_model_len))
-    if not prediction.will_refuse:
-        return result("uma-gate", describe(prediction))
-    fixes = [f"run the drop-caches hook before start ({DROP_CACHES}): MemFree then sees "
-             f"{prediction.after_drop_caches.free_seen_gib:.1f} GiB and KV "
-             f"{prediction.after_drop_caches.kv_seen_gib:.2f} GiB"]
-    fixes.append("or use a vLLM that reads MemAvailable (newer vLLM does on compute capability "
-                 f"12.1): KV {prediction.memavailable.kv_seen_gib:.2f} GiB")
-    if prediction.memavailable.refuses:
-        fixes = [f"lower max-model-len below {plan.largest_context or 0:,} or raise "
-                 "gpu-memory-utilization: even without page cache the KV does not fit"]
-    finding = node_finding(ctx, Severity.ERROR, "UMA gate (vLLM #48140)",
-                       describe(prediction), "; ".join(fixes))
-    return result("uma-gate", describe(prediction), [finding])
+        reads_memfree=rules.reads_memfree_on_uma, version=rules.version,
+        nominal_kv_gib=check.nominal_kv_gib, booked_kv_gib=check.booked_kv_gib,
+        need_gib=check.need_gib, max_model_len=plan.max_model_len))
+    summary = describe(prediction)
+    findings = []
+    if not prediction.start_passes:
+        findings.append(node_finding(
+            ctx, Severity.WARNING, "UMA gate (vLLM #48140): start",
+            f"{prediction.free_seen_gib:.1f} GiB {prediction.reads} now is less than the "
+            f"{prediction.requested_gib:.1f} GiB requested: started now, vLLM {rules.version} "
+            "refuses before loading (its start check, request_memory)",
+            f"free the page cache before start ({DROP_CACHES}) or stop what holds memory"))
+    if prediction.refuses:
+        findings.append(node_finding(ctx, Severity.ERROR, "UMA gate (vLLM #48140)", summary,
+                                     "; ".join(_gate_fixes(prediction, plan.startup))))
+    return result("uma-gate", summary, findings)
 
+
+def _gate_fixes(prediction: GatePrediction, check: StartupCheck | None) -> list[str]:
+    """The field's two choices, with their status, then the arithmetic's own."""
+    largest = (check.largest_context if check else None) or 0
+    if prediction.nominal_refuses:
+        return [f"lower max-model-len to {largest:,} or raise gpu-memory-utilization: even with "
+                f"no page cache booked the KV ({prediction.nominal_kv_gib:.2f} GiB) does not "
+                f"hold {prediction.need_gib:.2f} GiB"]
+    enough = f"KV {prediction.nominal_kv_gib:.2f} GiB, enough for {prediction.need_gib:.2f}"
+    return [f"drop the page cache before start (hook drop-caches: {DROP_CACHES}): unverified "
+            f"in the field (its open question); if it works as meant, {enough}",
+            "or a vLLM that reads MemAvailable (the field: a local patch of gpu_worker.py; "
+            f"vLLM 0.32 reads it on an integrated GPU): {enough}",
+            f"or lower max-model-len to {largest:,}" if largest else
+            "no max-model-len fits with the page cache booked"]

@@ -57,7 +57,8 @@ class NodeContext:
     memory: MemoryPlan | None = None
     hf_cache: str = "~/.cache/huggingface"
     jit_cache: str = "~/.cache/vllm"
-    model_share_bytes: int | None = None  # what this node loads when the files are not here
+    model_share_bytes: int | None = None  # what this node reads at a start (the whole checkpoint)
+    reads_how: str = ""  # why that many bytes (doctor/weights_read.py)
     staged: NodeManifest | None = None  # what `sm121 stage` left on this node for the model
     stage_command: str = "sm121 stage RECIPE --cluster FILE"
 

@@ -9,9 +9,11 @@ from dataclasses import dataclass, replace
 
 from sm121 import paths
 from sm121.cluster.spec import Cluster, Node, load_cluster
+from sm121.cluster.trust import cluster_needs, require_cluster_trust
 from sm121.doctor import memory_checks as mem
 from sm121.doctor import network_checks as net
 from sm121.doctor.model import CheckResult, DoctorReport, NodeContext, NodeReport
+from sm121.doctor.weights_read import node_reads
 from sm121.doctor.weights_route import check_copy_tool, check_weights_route
 from sm121.engines.registry import adapter_for, has_adapter
 from sm121.errors import Sm121Error
@@ -36,6 +38,7 @@ class DoctorRequest:
     profile: str | None = None
     overrides: Mapping[str, ArgValue] | None = None
     root: str = "/"  # a saved /proc and /sys tree instead of the live one (tests, post-mortems)
+    trust: bool = False  # allow the cluster file's own programs and configs (ssh_config)
 
 
 def run_doctor(request: DoctorRequest, probe: Probe = gather) -> DoctorReport:
@@ -43,6 +46,8 @@ def run_doctor(request: DoctorRequest, probe: Probe = gather) -> DoctorReport:
     profile = (resolve_profile(loaded.recipe, request.profile, loaded.source) if loaded
                else None)
     cluster = load_cluster(request.cluster) if request.cluster else None
+    if cluster is not None:
+        require_cluster_trust(cluster[1], cluster_needs(cluster[0]), request.trust)
     nodes = _nodes(cluster)
     notes = [] if cluster else ["no --cluster: this machine only"]
     reports = []
@@ -102,14 +107,15 @@ def _context(spec: Node | None, cluster: tuple[Cluster, str] | None,
             if has_adapter(recipe.engine.kind) else None
         env |= fabric_env(spec, host_ip_env)  # what the plan renders for this node
     hf, jit = _cache_paths(loaded)
-    share = (int(recipe.model.size_gb * 1e9) // recipe.parallelism.nodes
-             if recipe.model.size_gb else None)
+    flags = adapter_for(recipe.engine.kind).memory if has_adapter(recipe.engine.kind) else None
+    reads = node_reads(recipe, args, flags) if flags else None
     name = recipe.name if loaded.builtin else loaded.source
     chosen = ["--profile", profile] if profile else []
     stage = shlex.join(["sm121", "stage", name, *chosen, "--cluster",
                         cluster[1] if cluster else "CLUSTER.yaml"])
     return replace(ctx, recipe=recipe, profile=profile, args=args, env=env, hf_cache=hf,
-                   jit_cache=jit, model_share_bytes=share, stage_command=stage)
+                   jit_cache=jit, model_share_bytes=reads.bytes if reads else None,
+                   reads_how=reads.how if reads else "", stage_command=stage)
 
 
 def _cache_paths(loaded: LoadedRecipe) -> tuple[str, str]:
@@ -146,7 +152,7 @@ def _with_memory(ctx: NodeContext, loaded: LoadedRecipe | None, facts: HostFacts
     if loaded is None:
         return ctx
     total = facts.gib("MemTotal") or (ctx.spec.memory_gib if ctx.spec else None)
-    node = NodeMemory(ctx.name, total or 0.0, "this node's /proc/meminfo")
+    node = NodeMemory(ctx.name, total or 0.0, "this node's /proc/meminfo", uma=True)
     plan = plan_memory(MemoryRequest(loaded, ctx.profile, dict(request.overrides or {}),
                                      node=node))
     return replace(ctx, memory=plan)

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
 from sm121.doctor.network_checks import NFS_TYPES, is_management, mount_of, route_iface
+from sm121.doctor.weights_read import link_rate
 from sm121.findings import Severity
 from sm121.hosts.facts import HostFacts
 
-LINK_EFFICIENCY = 0.9  # NFS over TCP reaches about this share of the line rate
 DEFAULT_MGMT_GBPS = 10.0  # a Spark's management port, when the link reports no speed
 
 
-def load_tax_s(model_bytes: int, link_mbps: float) -> float:
-    """Seconds to read the model once over a link of this rate (Mb/s)."""
-    return model_bytes / (link_mbps * 1e6 / 8 * LINK_EFFICIENCY)
+def load_tax_s(model_bytes: int, rate_bytes_s: float) -> float:
+    """Seconds to read the model once at this rate (bytes per second)."""
+    return model_bytes / rate_bytes_s
 
 
 def check_weights_route(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
@@ -33,26 +33,31 @@ def check_weights_route(facts: HostFacts, ctx: NodeContext) -> CheckResult | Non
                       f"sha256, revision {weights.revision}) on {kind}")
     where = facts.paths["weights"]
     real = str(where["realpath"])
-    if not where["exists"]:
+    mount = mount_of(facts, real)
+    on_nfs = mount is not None and mount["fstype"].startswith(NFS_TYPES)
+    if not where["exists"] and not on_nfs:
         return result("weights-route", f"the model is not at {where['path']} on this node",
                       [node_finding(ctx, Severity.WARNING, "weights",
                                     f"no copy of the weights on this node ({where['path']})",
                                     f"stage them: {ctx.stage_command}")])
-    mount = mount_of(facts, real)
-    if mount is None or not mount["fstype"].startswith(NFS_TYPES):
+    if mount is None or not on_nfs:
         return result("weights-route", f"reads weights locally from {real} "
                       f"({mount['fstype'] if mount else '?'}; not staged by sm121)")
     server = mount["device"].split(":", 1)[0]
     iface = route_iface(facts, facts.hosts.get(server) or server)
     base = f"reads weights over NFS from {mount['device']} via {iface or '?'}"
+    if not where["exists"]:
+        base += f" (not in the NFS cache yet: {where['path']})"
     if iface is None or not is_management(facts, ctx, iface):
         return result("weights-route", f"{base} (the fabric)", ok="info")
     speed = _speed_mbps(facts, iface)
-    tax = load_tax_s(size, speed or DEFAULT_MGMT_GBPS * 1000)
-    rate = f"{speed / 1000:g} Gb/s" if speed else f"{DEFAULT_MGMT_GBPS:g} Gb/s assumed"
-    message = (f"weights stream over the management link {iface} ({rate}): about {tax:.0f} s "
-               f"of load tax per start for {size / 1e9:.1f} GB, and the link is saturated "
-               "meanwhile")
+    rate, rate_how = link_rate(speed if speed else DEFAULT_MGMT_GBPS * 1000)
+    tax = load_tax_s(size, rate)
+    link = f"{speed / 1000:g} Gb/s" if speed else f"{DEFAULT_MGMT_GBPS:g} Gb/s assumed"
+    reads = f" ({ctx.reads_how})" if ctx.reads_how else ""
+    message = (f"weights stream over the management link {iface} ({link}): about {tax:.0f} s "
+               f"of load tax per start on this node for {size / 1e9:.1f} GB{reads} at "
+               f"{rate / 1e9:.2f} GB/s ({rate_how}), and the link is saturated meanwhile")
     return result("weights-route", f"{base} (the management link)",
                   [node_finding(ctx, Severity.WARNING, "weights", message,
                                 f"stage them onto local disk over the fabric: "

@@ -65,6 +65,10 @@ class MemoryFlags:
     # An env var sizing the KV cache in whole GiB, applied after the args (so it wins), and
     # set only for a CPU build: vLLM's VLLM_CPU_KVCACHE_SPACE.
     kv_space_env: str | None = None
+    # The weight loader's flag, and its values meant to read only a rank's own tensors
+    # (doctor/weights_read.py counts them only once a boot proves it).
+    load_format: str | None = None
+    selective_loaders: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,13 @@ a `Change`, never a free string.
 Pure functions on the decoded JSON body. A neutral value (for example repetition_penalty 1.0,
 which `vllm bench serve` sends in every completions request) passes silently and unchanged:
 it does nothing in the engine, and stripping it would make a benchmark look different from
-what it sent.
+what it sent. Neutral means exactly the neutral value (1 and 1.0 are the same number): a
+near-neutral one (1.00000000001) may already take the engine's penalty path, which is what the
+recipe strips the parameter for, so it is stripped and counted like any other value.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -96,5 +97,5 @@ def _same(value: Any, neutral: ArgValue) -> bool:
     if isinstance(value, bool) or isinstance(neutral, bool):
         return type(value) is type(neutral) and value == neutral
     if isinstance(value, int | float) and isinstance(neutral, int | float):
-        return math.isclose(float(value), float(neutral), rel_tol=0, abs_tol=1e-9)
+        return value == neutral  # exact: Python compares an int and a float by their values
     return bool(value == neutral)

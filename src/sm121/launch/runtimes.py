@@ -20,6 +20,7 @@ from sm121.hosts.python import this_python
 from sm121.names import NAME_PATTERN
 from sm121.plan.model import NodePlan
 from sm121.plan.runtime_argv import expand_home, expand_mounts
+from sm121.safe_paths import under_root
 
 q = shlex.quote
 
@@ -62,12 +63,11 @@ class NodeFiles:
 def node_files(state_dir: str, home: str, run_id: str, node_name: str) -> NodeFiles:
     """The run's folder on a node: state_dir/runs/RUN/NODE, checked to stay there."""
     runs = posixpath.join(posixpath.normpath(expand_home(state_dir, home)), "runs")
-    folder = posixpath.normpath(f"{runs}/{run_id}/{node_name}")
-    names_ok = all(NAME_PATTERN.fullmatch(n) for n in (run_id, node_name))
-    if not names_ok or posixpath.dirname(posixpath.dirname(folder)) != runs:
-        raise Sm121Error(f"{node_name}: the run folder {folder} is not under {runs}",
+    if not all(NAME_PATTERN.fullmatch(n) for n in (run_id, node_name)):
+        raise Sm121Error(f"{node_name}: the run folder {runs}/{run_id}/{node_name} is not "
+                         f"under {runs}",
                          "run ids and node names are plain words (letters, digits, _ . -)")
-    return NodeFiles(run_dir=folder)
+    return NodeFiles(run_dir=under_root(runs, run_id, node_name))
 
 
 def resolved_argv(node: NodePlan, home: str) -> list[str]:

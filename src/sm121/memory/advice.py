@@ -25,6 +25,32 @@ def explain(plan: MemoryPlan, ctx: Context) -> list[str]:
     else:
         lines.append("KV pool in tokens: unknown (no config.json on this machine and no "
                      "observed pool to calibrate from)")
+    lines += _check_lines(plan)
+    lines += [f"not reproduced: {text}" for text in plan.unreproduced]
+    return lines
+
+
+def _check_lines(plan: MemoryPlan) -> list[str]:
+    check = plan.startup
+    if check is None:
+        return []
+    if check.need_gib is None:
+        return [f"vLLM's start-up check ({check.rules}): one request's need is unknown "
+                f"({check.need_how})"]
+    lines = [f"vLLM's start-up check ({check.rules}): one request at max-model-len "
+             f"{plan.max_model_len:,} needs {check.need_gib:.2f} GiB of KV ({check.need_how})",
+             f"against {check.budget_gib:.2f} GiB ({check.budget_how}): {check.verdict}; it "
+             f"passes up to max-model-len {check.largest_context or 0:,}"]
+    if check.booked_kv_gib:
+        seen = " / ".join(f"{b:.2f}" for b in check.booked_kv_gib)
+        nominal = "refuses" if check.need_gib > check.nominal_kv_gib else "boots"
+        lines.append(
+            f"page cache booked as used: the observed boots give {seen} GiB for KV ("
+            f"{check.booked_how}); it refuses on {check.refuses_on} of "
+            f"{len(check.booked_kv_gib)}. Without the booking ({check.nominal_kv_gib:.2f} GiB: "
+            f"a MemAvailable-reading build, or caches dropped before start) it {nominal}")
+    if check.observed:
+        lines.append(f"observed at these settings: {check.observed}")
     return lines
 
 
@@ -73,16 +99,55 @@ def memory_findings(plan: MemoryPlan, ctx: Context) -> list[Finding]:
                                   "(an estimate: calibrate from a boot)" if estimated else ""),
             fix=_raise_gmu_fix(plan)))
         return findings
-    if plan.max_concurrency is not None and plan.max_concurrency < 1 and plan.request_kv_gib:
-        need = plan.request_kv_gib
-        findings.append(Finding(
-            severity=Severity.ERROR, source=source, field="args.max-model-len",
-            message=f"one request at max-model-len {plan.max_model_len:,} needs {need:.2f} GiB "
-                    f"of KV, the budget is {plan.kv_gib:.2f} GiB: vLLM refuses to start",
-            allowed=f"max-model-len <= {plan.largest_context:,}",
-            fix=_raise_gmu_fix(plan) + f", or lower max-model-len to {plan.largest_context:,}"))
+    findings += _check_findings(plan, source)
     findings += _below_ceiling(plan, source)
     return findings
+
+
+def _check_findings(plan: MemoryPlan, source: str) -> list[Finding]:
+    """vLLM's start-up check: the need of one request at max-model-len against the budget.
+    A boot observed at these same settings wins over the model, and the conflict is said."""
+    check = plan.startup
+    if check is None or check.need_gib is None or check.refuses is None:
+        return []
+    field = "args.max-model-len"
+    said = (f"one request at max-model-len {plan.max_model_len:,} needs {check.need_gib:.2f} "
+            f"GiB of KV in vLLM's start-up check, the budget is {check.budget_gib:.2f} GiB")
+    if check.observed.startswith("booted"):
+        if not check.refuses:
+            return []
+        return [Finding(severity=Severity.WARNING, source=source, field=field,
+                        message=f"{said}: the model says vLLM refuses, but these settings were "
+                                f"observed to boot ({check.observed}): the need calibrated "
+                                "elsewhere does not hold here",
+                        fix="boot once and calibrate: `sm121 memory calibrate RUN`")]
+    largest = check.largest_context or 0
+    if check.refuses:
+        fixes = [f"lower max-model-len to {largest:,}" if largest else
+                 "no max-model-len fits the KV found with the page cache booked; without the "
+                 f"booking ({check.nominal_kv_gib:.2f} GiB) it passes up to "
+                 f"{check.nominal_largest_context or 0:,}"]
+        if check.booked_kv_gib and check.need_gib <= check.nominal_kv_gib:
+            fixes.append(f"a vLLM that reads MemAvailable (0.32 does on unified memory) gives "
+                         f"{check.nominal_kv_gib:.2f} GiB, enough")
+            fixes.append("dropping the page cache before start (hook drop-caches) aims at the "
+                         "same and is unverified in the field")
+        elif plan.mode == "gmu":
+            fixes.append(_raise_gmu_fix(plan))
+        allowed = (f"max-model-len <= {largest:,}" if largest else
+                   f"max-model-len <= {check.nominal_largest_context or 0:,} with nothing booked")
+        return [Finding(severity=Severity.ERROR, source=source, field=field,
+                        message=f"{said}: vLLM refuses to start", allowed=allowed,
+                        fix="; or ".join(fixes))]
+    if check.refuses_on:
+        floor = int(largest * min(check.booked_kv_gib) / check.budget_gib)
+        return [Finding(severity=Severity.WARNING, source=source, field=field,
+                        message=f"{said} (the median observed boot): it boots there, but "
+                                f"refuses on {check.refuses_on} of {len(check.booked_kv_gib)} "
+                                f"observed boots ({' / '.join(map(str, check.booked_kv_gib))} "
+                                "GiB for KV)",
+                        fix=f"keep a margin: max-model-len <= {floor:,}")]
+    return []
 
 
 def _below_ceiling(plan: MemoryPlan, source: str) -> list[Finding]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -32,12 +33,24 @@ class Observation(BaseModel):
     batched_tokens: int | None = None
     block_size: int | None = None
     kv_cache_dtype: str | None = None
+    # vLLM's start-up check: "X GiB KV cache is needed" for one request at max_model_len
+    need_gib: float | None = None
+    outcome: Literal["booted", "refused"] | None = None  # None: booted if a pool was logged
+    # The KV reported had the page cache of the engine's own weight load booked as used (a
+    # build reading MemFree on unified memory): it measures that booking, not the reserve.
+    page_cache_booked: bool = False
     note: str = ""
+
+    @property
+    def booted(self) -> bool | None:
+        if self.outcome is not None:
+            return self.outcome == "booted"
+        return True if self.pool_tokens is not None else None
 
     def reserve_gib(self) -> float | None:
         """What the engine kept for itself beyond weights and KV (GMU mode only)."""
-        if self.kv_explicit or None in (self.gmu, self.node_total_gib, self.weights_gib,
-                                        self.kv_gib):
+        if self.page_cache_booked or self.kv_explicit or None in (
+                self.gmu, self.node_total_gib, self.weights_gib, self.kv_gib):
             return None
         assert self.gmu is not None and self.node_total_gib is not None
         assert self.weights_gib is not None and self.kv_gib is not None

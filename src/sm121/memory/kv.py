@@ -75,11 +75,14 @@ class KvLayout:
     attention: str  # "mla" or "gqa" (standard attention is GQA with groups of 1)
     dtype: str
     layers: int
+    # (tokens per state, bytes per state) per compressed layer (DeepSeek-V4's compress_ratios)
+    compressed: tuple[tuple[int, float], ...] = ()
 
     @property
     def bytes_per_token(self) -> float:
         """Per context token, as if it fit in every window: the cost of a short request."""
-        return self.full_bytes_per_token / self.dcp + sum(b for _, b in self.sliding)
+        return (self.full_bytes_per_token / self.dcp + sum(b for _, b in self.sliding)
+                + sum(b / r for r, b in self.compressed))
 
     def describe(self) -> str:
         if self.attention == "calibrated":
@@ -92,6 +95,10 @@ class KvLayout:
             parts.append(f"{len(self.sliding)} sliding-window layers (window "
                          f"{', '.join(map(str, windows))}) at "
                          f"{sum(b for _, b in self.sliding):,.0f} B/token within the window")
+        if self.compressed:
+            ratios = sorted({r for r, _ in self.compressed})
+            parts.append(f"{len(self.compressed)} compressed layers (one state per "
+                         f"{', '.join(map(str, ratios))} tokens)")
         if self.dcp > 1:
             parts.append(f"tokens split over {self.dcp} DCP ranks")
         return "; ".join(parts)
@@ -112,10 +119,29 @@ def kv_layout(config: Mapping[str, Any], dtype: KvDtype, sharding: Sharding) -> 
     # PP gives each rank a contiguous slice; the first rank's slice stands for all of them.
     kinds = kinds[:rank_layers]
     window = cfg.get("sliding_window")
+    ratios = cfg.get("compress_ratios")
+    if isinstance(ratios, list) and len(ratios) == layers and window:
+        return _compressed_layout(cfg, ratios[:rank_layers], int(window), per_layer, attention,
+                                  dtype, sharding)
     sliding = tuple((int(window), per_layer) for k in kinds if k == "sliding" and window)
     full = per_layer * sum(1 for k in kinds if k != "sliding" or not window)
     return KvLayout(full_bytes_per_token=full, sliding=sliding, dcp=sharding.dcp,
                     attention=attention, dtype=dtype.name, layers=rank_layers)
+
+
+def _compressed_layout(cfg: Mapping[str, Any], ratios: list[Any], window: int,
+                       per_layer: float, attention: str, dtype: KvDtype,
+                       sharding: Sharding) -> KvLayout:
+    """DeepSeek-V4: every layer keeps a sliding window of latents, and a layer whose
+    compress ratio r > 1 also keeps one compressed latent per r tokens (vLLM's
+    MLAAttentionSpec with tokens_per_state = r). Not counted: the indexer's and the
+    compressor's own small caches."""
+    head = int(cfg.get("head_dim") or 0)
+    state = dtype.head_bytes(head) if head else per_layer
+    compressed = tuple((int(r), state) for r in ratios if int(r) > 1)
+    return KvLayout(full_bytes_per_token=0.0, sliding=tuple((window, state) for _ in ratios),
+                    dcp=sharding.dcp, attention=attention, dtype=dtype.name, layers=len(ratios),
+                    compressed=compressed)
 
 
 def _per_layer_bytes(cfg: Mapping[str, Any], dtype: KvDtype, tp: int) -> tuple[float, str]:

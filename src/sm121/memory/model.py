@@ -16,6 +16,7 @@ from sm121.findings import Finding
 from sm121.memory.budget import GB10_TOTAL_GIB, Reserve
 from sm121.memory.kv import KvLayout
 from sm121.memory.model_files import ModelFiles
+from sm121.memory.startup_check import NeedModel, StartupCheck
 from sm121.recipes.loader import LoadedRecipe
 from sm121.recipes.schema import ArgValue, Recipe
 
@@ -35,10 +36,12 @@ class NodeMemory:
     name: str
     total_gib: float
     how: str  # where the figure comes from, said in the report
+    uma: bool = False  # unified memory (GB10): the GPU's free memory is the system's
 
 
 GB10_ASSUMED = NodeMemory("gb10", GB10_TOTAL_GIB,
-                          "assumed GB10 node (119.6 GiB visible); pass --cluster or --node-gib")
+                          "assumed GB10 node (119.6 GiB visible); pass --cluster or --node-gib",
+                          uma=True)
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,10 @@ class Comparison(BaseModel):
     predicted_kv_gib: float | None
     observed_kv_gib: float | None
     calibrates: bool = False  # this observation set the reserve or the bytes per token
+    predicted_need_gib: float | None = None  # vLLM's start-up check at its max-model-len
+    observed_need_gib: float | None = None
+    predicted_outcome: str | None = None  # "boots" / "refuses" against the KV it reported
+    observed_outcome: str | None = None
 
     @property
     def error_pct(self) -> float | None:
@@ -91,7 +98,9 @@ class MemoryPlan(BaseModel):
     num_blocks: int | None
     max_concurrency: float | None
     largest_context: int | None
-    request_kv_gib: float | None = None  # one request at max-model-len
+    request_kv_gib: float | None = None  # one request at max-model-len, as vLLM's check sums it
+    startup: StartupCheck | None = None  # vLLM's start-up check: the need against the budget
+    unreproduced: list[str] = []  # observations this plan's model does not reproduce
     comparisons: list[Comparison] = []
     explanation: list[str] = []
     findings: list[Finding] = []
@@ -111,6 +120,8 @@ class Context:
     weights_gib: float | None
     weights_how: str
     calibrated_from: tuple[str, ...] = ()
+    need: NeedModel = NeedModel(None, "not calibrated")
+    booked: tuple[tuple[float, str], ...] = ()  # page cache booked per observed boot, GiB
 
     @property
     def flags(self) -> MemoryFlags:

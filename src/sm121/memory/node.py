@@ -16,8 +16,9 @@ def node_memory(cluster: str | None, node_gib: float | None) -> NodeMemory:
     sized = [n for n in spec.ordered() if n.memory_gib]
     if not sized:
         return NodeMemory(spec.head, GB10_ASSUMED.total_gib,
-                          f"{source} gives no memory_gib: assumed GB10 (119.6 GiB)")
+                          f"{source} gives no memory_gib: assumed GB10 (119.6 GiB)", uma=True)
     smallest = min(sized, key=lambda n: n.memory_gib or 0)
     assert smallest.memory_gib is not None
+    # A cluster file describes DGX Spark nodes: unified memory.
     return NodeMemory(smallest.name, smallest.memory_gib,
-                      f"{source}: the smallest node's memory_gib")
+                      f"{source}: the smallest node's memory_gib", uma=True)

@@ -5,6 +5,7 @@ Pure apart from reading the model's config.json and weight sizes, and the calibr
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -13,6 +14,13 @@ from sm121.engines.registry import adapter_for
 from sm121.memory import calibration
 from sm121.memory.advice import explain, memory_findings
 from sm121.memory.budget import GIB, Budget, default_reserve, explicit_kv_bytes, gmu_budget
+from sm121.memory.check_plan import (
+    NEED_TOLERANCE,
+    calibrate_check,
+    observed_boot,
+    self_inconsistent,
+    startup_check,
+)
 from sm121.memory.fit import fit
 from sm121.memory.kv import KvLayout, Sharding, kv_dtype, kv_layout
 from sm121.memory.model import (
@@ -25,7 +33,7 @@ from sm121.memory.model import (
     NodeMemory,
 )
 from sm121.memory.model_files import ModelFiles, find_model_files
-from sm121.memory.pool import Pool, kv_pool, request_bytes
+from sm121.memory.pool import Pool, kv_pool
 from sm121.plan.effective import effective_profile
 from sm121.recipes.schema import ArgValue, Recipe
 
@@ -50,7 +58,9 @@ def fitted(request: MemoryRequest) -> tuple[Context, list[calibration.Observatio
     """The resolved context with its unknowns fitted to the recipe's observed boots."""
     ctx = resolve(request)
     observations = calibration.load_observations(ctx.recipe.name)
-    return (fit(ctx, observations) if request.calibrate else ctx), observations
+    if not request.calibrate:
+        return calibrate_check(ctx, []), observations
+    return calibrate_check(fit(ctx, observations), observations), observations
 
 
 def _layout(recipe: Recipe, files: ModelFiles, args: Mapping[str, Any]) -> KvLayout | None:
@@ -67,6 +77,9 @@ def plan_memory(request: MemoryRequest) -> MemoryPlan:
     ctx, observations = fitted(request)
     plan = _predict(ctx, request)
     plan.comparisons = [c for o in observations if (c := _compare(ctx, request, o))]
+    plan.unreproduced = _unreproduced(plan.comparisons, observations)
+    if plan.startup is not None and (seen := observed_boot(ctx, observations)) is not None:
+        plan.startup.observed = f"{'booted' if seen.booted else 'refused'} ({seen.source})"
     plan.explanation = explain(plan, ctx)
     plan.findings = memory_findings(plan, ctx)
     return plan
@@ -74,6 +87,7 @@ def plan_memory(request: MemoryRequest) -> MemoryPlan:
 
 def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
     budget = _budget(ctx, request)
+    check = startup_check(ctx, budget.kv_gib, request.node.uma, budget.mode == "explicit")
     pool: Pool | None = None
     if ctx.layout is not None:
         pool = kv_pool(ctx.layout, budget.kv_bytes, ctx.block_size, ctx.max_model_len,
@@ -92,8 +106,7 @@ def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
         pool_tokens=pool.tokens if pool else None, num_blocks=pool.num_blocks if pool else None,
         max_concurrency=round(pool.max_concurrency, 4) if pool else None,
         largest_context=pool.largest_context if pool else None,
-        request_kv_gib=(request_bytes(ctx.layout, ctx.max_model_len, ctx.block_size,
-                                      ctx.batched_tokens) / GIB if ctx.layout else None),
+        request_kv_gib=check.need_gib, startup=check,
     )
 
 
@@ -109,7 +122,7 @@ def _budget(ctx: Context, request: MemoryRequest) -> Budget:
 
 def _compare(ctx: Context, request: MemoryRequest,
              obs: calibration.Observation) -> Comparison | None:
-    if obs.pool_tokens is None and obs.kv_gib is None:
+    if obs.pool_tokens is None and obs.kv_gib is None and obs.booted is None:
         return None
     flags = ctx.flags
     settings = {k: v for k, v in ((flags.gmu, obs.gmu),
@@ -120,18 +133,63 @@ def _compare(ctx: Context, request: MemoryRequest,
     args = ctx.args | settings
     at = replace(ctx, args=args, layout=_layout(ctx.recipe, ctx.files, args) or ctx.layout,
                  weights_gib=obs.weights_gib if obs.weights_gib is not None else ctx.weights_gib)
-    node = NodeMemory(request.node.name, obs.node_total_gib or request.node.total_gib, "")
+    node = NodeMemory(request.node.name, obs.node_total_gib or request.node.total_gib, "",
+                      uma=request.node.uma)
     kv_bytes = int(obs.kv_gib * GIB) if obs.kv_explicit and obs.kv_gib is not None else None
     predicted = _predict(at, replace(request, node=node, kv_bytes=kv_bytes))
+    outcome = _outcome_at(predicted, obs)
     described = [f"profile {obs.profile}"] + [f"{k} {v}" for k, v in settings.items()]
     if obs.kv_explicit and obs.kv_gib is not None:
         described.append(f"KV {obs.kv_gib:g} GiB")
     return Comparison(
         source=obs.source, settings=", ".join(described),
         predicted_tokens=predicted.pool_tokens, observed_tokens=obs.pool_tokens,
-        predicted_kv_gib=round(predicted.kv_gib, 2), observed_kv_gib=obs.kv_gib,
+        predicted_kv_gib=round(_kv_at(predicted, obs), 2), observed_kv_gib=obs.kv_gib,
         calibrates=obs.source in ctx.calibrated_from,
+        predicted_need_gib=predicted.startup.need_gib if predicted.startup else None,
+        observed_need_gib=obs.need_gib, predicted_outcome=outcome,
+        observed_outcome=None if obs.booted is None else ("boots" if obs.booted else "refuses"),
     )
+
+
+def _kv_at(predicted: MemoryPlan, obs: calibration.Observation) -> float:
+    """The KV the engine finds there: with the page cache booked (the median observed boot)
+    for a boot that had it, else the budget."""
+    check = predicted.startup
+    if obs.page_cache_booked and check is not None and check.booked_kv_gib:
+        return check.budget_gib
+    return predicted.kv_gib
+
+
+def _outcome_at(predicted: MemoryPlan, obs: calibration.Observation) -> str | None:
+    """The check's verdict at the observation: against the KV it reported when it did (the
+    engine compared with that figure), else against the plan's budget there."""
+    check = predicted.startup
+    if check is None or check.need_gib is None:
+        return None
+    if obs.kv_gib is not None:
+        return "refuses" if check.need_gib > obs.kv_gib else "boots"
+    budget = (statistics.median(check.booked_kv_gib) if obs.page_cache_booked
+              and check.booked_kv_gib else check.nominal_kv_gib)
+    return "refuses" if check.need_gib > budget else "boots"
+
+
+def _unreproduced(comparisons: list[Comparison],
+                  observations: list[calibration.Observation]) -> list[str]:
+    """Every observation the model does not reproduce, said, never dropped."""
+    lines = []
+    for c in comparisons:
+        if c.predicted_outcome and c.observed_outcome and c.predicted_outcome != c.observed_outcome:
+            lines.append(f"{c.source}: observed {c.observed_outcome.replace('boots', 'booted')}"
+                         f", the model says it {c.predicted_outcome} (need "
+                         f"{c.predicted_need_gib or 0:.2f} GiB against "
+                         f"{c.observed_kv_gib if c.observed_kv_gib is not None else c.predicted_kv_gib}"
+                         " GiB)")
+        if c.observed_need_gib and c.predicted_need_gib is not None and abs(
+                c.predicted_need_gib - c.observed_need_gib) > NEED_TOLERANCE * c.observed_need_gib:
+            lines.append(f"{c.source}: need {c.predicted_need_gib:.2f} GiB predicted, "
+                         f"{c.observed_need_gib} GiB logged")
+    return lines + [t for o in observations if (t := self_inconsistent(o))]
 
 
 def _weights(recipe: Recipe, files: ModelFiles, given: float | None) -> tuple[float | None, str]:

@@ -36,12 +36,14 @@ def request_bytes(layout: KvLayout, context: int, block_size: int, in_flight: in
     for window, per_token in layout.sliding:
         held = min(window - 1 + in_flight, context)
         total += per_token * (math.ceil(held / block_size) + 1) * block_size
+    for tokens_per_state, state_bytes in layout.compressed:
+        total += blocks * max(1, block_size // tokens_per_state) * state_bytes
     return total
 
 
 def kv_pool(layout: KvLayout, kv_bytes: int, block_size: int, max_model_len: int,
             in_flight: int) -> Pool:
-    if not layout.sliding:
+    if not layout.sliding and not layout.compressed:
         # Uniform layers: vLLM's exact arithmetic (floor to whole blocks, whole blocks per
         # request), so the prediction can match the engine's log to the token.
         block_bytes = layout.full_bytes_per_token * block_size

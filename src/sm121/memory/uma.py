@@ -1,19 +1,23 @@
-"""The UMA gate (vLLM issue 48140): on unified memory, what vLLM's start-up memory check will
-see, and whether the KV the profile needs survives it.
+"""The UMA gate (vLLM issue 48140): on unified memory, what vLLM's start-up checks will see on
+this node, and whether one request at max-model-len survives them.
 
-On GB10 the GPU's "free memory" is the system's. A vLLM that reads MemFree (the field's
-build) books reclaimable page cache as used; one that reads MemAvailable does not. The
-engine takes at most what it sees free, places weights and the reserve, and gives KV the
-rest; it refuses to start when one request at max-model-len does not fit:
+On GB10 the GPU's "free memory" is the system's. A vLLM that reads MemFree (0.21, the
+field's build) books reclaimable page cache as used; one that reads MemAvailable (0.32 on an
+integrated GPU) does not. Two checks follow:
 
-    KV seen = min(GMU x total, free as seen) - weights - reserve
-    refuses when KV seen < KV for one request at max-model-len
-
-Reading the weights fills the page cache, so a warm node can refuse the long contexts that a
-node with dropped caches serves: the field saw 32K-64K boot and 128K-262K refuse.
+1. at start, the free memory it sees must cover GMU x total (vllm/v1/worker/utils.py,
+   request_memory), or it refuses before loading anything;
+2. after loading and profiling, the KV it finds must hold one request at max-model-len
+   (check_enough_kv_cache_memory, memory/startup_check.py). The page cache its own weight
+   load created is booked as used by a MemFree reader, so it finds less than the budget:
+   the field's three boots reported 4.22 / 5.18 / 5.34 GiB against about 12 GiB. Where
+   boots were observed that booking is calibrated from them; else this node's reclaimable
+   page cache stands for it (an upper estimate, said so).
 """
 
 from __future__ import annotations
+
+import statistics
 
 from pydantic import BaseModel
 
@@ -26,63 +30,69 @@ class GateInput(BaseModel):
     mem_free_kib: int
     mem_available_kib: int
     gmu: float
-    weights_gib: float
-    reserve_gib: float
-    kv_needed_gib: float  # one request at max-model-len
+    reads_memfree: bool  # the engine version's reading on unified memory
+    version: str  # whose check, for the words
+    nominal_kv_gib: float  # the budget with nothing booked
+    booked_kv_gib: list[float] = []  # KV found on observed boots with the page cache booked
+    need_gib: float  # one request at max-model-len, as the version's check sums it
     max_model_len: int
-
-
-class GateView(BaseModel):
-    reads: str  # "MemFree" or "MemAvailable"
-    free_seen_gib: float
-    budget_gib: float  # min(GMU x total, free seen)
-    kv_seen_gib: float
-    refuses: bool
 
 
 class GatePrediction(BaseModel):
+    reads: str  # "MemFree" or "MemAvailable"
+    version: str
     total_gib: float
     requested_gib: float
+    free_seen_gib: float  # what the start check sees now
+    available_gib: float
     page_cache_gib: float  # reclaimable memory MemFree does not count
-    kv_needed_gib: float
+    start_passes: bool
+    kv_seen_gib: float
+    kv_how: str
+    need_gib: float
     max_model_len: int
-    memfree: GateView
-    memavailable: GateView
-    after_drop_caches: GateView
+    refuses: bool
+    nominal_kv_gib: float  # after drop_caches, or on a MemAvailable reader
+    nominal_refuses: bool
 
     @property
     def will_refuse(self) -> bool:
-        return self.memfree.refuses
+        return self.refuses
 
 
 def predict_gate(gate: GateInput) -> GatePrediction:
     total = gate.mem_total_kib * KIB / GIB
     free = gate.mem_free_kib * KIB / GIB
     available = gate.mem_available_kib * KIB / GIB
+    cache = max(0.0, available - free)
     requested = gate.gmu * total
+    seen = free if gate.reads_memfree else available
+    if not gate.reads_memfree:
+        kv, how = gate.nominal_kv_gib, "the budget: a MemAvailable reader books no page cache"
+    elif gate.booked_kv_gib:
+        kv = statistics.median(gate.booked_kv_gib)
+        how = (f"the median of the observed boots with the load's page cache booked "
+               f"({' / '.join(f'{b:.2f}' for b in gate.booked_kv_gib)} GiB)")
+    else:
+        kv = gate.nominal_kv_gib - cache
+        how = (f"the budget {gate.nominal_kv_gib:.2f} GiB less this node's {cache:.1f} GiB of "
+               "reclaimable page cache (uncalibrated: no boot of this recipe measured the "
+               "booking; an upper estimate of it)")
     return GatePrediction(
-        total_gib=total, requested_gib=requested, page_cache_gib=max(0.0, available - free),
-        kv_needed_gib=gate.kv_needed_gib, max_model_len=gate.max_model_len,
-        memfree=_view("MemFree", free, requested, gate),
-        memavailable=_view("MemAvailable", available, requested, gate),
-        # drop_caches turns the reclaimable cache into free memory: MemFree ~ MemAvailable
-        after_drop_caches=_view("MemFree after drop_caches", available, requested, gate),
-    )
-
-
-def _view(reads: str, free: float, requested: float, gate: GateInput) -> GateView:
-    budget = min(requested, free)
-    kv = budget - gate.weights_gib - gate.reserve_gib
-    return GateView(reads=reads, free_seen_gib=free, budget_gib=budget, kv_seen_gib=kv,
-                    refuses=kv < gate.kv_needed_gib)
+        reads="MemFree" if gate.reads_memfree else "MemAvailable", version=gate.version,
+        total_gib=total, requested_gib=requested, free_seen_gib=seen, available_gib=available,
+        page_cache_gib=cache, start_passes=seen >= requested, kv_seen_gib=kv, kv_how=how,
+        need_gib=gate.need_gib, max_model_len=gate.max_model_len,
+        refuses=gate.need_gib > kv, nominal_kv_gib=gate.nominal_kv_gib,
+        nominal_refuses=gate.need_gib > gate.nominal_kv_gib)
 
 
 def describe(prediction: GatePrediction) -> str:
-    view = prediction.memfree
-    verdict = "will refuse" if view.refuses else "passes"
-    return (f"a vLLM reading MemFree {verdict}: it sees {view.free_seen_gib:.1f} GiB free "
-            f"(MemAvailable {prediction.memavailable.free_seen_gib:.1f} GiB; "
-            f"{prediction.page_cache_gib:.1f} GiB is reclaimable page cache), so of the "
-            f"{prediction.requested_gib:.1f} GiB requested it finds {view.budget_gib:.1f} GiB and "
-            f"{view.kv_seen_gib:.2f} GiB for KV, against {prediction.kv_needed_gib:.2f} GiB "
-            f"needed for one request at max-model-len {prediction.max_model_len:,}")
+    p = prediction
+    verdict = "will refuse" if p.refuses else "passes"
+    return (f"a vLLM {p.version} reading {p.reads} {verdict}: one request at max-model-len "
+            f"{p.max_model_len:,} needs {p.need_gib:.2f} GiB of KV in its start-up check, it "
+            f"finds {p.kv_seen_gib:.2f} GiB ({p.kv_how}); at start it sees "
+            f"{p.free_seen_gib:.1f} GiB free of the {p.requested_gib:.1f} GiB requested "
+            f"(MemAvailable {p.available_gib:.1f} GiB; {p.page_cache_gib:.1f} GiB is "
+            "reclaimable page cache)")

@@ -1,5 +1,6 @@
 """Render recipe + profile + cluster + overrides into a ServePlan. Pure: no I/O beyond reading
-the recipe and cluster files the caller names."""
+the recipe and cluster files the caller names (and the cluster's ssh_config, for its trust
+check)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from sm121 import paths
 from sm121.cluster.spec import Cluster, Node, check_fabric
+from sm121.cluster.trust import cluster_needs
 from sm121.engines.adapter import EngineAdapter, NodeArgvRequest
 from sm121.engines.registry import adapter_for, has_adapter
 from sm121.errors import Sm121Error
@@ -58,6 +60,10 @@ def render_plan(request: PlanRequest) -> ServePlan:
         # The recipe asks only for allow-listed things: check that the argv as the engine
         # parses it agrees (the allow-list's own gaps would show here).
         needs = argv_needs(recipe, [(tail, own) for _, tail, own in rendered])
+    if request.cluster is not None:
+        # The cluster file's programs and configs (a node's python, ssh_config): argv[0] and
+        # the ssh that reaches each node, which the engine's parser never reads.
+        needs = needs + cluster_needs(request.cluster[0])
     return ServePlan(
         recipe=recipe.name,
         profile=profile,
@@ -70,7 +76,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         host=request.host,
         port=request.port,
         nodes=nodes,
-        hooks=recipe.hooks,
+        hooks=recipe.hooks_for(profile),
         readiness=ReadinessProbe(
             url=f"http://{_probe_host(request, nodes)}:{request.port}",
             model=recipe.model.id,

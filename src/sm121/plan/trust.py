@@ -33,7 +33,7 @@ def trust_needs(recipe: Recipe, profile: str | None, builtin: bool) -> list[str]
     if builtin:
         return []
     return (_runtime_needs(recipe) + model_needs(recipe) + _arg_needs(recipe, profile)
-            + _env_needs(recipe, profile) + hook_needs(recipe.hooks))
+            + _env_needs(recipe, profile) + hook_needs(recipe.hooks_for(profile)))
 
 
 def _runtime_needs(recipe: Recipe) -> list[str]:
@@ -121,6 +121,7 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 def require_trust(recipe: str, needs: list[str], trust: bool) -> None:
     """Refuse, listing every item, unless the user gave --trust."""
     if needs and not trust:
-        raise Sm121Error(f"recipe {recipe} is not built in and asks to run or expose on every "
-                         "node:\n  - " + "\n  - ".join(needs),
+        raise Sm121Error(f"the plan for recipe {recipe} asks to run or expose on every node "
+                         "(what a recipe that is not built in, or a cluster file, asks for):"
+                         "\n  - " + "\n  - ".join(needs),
                          "read each item, then rerun with --trust to allow them")

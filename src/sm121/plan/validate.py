@@ -61,13 +61,17 @@ def _check_parallelism(recipe: Recipe, source: str) -> list[Finding]:
 
 def _check_hooks(recipe: Recipe, source: str) -> list[Finding]:
     findings = []
-    for phase in ("before_serve", "after_ready"):
-        for name in getattr(recipe.hooks, phase):
-            if name not in BUILTIN_HOOKS and name not in recipe.hooks.custom:
-                findings.append(_err(
-                    source, f"hooks.{phase}", f"unknown hook {name!r}",
-                    allowed=f"{', '.join(sorted(BUILTIN_HOOKS))}, or a name under hooks.custom",
-                ))
+    where = [("hooks", None)] + [(f"profiles.{p}.hooks", p) for p, spec in recipe.profiles.items()
+                                 if spec.hooks is not None]
+    for prefix, profile in where:
+        hooks = recipe.hooks_for(profile)
+        for phase in ("before_serve", "after_ready"):
+            for name in getattr(hooks, phase):
+                if name not in BUILTIN_HOOKS and name not in hooks.custom:
+                    findings.append(_err(
+                        source, f"{prefix}.{phase}", f"unknown hook {name!r}",
+                        allowed=f"{', '.join(sorted(BUILTIN_HOOKS))}, or a name under hooks.custom",
+                    ))
     return findings
 
 

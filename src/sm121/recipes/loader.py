@@ -48,13 +48,13 @@ def load_recipe(name_or_path: str) -> LoadedRecipe:
         path = Path(name_or_path).expanduser()
         if not path.is_file():
             raise Sm121Error(f"recipe file {path} does not exist", "check the path")
-        return _parse(path.read_text(), str(path))
+        return _parse(read_text(path, str(path)), str(path))
     if not NAME_PATTERN.fullmatch(name_or_path):
         raise Sm121Error(f"{name_or_path!r} is neither a recipe name nor a .yaml file",
                          f"a recipe name has {NAME_RULE}; a path ends in .yaml")
     user_file = user_recipes_dir() / f"{name_or_path}.yaml"
     if user_file.is_file():
-        return _parse(user_file.read_text(), str(user_file))
+        return _parse(read_text(user_file, str(user_file)), str(user_file))
     builtin = resources.files("sm121.recipes").joinpath(f"builtin/{name_or_path}.yaml")
     if builtin.is_file():
         loaded = _parse(builtin.read_text(), f"{BUILTIN_PREFIX}{name_or_path}.yaml")
@@ -68,6 +68,18 @@ def load_recipe(name_or_path: str) -> LoadedRecipe:
 def _parse(text: str, source: str) -> LoadedRecipe:
     data = parse_yaml(text, source)
     return LoadedRecipe(validate_model(Recipe, data, source), source)
+
+
+def read_text(path: Path, source: str) -> str:
+    """A recipe or cluster file's text. Such files come from strangers: bytes that are not
+    UTF-8 are refused by name (file and offset), not left to a UnicodeDecodeError."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Sm121Error(f"{source}: not UTF-8 text (byte {exc.start} is "
+                         f"{data[exc.start:exc.start + 1]!r})",
+                         "save the file as UTF-8") from exc
 
 
 def parse_yaml(text: str, source: str) -> Any:

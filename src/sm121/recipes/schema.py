@@ -14,11 +14,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from sm121.findings import Severity
-from sm121.names import check_name
+from sm121.names import check_image, check_name, check_revision
 
 ArgValue = str | int | float | bool | None
 # Recipe, profile and container names reach scripts and paths: plain words only.
 Name = Annotated[str, AfterValidator(check_name)]
+# A revision becomes a folder (snapshots/REVISION) and a file (refs/REVISION) on every node.
+Revision = Annotated[str, AfterValidator(check_revision)]
+# An image reaches docker's argv (run, save, image inspect) on every node.
+Image = Annotated[str, AfterValidator(check_image)]
 
 
 class Strict(BaseModel):
@@ -34,10 +38,9 @@ class ModelSource(StrEnum):
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
-# A Hugging Face repo id or revision: words that never start with `-`, so the engine's parser
+# A Hugging Face repo id: words that never start with `-`, so the engine's parser
 # never reads one as an option (they reach its argv as separate tokens).
 _HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
-_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
 # Env keys reach `env NAME=value` and `docker run -e NAME=value`: a shell variable name only,
 # so a key can never be an option of `env` (`--split-string`) or hold a `=`.
 ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -55,7 +58,8 @@ class ModelSpec(Strict):
     source: ModelSource = ModelSource.HF
     hf_id: str | None = None
     path: str | None = None
-    revision: str | None = None
+    revision: Revision | None = Field(None, description="A commit hash or a branch or tag "
+                                      "name (one word: no '/' or '..').")
     size_gb: float | None = Field(None, description="Weights on disk, GB (1e9 bytes).")
     params_b: float | None = Field(None, description="Parameters, billions.")
     shards: int | None = None
@@ -83,14 +87,6 @@ class ModelSpec(Strict):
         if value is not None and not _HF_ID.fullmatch(value):
             raise ValueError("model.hf_id must be a Hugging Face id, ORG/NAME or NAME (letters, "
                              "digits, . _ -, starting with a letter or digit)")
-        return value
-
-    @field_validator("revision")
-    @classmethod
-    def _plain_revision(cls, value: str | None) -> str | None:
-        if value is not None and not _REVISION.fullmatch(value):
-            raise ValueError("model.revision must be a branch, tag or commit (letters, digits, "
-                             ". _ / -, starting with a letter or digit)")
         return value
 
     @field_validator("path")
@@ -123,7 +119,7 @@ class Mount(Strict):
 
 class RuntimeSpec(Strict):
     kind: Literal["docker", "native"] = "native"
-    image: str | None = None
+    image: Image | None = None
     mounts: tuple[Mount, ...] = ()
     # The engine entry point; for docker it runs inside the image.
     command: tuple[str, ...] = ()
@@ -179,6 +175,9 @@ class RequestDefaults(Strict):
 class RequestPolicy(Strict):
     params: dict[str, ParamPolicy] = {}
     defaults: RequestDefaults = RequestDefaults()
+    # `sm121 serve` starts the gateway by default when params strip or reject something: it
+    # is what enforces them. False only where the policy protects nothing (a test recipe).
+    serve_with_gateway: bool = True
 
 
 class SpecKRule(StrEnum):
@@ -205,6 +204,9 @@ class Profile(Strict):
     purpose: str = Field(description="One line: what this profile is for.")
     args: dict[str, ArgValue] = {}
     env: dict[str, str] = {}
+    # Replaces the recipe's hooks for this profile (the recipe's custom commands stay
+    # defined), so two profiles that differ only in a hook can be A/B'd.
+    hooks: Hooks | None = None
 
     @field_validator("args")
     @classmethod
@@ -276,6 +278,14 @@ class Recipe(Strict):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         return check_env_keys(value)
+
+    def hooks_for(self, profile: str | None) -> Hooks:
+        """The hooks a profile runs: its own when it names them, else the recipe's."""
+        chosen = self.profiles.get(profile) if profile else None
+        if chosen is None or chosen.hooks is None:
+            return self.hooks
+        return chosen.hooks.model_copy(update={"custom": {**self.hooks.custom,
+                                                          **chosen.hooks.custom}})
 
 
 def normalize_args(args: dict[str, Any]) -> dict[str, Any]:

@@ -83,6 +83,9 @@ def observe_run(run_dir: Path, node_total_gib: float | None = None) -> Observati
         max_model_len=facts.max_concurrency_at_tokens or args.get(flags.max_model_len),
         batched_tokens=args.get(flags.batched_tokens), block_size=args.get(flags.block_size),
         kv_cache_dtype=args.get(flags.kv_cache_dtype),
+        # A refusal logs the need of one request at max-model-len: what calibrates the need.
+        need_gib=facts.kv_needed_gib,
+        outcome="refused" if facts.kv_needed_gib is not None else None,
     )
 
 

@@ -18,8 +18,9 @@ from sm121.cluster.spec import Cluster
 from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
 from sm121.recipes.schema import Recipe
+from sm121.safe_paths import under_root
 from sm121.stage.fanout import fan_out
-from sm121.stage.files import list_files
+from sm121.stage.files import list_files, refuse_outside_links
 from sm121.stage.images import image_id
 from sm121.stage.job import Job
 from sm121.stage.layout import ModelKey
@@ -96,6 +97,8 @@ def stage_cache(recipe: Recipe, cluster: Cluster, nodes: list[StageNode], source
                          f"nodes: {', '.join(by_name)}")
     warm = by_name[warm_name]
     files = list_files(warm.transport, warm.compile_cache)
+    if files:
+        refuse_outside_links(warm.transport, warm.compile_cache, warm.compile_cache)
     payload = {n: f for n, f in (files or {}).items() if n != CACHE_MANIFEST}
     if not payload:
         raise Sm121Error(f"{warm_name}: no compile cache in {warm.compile_cache}",
@@ -160,7 +163,7 @@ def stage_cache(recipe: Recipe, cluster: Cluster, nodes: list[StageNode], source
 
 
 def _write_cache_manifest(node: StageNode, key: CacheKey, size: int, source: str) -> None:
-    path = f"{node.compile_cache.rstrip('/')}/{CACHE_MANIFEST}"
+    path = under_root(node.compile_cache, CACHE_MANIFEST)
     body = json.dumps({"key": key.model_dump(), "bytes": size, "source": source,
                        "written_at": time.time()}, indent=1)
     script = 'mkdir -p "${1%/*}" && cat > "$1.tmp" && mv "$1.tmp" "$1"'

@@ -25,6 +25,14 @@ _SUMS = 'cd "$1" && tr "\\n" "\\0" | xargs -0 -n 1 -P "$2" sha256sum --'
 # sha256 of its content, so those checksums are known without reading the file.
 _LINKS = 'cd "$1" 2>/dev/null && find . -type l -printf "%P\\0%l\\0"; true'
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# Every file or folder a copy would take (found as the copy finds them, following links:
+# rsync -L, tar -h) whose real path is not under the root: a link out of the folder would
+# copy whatever it names (~/.ssh/id_ed25519, /etc/shadow) to every node.
+_OUTSIDE = (
+    'cd "$1" 2>/dev/null || exit 3; root=$(realpath -e -- "$2") || exit 4; '
+    f'find -L . -path ./{PARTIAL_DIR} -prune -o -exec sh -c \'root=$1; shift; for f; do '
+    't=$(realpath -e -- "$f"); case "$t" in "$root"|"$root"/*) ;; *) '
+    'printf "%s\\0%s\\0" "${f#./}" "$t";; esac; done\' outside "$root" {} +')
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,25 @@ def list_files(transport: Transport, folder: str) -> dict[str, FileEntry] | None
         raise Sm121Error(f"{transport.name}: cannot list {folder}: {done.stderr.strip()[-300:]}",
                          "check that the folder is readable on that node")
     return parse_listing(done.stdout)
+
+
+def refuse_outside_links(transport: Transport, folder: str, root: str) -> None:
+    """Refuse a folder that holds a symlink resolving outside `root` (the folder itself, or
+    for a Hugging Face snapshot its repo folder, whose blobs/ its links point into). Links
+    that stay inside are copied as the files they name."""
+    done = transport.run(["sh", "-c", _OUTSIDE, "outside", folder, root], timeout=600)
+    if done.returncode in (MISSING, 4) or not done.ok:
+        raise Sm121Error(f"{transport.name}: cannot check the links in {folder}: "
+                         f"{done.stderr.strip()[-300:] or 'no such folder'}",
+                         "check that the folder exists and is readable on that node")
+    fields = done.stdout.split("\0")
+    outside = [f"{name} -> {target}" for name, target in zip(fields[0::2], fields[1::2],
+                                                             strict=False) if name]
+    if outside:
+        raise Sm121Error(f"{transport.name}: {folder} reaches {len(outside)} file(s) or "
+                         f"folder(s) outside {root} through symlinks: {'; '.join(outside[:3])}",
+                         "a model folder is copied as it is: remove those links or replace "
+                         "them with the files (sm121 never follows a link out of the folder)")
 
 
 def parse_listing(text: str) -> dict[str, FileEntry]:

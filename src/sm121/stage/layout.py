@@ -4,20 +4,24 @@ the staged manifest beside it (`HF_HOME/sm121-stage/`). Pure: no I/O."""
 
 from __future__ import annotations
 
-import posixpath
+import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
 from sm121 import paths
 from sm121.cluster.spec import Node
+from sm121.errors import Sm121Error
+from sm121.names import check_revision
 from sm121.recipes.schema import ModelSource, Recipe
+from sm121.safe_paths import under_root
 
 DEFAULT_HF_CACHE = "~/.cache/huggingface"
 DEFAULT_COMPILE_CACHE = "~/.cache/vllm"
 MANIFEST_DIR = "sm121-stage"
 # A path model has no revision of its own: its staged snapshot is named by this.
 LOCAL_REVISION = "local"
+_REPO_FOLDER = re.compile(r"models--[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 @dataclass(frozen=True)
@@ -28,9 +32,22 @@ class ModelKey:
     revision: str
     label: str  # the recipe's model id, for messages
 
+    def __post_init__(self) -> None:
+        # Both become folder names on every node; the revision may have been read from a
+        # node's refs/ file, so it is checked here, where every key is made.
+        if not _REPO_FOLDER.fullmatch(self.repo) or ".." in self.repo:
+            raise Sm121Error(f"model {self.label}: {self.repo!r} is not a cache folder name",
+                             "model ids and hf_ids are plain words")
+        try:
+            check_revision(self.revision)
+        except ValueError as exc:
+            raise Sm121Error(f"model {self.label}: {exc}",
+                             "pin model.revision to a commit hash or a branch or tag name") \
+                from None
+
     @property
     def manifest_name(self) -> str:
-        return f"{self.repo}@{self.revision.replace('/', '--')}.json"
+        return f"{self.repo}@{self.revision}.json"
 
 
 def model_key(recipe: Recipe, revision: str | None = None) -> ModelKey:
@@ -56,15 +73,20 @@ def node_compile_cache(node: Node | None) -> str:
 
 
 def repo_folder(hf_cache: str, key: ModelKey) -> str:
-    return posixpath.join(hf_cache, "hub", key.repo)
+    return under_root(hf_cache, "hub", key.repo)
 
 
 def snapshot_folder(hf_cache: str, key: ModelKey) -> str:
-    return posixpath.join(repo_folder(hf_cache, key), "snapshots", key.revision)
+    return under_root(hf_cache, "hub", key.repo, "snapshots", key.revision)
+
+
+def ref_file(hf_cache: str, key: ModelKey, ref: str) -> str:
+    """HF_HOME/hub/REPO/refs/REF: the file naming the commit a branch or tag points to."""
+    return under_root(hf_cache, "hub", key.repo, "refs", check_revision(ref))
 
 
 def manifest_path(hf_cache: str, key: ModelKey) -> str:
-    return posixpath.join(hf_cache, MANIFEST_DIR, key.manifest_name)
+    return under_root(hf_cache, MANIFEST_DIR, key.manifest_name)
 
 
 def plan_model_key(recipe_spec: dict[str, Any] | None) -> tuple[str, str | None]:

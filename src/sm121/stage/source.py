@@ -28,6 +28,13 @@ class Source:
     key: ModelKey
     local: bool
     address: str | None = None
+    # What the folder's symlinks may point into: the folder itself, or for a Hugging Face
+    # snapshot its repo folder (the links point into ../../blobs/). None: the folder.
+    link_root: str | None = None
+
+    @property
+    def links_within(self) -> str:
+        return self.link_root or self.folder
 
 
 def resolve_source(recipe: Recipe, cluster: Cluster, nodes: list[StageNode],
@@ -45,7 +52,9 @@ def resolve_source(recipe: Recipe, cluster: Cluster, nodes: list[StageNode],
                          f"nodes: {', '.join(by_name)}, or a folder path on this machine")
     node = by_name[name]
     folder, key = model_on_node(recipe, node)
-    return Source(node.name, node.transport, folder, key, node.local, node.address)
+    hf = recipe.model.source is ModelSource.HF and recipe.model.hf_id
+    return Source(node.name, node.transport, folder, key, node.local, node.address,
+                  link_root=repo_folder(node.hf_cache, key) if hf else None)
 
 
 def _is_path(value: str) -> bool:

@@ -17,9 +17,16 @@ from sm121.hosts.parallel import in_parallel
 from sm121.recipes.schema import Recipe
 from sm121.stage import manifest as mf
 from sm121.stage.fanout import fan_out
-from sm121.stage.files import PARTIAL_DIR, FileEntry, SourceSums, checksums, list_files
+from sm121.stage.files import (
+    PARTIAL_DIR,
+    FileEntry,
+    SourceSums,
+    checksums,
+    list_files,
+    refuse_outside_links,
+)
 from sm121.stage.job import Job
-from sm121.stage.layout import repo_folder, snapshot_folder
+from sm121.stage.layout import ref_file, snapshot_folder
 from sm121.stage.nodes import Link, StageNode, hop_ssh
 from sm121.stage.progress import ProgressBoard, Snapshot
 from sm121.stage.source import Source, resolve_source
@@ -84,6 +91,7 @@ def stage_weights(request: WeightsRequest, nodes: list[StageNode],
                   report: Callable[[Snapshot], None] = lambda s: None) -> WeightsResult:
     started = time.monotonic()
     source = resolve_source(request.recipe, request.cluster, nodes, request.source)
+    refuse_outside_links(source.transport, source.folder, source.links_within)
     files = list_files(source.transport, source.folder)
     if not files:
         raise Sm121Error(f"{source.name}: no files in {source.folder}",
@@ -259,8 +267,8 @@ def _write_ref(stage: _Stage, node: StageNode) -> None:
     ref = recipe.model.revision or "main"
     if ref == stage.source.key.revision:
         return
-    refs = f"{repo_folder(node.hf_cache, stage.source.key)}/refs"
-    script = 'mkdir -p "$1" && printf %s "$3" > "$1/$2"'
-    node.transport.run(["sh", "-c", script, "ref", refs, ref, stage.source.key.revision],
+    path = ref_file(node.hf_cache, stage.source.key, ref)  # refused unless under refs/
+    script = 'mkdir -p "${1%/*}" && printf %s "$2" > "$1"'
+    node.transport.run(["sh", "-c", script, "ref", path, stage.source.key.revision],
                        timeout=60)
 

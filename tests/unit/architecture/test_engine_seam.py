@@ -24,12 +24,14 @@ REGISTRY = "engines/registry.py"
 
 # sm121's own names that an engine happens to share, where they are sm121's (module prefix,
 # literal): the CLI's options (typer declares them; a finding may name serve's --host), and
-# an HTTP header the capture redacts. Nowhere else.
+# an HTTP header the capture redacts, and the agents' own `--model` option in the commands
+# `sm121 connect` prints (`aider --model openai/M`, `opencode --model sm121/M`). Nowhere else.
 OWN_NAMES = {
     *(("cli/", option) for option in ("--model", "--port", "--host", "--api-key",
                                       "--block-size")),
     ("launch/exposure.py", "--host"),
     ("gateway/capture.py", "api-key"),
+    ("connect/agents.py", "--model"),
 }
 
 

@@ -1,6 +1,7 @@
 """The import graph of src/sm121, every import counted (function-level ones too, since they
 only dodge a circle at import time): no circles, and the library never imports the CLI.
-The floors below cli are at most 6 (issue 22; `python scripts/look.py` shows the chain)."""
+The floors below cli are at most 7 (issue 22 set 6; issue 31's serving layer adds one, with a
+limit of 8; `python scripts/look.py` shows the chain)."""
 
 from __future__ import annotations
 
@@ -32,10 +33,12 @@ def test_no_arrows_back_up_into_the_cli(look: ModuleType) -> None:
     assert look.arrows_up(look.build(PROJECT / "src")) == []
 
 
-MAX_FLOORS = 6  # below cli; 9 before the structure work (bench -> monitor -> doctor -> ... -> base)
+# Below cli; 9 before the structure work (bench -> monitor -> doctor -> ... -> base), 6 after
+# it, 7 with serving/ between bench and what it starts (bench -> serving -> gateway | launch).
+MAX_FLOORS = 7
 
 
-def test_at_most_six_floors_below_the_cli(look: ModuleType, capsys: pytest.CaptureFixture[str]
+def test_at_most_seven_floors_below_the_cli(look: ModuleType, capsys: pytest.CaptureFixture[str]
                                           ) -> None:
     chain = look.floors(look.build(PROJECT / "src"))
     with capsys.disabled():

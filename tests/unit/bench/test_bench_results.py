@@ -95,7 +95,7 @@ def test_ab_records_a_failed_boot_goes_on_and_resumes_only_what_is_missing(tmp_p
     calls, boots = [], []
 
     @contextmanager
-    def served(recipe, profile, overrides, port, host, trust, say, cluster=None):
+    def booted(recipe, profile, overrides, port, host, trust, say, cluster=None):
         boots.append(profile)
         if profile == "b" and boots.count("b") == 1:  # the first boot of b fails
             raise Sm121Error("the engine did not become ready")
@@ -105,7 +105,7 @@ def test_ab_records_a_failed_boot_goes_on_and_resumes_only_what_is_missing(tmp_p
         calls.append((rep, profile))
         return {"profile": profile, "rep": rep, "metrics": {"admission_ratio": 1.0}}
 
-    monkeypatch.setattr(ab, "served", served)
+    monkeypatch.setattr(ab, "booted", booted)
     monkeypatch.setattr(ab, "measure_on_boot", measure)
     request = ab.AbRequest("tiny-cpu", ["a", "b"], "overlap", 2, {}, tmp_path / "ab.json", 1)
     first = ab.run_ab(request).data

@@ -35,6 +35,7 @@ class FakeProtocolEngine:
         app.router.add_get("/health", self._health)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_post("/v1/responses", self._responses)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -74,6 +75,10 @@ class FakeProtocolEngine:
             "id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
             "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn",
             "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}})
+
+    async def _count_tokens(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        return web.json_response({"input_tokens": 3})
 
     async def _responses(self, request: web.Request) -> web.Response:
         body = await self._record(request)

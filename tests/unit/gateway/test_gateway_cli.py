@@ -13,9 +13,9 @@ from support import free_port, invoke_cli
 
 from sm121.gateway import registry
 from sm121.gateway.config import UpstreamSpec
-from sm121.gateway.launcher import start_gateway
 from sm121.hosts.processes import group_alive
 from sm121.runs.state import RunInfo, create_run_dir, now_iso
+from sm121.serving.gateway_process import start_gateway
 
 
 def test_gateway_needs_an_upstream() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from sm121.gateway.config import GatewayConfig, UpstreamSpec
 from sm121.gateway.entry import read_config, ready_lines, write_config
-from sm121.gateway.launcher import gateway_config
 from sm121.recipes.schema import RequestPolicy
 from sm121.runs.state import RunInfo
+from sm121.serving.gateway_process import gateway_config
 
 
 def test_the_config_file_round_trips_without_its_secrets(tmp_path: Path) -> None:

@@ -54,3 +54,10 @@ def test_neutral_list() -> None:
     rule = ParamPolicy(action=PolicyAction.STRIP, neutral=[0, "none"], reason="r")
     assert is_neutral(0, rule) and is_neutral("none", rule)
     assert not is_neutral(1, rule)
+
+
+@pytest.mark.parametrize("value", [1.00000000001, 0.9999999999999, 1 + 2**-52, 2])
+def test_near_neutral_is_not_neutral(value: float) -> None:
+    """Neutral is exactly the neutral value: anything else may take the engine's path."""
+    body = {"repetition_penalty": value}
+    assert apply_policy(body, POLICY).stripped == ["repetition_penalty"] and body == {}

@@ -19,7 +19,7 @@ from sm121.errors import Sm121Error
 from sm121.gateway import registry
 from sm121.gateway import state as gateway_state
 from sm121.gateway.config import RoutingSettings, UpstreamSpec
-from sm121.gateway.join import join
+from sm121.serving.join import join
 
 FAST = RoutingSettings(health_interval_s=0.1, readmit_after_s=0.3)
 BAD_URL = "http://127.0.0.1:18602:99999"

@@ -11,11 +11,11 @@ import pytest
 from sm121.cli import serve_ready
 from sm121.cluster.spec import Cluster, Node
 from sm121.doctor.cluster_check import CheckRequest, check_cluster
-from sm121.gateway import launcher as gateway
 from sm121.gateway import registry
 from sm121.gateway.entry import read_config
 from sm121.plan.build import build_plan
 from sm121.runs.state import RunInfo, create_run_dir
+from sm121.serving import gateway_process as gateway
 
 
 def test_cluster_check_finds_the_master_port_of_the_file_in_use() -> None:
@@ -45,7 +45,7 @@ def test_serve_gateway_takes_max_num_seqs_as_served(monkeypatch: pytest.MonkeyPa
                   base_url="http://127.0.0.1:1", model="tiny")
     run_dir = create_run_dir(run.run_id)
     with pytest.raises(_Spawned):
-        serve_ready.start_gateway_for(run, "tiny-cpu", plan, 1)
+        serve_ready.start_gateway_for(run, plan, 1)
     # The gateway follows the run's upstreams file, whose entry carries the limits as served;
     # it is started from its config file (python -m sm121.gateway FILE), not the CLI's argv.
     argv = seen[0]

@@ -1,4 +1,5 @@
-"""The UMA gate: a vLLM reading MemFree against one reading MemAvailable."""
+"""The UMA gate: a vLLM reading MemFree against one reading MemAvailable, at start and at the
+KV check after loading."""
 
 from __future__ import annotations
 
@@ -7,25 +8,40 @@ import pytest
 from sm121.memory.uma import GateInput, describe, predict_gate
 
 GIB_KIB = 1024 * 1024
+FIELD_BOOTS = [4.22, 5.18, 5.34]  # the field's three boots: KV found with the cache booked
 
 
-def gate(free: float, available: float, needed: float) -> GateInput:
+def gate(free: float, available: float, need: float, memfree: bool = True,
+         booked: list[float] | None = None) -> GateInput:
     return GateInput(mem_total_kib=int(119.6 * GIB_KIB), mem_free_kib=int(free * GIB_KIB),
-                     mem_available_kib=int(available * GIB_KIB), gmu=0.78, weights_gib=77.7,
-                     reserve_gib=3.63, kv_needed_gib=needed, max_model_len=262144)
+                     mem_available_kib=int(available * GIB_KIB), gmu=0.78,
+                     reads_memfree=memfree, version="0.21" if memfree else "0.32",
+                     nominal_kv_gib=11.96, booked_kv_gib=booked or [], need_gib=need,
+                     max_model_len=262144)
 
 
-def test_page_cache_hides_memory_from_a_memfree_reader() -> None:
-    prediction = predict_gate(gate(free=82.0, available=100.6, needed=1.17))
-    assert prediction.will_refuse
-    assert prediction.memfree.kv_seen_gib == pytest.approx(82.0 - 77.7 - 3.63, abs=0.01)
-    assert not prediction.memavailable.refuses
-    assert prediction.after_drop_caches.kv_seen_gib == pytest.approx(0.78 * 119.6 - 81.33, abs=0.01)
+def test_the_kv_found_is_the_median_observed_boot_when_boots_were_observed() -> None:
+    prediction = predict_gate(gate(free=82.0, available=100.6, need=9.18, booked=FIELD_BOOTS))
+    assert prediction.kv_seen_gib == pytest.approx(5.18)
+    assert prediction.will_refuse and not prediction.nominal_refuses
+    assert not prediction.start_passes  # 82.0 GiB MemFree < 0.78 x 119.6 = 93.3 GiB
     assert prediction.page_cache_gib == pytest.approx(18.6, abs=0.01)
-    assert "will refuse" in describe(prediction)
+    assert "will refuse" in describe(prediction) and "4.22 / 5.18 / 5.34" in describe(prediction)
 
 
-def test_the_engine_never_takes_more_than_gmu_even_with_free_memory() -> None:
-    prediction = predict_gate(gate(free=115.0, available=116.0, needed=20.0))
-    assert prediction.memfree.budget_gib == pytest.approx(0.78 * 119.6)
-    assert prediction.will_refuse and prediction.memavailable.refuses  # 20 GiB never fits
+def test_uncalibrated_the_nodes_page_cache_stands_for_the_booking() -> None:
+    prediction = predict_gate(gate(free=82.0, available=100.6, need=1.0))
+    assert prediction.kv_seen_gib == pytest.approx(11.96 - 18.6, abs=0.01)
+    assert prediction.will_refuse and "uncalibrated" in prediction.kv_how
+
+
+def test_a_memavailable_reader_books_nothing() -> None:
+    prediction = predict_gate(gate(free=82.0, available=100.6, need=9.18, memfree=False,
+                                   booked=FIELD_BOOTS))
+    assert prediction.kv_seen_gib == pytest.approx(11.96) and not prediction.will_refuse
+    assert prediction.start_passes and prediction.reads == "MemAvailable"
+
+
+def test_even_without_booking_a_need_over_the_budget_refuses() -> None:
+    prediction = predict_gate(gate(free=115.0, available=116.0, need=18.35, booked=FIELD_BOOTS))
+    assert prediction.will_refuse and prediction.nominal_refuses

@@ -8,11 +8,12 @@ import shlex
 
 import pytest
 
+from sm121.errors import Sm121Error
 from sm121.paths import expand_home
 from sm121.recipes.schema import Recipe
 from sm121.stage.files import FileEntry, parse_listing, parse_sums
 from sm121.stage.images import save_load_script, streamed_bytes
-from sm121.stage.layout import manifest_path, model_key, snapshot_folder
+from sm121.stage.layout import ModelKey, manifest_path, model_key, ref_file, snapshot_folder
 from sm121.stage.manifest import mismatches, weights_entry
 from sm121.stage.tools import copy_method
 from sm121.stage.transfer import Endpoint, bytes_sent, rsync_script, tar_script
@@ -112,3 +113,17 @@ def test_an_image_streams_through_dd_whose_last_count_is_the_bytes_sent() -> Non
                 "2+1 records in\n2+1 records out\n9000000 bytes (9.0 MB) copied, 2.1 s\n")
     assert streamed_bytes(progress) == 9_000_000
     assert streamed_bytes("") == 0
+
+
+@pytest.mark.parametrize("revision", ["../x", "a/b", "..", "-x", "a\nb", ""])
+def test_a_revision_read_from_a_node_is_checked_where_the_key_is_made(revision: str) -> None:
+    # An HF model's commit comes from the node's refs/ file: the key refuses it as a folder.
+    with pytest.raises(Sm121Error, match="revision"):
+        ModelKey("models--org--m", revision, "m")
+
+
+def test_a_ref_file_stays_under_refs() -> None:
+    key = ModelKey("models--org--m", "0" * 40, "m")
+    assert ref_file("/hf", key, "main") == "/hf/hub/models--org--m/refs/main"
+    with pytest.raises(ValueError, match="revision"):
+        ref_file("/hf", key, "../../../../etc/cron.d/x")

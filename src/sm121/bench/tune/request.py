@@ -28,7 +28,8 @@ class TuneRequest:
     rest_s: float = 5.0
     rep_estimate_s: float = 60.0  # one agents run, until this tune has measured one
     boot_estimate_s: float | None = None  # a warm boot; None: the knee's boot (maybe cold)
-    cluster: str | None = None
+    cluster: str | None = None  # a cluster file: every boot serves the plan on its nodes
+    host: str = "127.0.0.1"  # the address the engine listens on
     trust: bool = False
     fresh: bool = False
     write: bool = True
@@ -39,7 +40,7 @@ class TuneRequest:
                 "baselines": self.baselines, "knee_params": self.knee_params,
                 "reps": self.reps, "max_candidates": self.max_candidates,
                 "sweep_points": self.sweep_points, "rest_s": self.rest_s,
-                "cluster": self.cluster}
+                "cluster": self.cluster, "host": self.host}
 
 
 def agent_params(request: TuneRequest) -> dict[str, Any]:

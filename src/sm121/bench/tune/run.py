@@ -95,7 +95,8 @@ def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> dict[s
             return data
     say(f"knee: booting {request.recipe} for the knee")
     results = knee_on_recipe(request.recipe, base, {}, request.knee_params, path, request.port,
-                             trust=request.trust, say=say, cluster=request.cluster)
+                             trust=request.trust, say=say, cluster=request.cluster,
+                             host=request.host)
     state.save()
     return results.data
 
@@ -122,8 +123,8 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
     names = [c.name for c in found]
     variants = {c.name: (c.base, dict(c.args)) for c in found if c.source != "recipe"}
     ab_request = AbRequest(request.recipe, names, "agents", request.reps, agent_params(request),
-                           request.out / "ab-agents.json", request.port, resume=True,
-                           trust=request.trust, reps_per_boot=request.reps,
+                           request.out / "ab-agents.json", request.port, host=request.host,
+                           resume=True, trust=request.trust, reps_per_boot=request.reps,
                            rest_s=request.rest_s, variants=variants, cluster=request.cluster)
     if (state.data.get("plan") or {}).get("budget_s") not in (None, request.budget_s):
         say(f"a new budget ({request.budget_s:.0f} s): planning again")

@@ -29,6 +29,7 @@ MEMORY = MemoryFlags(
     block_size="block-size", kv_cache_dtype="kv-cache-dtype", dtype="dtype",
     max_num_seqs=_args.MAX_NUM_SEQS, kv_bytes="kv-cache-memory-bytes",
     kv_space_env="VLLM_CPU_KVCACHE_SPACE",
+    load_format="load-format", selective_loaders=("instanttensor",),
 )
 
 # vLLM 0.32 has the adaptive threshold, 0.21 the partial prefills (the bundled flag lists).

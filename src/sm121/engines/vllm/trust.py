@@ -12,6 +12,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from sm121.engines.vllm import env_names
 from sm121.engines.vllm import parser as vllm_parser
 from sm121.recipes.schema import ArgValue
 
@@ -103,51 +104,43 @@ WHY: dict[str, str] = {
     "hf-config-path": "reads a config folder", "tool-server": "connects to a tool server",
 }
 
-# Environment variables: these families, minus names that load code, read or write files, or
-# point the engine at a host; and a few plain settings.
-ENV_FAMILIES = ("VLLM_", "NCCL_", "UCX_", "CUDA_")
-ENV_UNSAFE_WORDS = frozenset({
-    "PLUGIN", "PLUGINS", "PATH", "FILE", "DIR", "DIRECTORY", "ROOT", "HOME", "LIB", "MODULE",
-    "MODULES", "CONF", "CONFIG", "DUMP", "TRACE", "HOST", "PORT", "ADDR", "URL", "URI",
-    "ENDPOINT", "PROFILER", "INJECTION64", "INJECTION32", "SERVER", "ASSETS", "CACHE",
-    "MODELSCOPE", "INSECURE", "RUNTIME", "LOGGING", "SCRIPT", "CMD", "EXEC",
-})
-# Plain settings outside the families (HF_HUB_OFFLINE only stops downloads; the allocator's
-# options name no file), and VLLM_CPU_KVCACHE_SPACE (a size in GiB despite its CACHE).
-ENV_SAFE_NAMES = frozenset({
-    "VLLM_CPU_KVCACHE_SPACE", "HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
-    "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "GLOO_SOCKET_IFNAME",
-    "PYTORCH_CUDA_ALLOC_CONF", "HF_TOKEN",
-})
-# A secret-named entry hands the engine the launcher's variable of that name: only these two,
-# which the engine needs (gated weights from huggingface.co, the API key it checks).
-ENV_SECRETS = frozenset({"HF_TOKEN", "VLLM_API_KEY"})
-# A value: a word list without `/` (no path, no URL), `$` (no reference) or quotes.
-ENV_VALUE = re.compile(r"[A-Za-z0-9_.,:=^+-]{0,256}")
+# Environment variables: the reviewed allow-list of names, each with its kind of value
+# (engines/vllm/env_names.py); every other name needs --trust.
+# A secret-named entry hands the engine the launcher's variable of that name: only the listed
+# secrets, which the engine needs (gated weights from huggingface.co, the API key it checks).
+ENV_SECRETS = frozenset(n for n, rule in env_names.ALLOWED.items()
+                        if rule.kind is env_names.EnvKind.SECRET)
+_HOW = "needs --trust (or, once reviewed, a line in engines/vllm/env_names.py)"
 
 
 def env_problem(name: str, value: str, secret: bool) -> str | None:
-    """Why a recipe's env entry needs --trust, or None. A secret's value is never used (the
-    plan passes the launcher's variable of that name), so only its name counts."""
-    problems = []
-    if secret and name not in ENV_SECRETS:
-        problems.append(f"hands the engine this machine's secret {name} (allowed: "
-                        f"{', '.join(sorted(ENV_SECRETS))})")
-    elif name not in ENV_SAFE_NAMES and name not in ENV_SECRETS:
-        if not name.startswith(ENV_FAMILIES):
-            problems.append("is not an allow-listed variable (VLLM_*, NCCL_*, UCX_*, CUDA_* or "
-                            "a few plain settings)")
-        elif set(name.split("_")) & ENV_UNSAFE_WORDS:
-            problems.append("may load code, name a file or folder, or point the engine at a "
-                            "host")
-    if not secret:
-        if "$" in value:
-            problems.append("refers to a variable of the launching machine ($NAME), which "
-                            "would reach the node")
-        elif not ENV_VALUE.fullmatch(value) or value.startswith("-") or ".." in value:
-            problems.append("has a value that is not a plain word list (no `/`, quotes or "
-                            "leading `-`)")
-    return "; ".join(problems) or None
+    """Why a recipe's env entry needs --trust, or None; the text names the value (a secret's
+    never: the plan passes the launcher's variable of that name, so only its name counts)."""
+    rule = env_names.ALLOWED.get(name)
+    if secret:
+        if name in ENV_SECRETS:
+            return None
+        return (f"hands the engine this machine's secret {name} (allowed: "
+                f"{', '.join(sorted(ENV_SECRETS))}); {_HOW}")
+    shown = value if len(value) <= 80 else value[:77] + "..."
+    if "$" in value:
+        return (f"value {shown!r} refers to a variable of the launching machine ($NAME), which "
+                f"would reach the node; {_HOW}")
+    if rule is None or rule.kind is env_names.EnvKind.SECRET:
+        if name in env_names.REFUSED:
+            why = f"{env_names.REFUSED[name]}, so it is never allowed without trust"
+        elif name.startswith(env_names.FAMILIES):
+            why = ("is not on the reviewed list of "
+                   f"{'/'.join(f + '*' for f in env_names.FAMILIES)} variables")
+        else:
+            why = "is not an allow-listed variable"
+        return f"{why} (value {shown!r}); {_HOW}"
+    problem = rule.value_problem(value)
+    if problem is None and ".." in value:
+        problem = "takes no `..`"
+    if problem is not None:
+        return f"{problem}, got {shown!r}; {_HOW}"
+    return None
 
 
 def resolve(name: str, known: Collection[str]) -> str | None:

@@ -16,19 +16,31 @@ from pathlib import Path
 
 from sm121.engines.api_key import api_key
 from sm121.errors import Sm121Error
+from sm121.gateway import registry as upstreams_file
 from sm121.gateway.config import GatewayConfig, UpstreamSpec
 from sm121.gateway.entry import write_config
-from sm121.gateway.run_upstreams import DEFAULT_INFLIGHT, recipe_facts
 from sm121.hosts import processes
 from sm121.hosts.python import python_module
 from sm121.launch.readiness import NotReady, api_answers, port_in_use
+from sm121.plan.model import ServePlan
 from sm121.progress import Progress, quiet
 from sm121.runs.state import NodeProcess, RunInfo, update_run
+from sm121.serving.run_upstreams import DEFAULT_INFLIGHT, recipe_facts, spec_from_plan
 
 NAME = "gateway"
 LOG_NAME = "gateway.log"
 CONFIG_NAME = "gateway.json"
 _READY_TIMEOUT_S = 60.0
+
+
+def start_in_front(run: RunInfo, plan: ServePlan, port: int, progress: Progress = quiet) -> str:
+    """The gateway in front of this run, following an upstreams file in the run's folder
+    (this engine's spec, from its plan: policy and max-num-seqs as served, --set included),
+    so later runs can join it (`serve --gateway-join RUN`). Returns the gateway's URL."""
+    path = run.directory / upstreams_file.FILE_NAME
+    upstreams_file.create(path, f"http://127.0.0.1:{port}",
+                          [spec_from_plan(plan, run.run_id, run.base_url)])
+    return start_gateway(run, plan.recipe, plan.profile, port, progress=progress, registry=path)
 
 
 def start_gateway(run: RunInfo, recipe: str, profile: str | None, port: int,

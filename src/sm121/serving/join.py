@@ -12,15 +12,37 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sm121.engines.api_key import bearer
+from sm121.engines.api_key import api_key, bearer
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.engine_error import EngineError
 from sm121.errors import Sm121Error
 from sm121.gateway import registry
 from sm121.gateway.config import UpstreamSpec
+from sm121.launch import control
+from sm121.plan.model import ServePlan
+from sm121.runs.state import RunInfo
+from sm121.serving.run_upstreams import spec_from_plan
 
 CONFIRM_TIMEOUT_S = 15.0  # the gateway looks every second; a loaded box answers slowly
 _POLL_S = 0.2
+
+
+def joinable(run_id: str) -> Path:
+    """The upstreams file of RUN's gateway, checked before anything starts: RUN is ready and
+    its file is one the gateway would take."""
+    run = control.resolve_run(run_id)
+    path = run.directory / registry.FILE_NAME
+    if not path.is_file() or control.effective_status(run) != "ready":
+        raise Sm121Error(f"run {run.run_id} has no running gateway to join",
+                         "start one with `sm121 serve NAME --gateway`, then join it")
+    registry.load(path)  # a file the gateway would refuse is refused before the engine starts
+    return path
+
+
+def join_run(run: RunInfo, plan: ServePlan, path: Path) -> str:
+    """Put this served run behind the gateway whose upstreams file is `path` (from
+    `joinable`), with the policy and max-num-seqs its plan serves; the gateway's URL."""
+    return join(path, spec_from_plan(plan, run.run_id, run.base_url), api_key(engine_first=True))
 
 
 def join(path: Path, spec: UpstreamSpec, key: str | None,
