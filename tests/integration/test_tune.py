@@ -1,7 +1,8 @@
 """`sm121 bench knee` on the session's tiny engine (its step budget is the agent profile's
 2048), then a tiny `sm121 tune tiny-cpu` that reuses that knee and boots two arms (the
 baseline and the reference): two repetitions on each boot and one capacity probe, a plan
-made before every boot from the times measured, the pick, the report and the `tuned`
+made before every boot from the times measured, then one more boot of each, interleaved
+(the budget left, `--boots 2`), the pick, the report and the `tuned`
 profile written into the user's copy of the recipe (removed again, so later tests see the
 built-in). It asserts the search's shape, not its numbers. Tiny sizes keep it to a few
 minutes on the loaded testbed."""
@@ -66,7 +67,8 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
     args = ["tune", "tiny-cpu", "--knee", str(knee), "--workload", str(workload),
             "--slo", "ttft_p95=10s", "--agents", "1", "--max-agents", "2", "--turns", "2",
             "--baselines", "", "--max-candidates", "2", "--reps", "2", "--sweep-points", "1",
-            "--rest", "0", "--budget", "10m", "--rep-estimate", "60", "--out", str(out)]
+            "--rest", "0", "--budget", "15m", "--rep-estimate", "60", "--boots", "2",
+            "--out", str(out)]
     try:
         result = invoke_cli(*args)
         state = json.loads((out / "tune.json").read_text())
@@ -86,11 +88,18 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
         assert plans[0]["rep_s"] == 60 and plans[1]["rep_s"] != 60
         assert plans[1]["arms_left"] == 1
         ab = json.loads((out / "ab-agents.json").read_text())
-        assert len(ab["boots"]) == 2
+        # Each arm's boot, then the budget left: the finalists booted again, interleaved.
+        assert [b["name"] for b in ab["boots"]] == ["agent", "chunk-8192", "agent",
+                                                    "chunk-8192"]
         for name in ("agent", "chunk-8192"):
             samples = [s for s in ab["samples"] if s["profile"] == name and not s.get("error")]
-            assert [s["rep_on_boot"] for s in samples] == [0, 1]
-            assert len({s["run_id"] for s in samples}) == 1  # reps and probes on one boot
+            assert [s["rep_on_boot"] for s in samples] == [0, 1, 0]
+            assert len({s["run_id"] for s in samples[:2]}) == 1  # reps and probe on one boot
+            assert samples[2]["run_id"] != samples[0]["run_id"]
+            other = state["confirm_plan"]["second_n"]  # None: no N below the target held
+            again = (state.get("confirm") or {}).get(name, [])
+            assert [(p["agents"], p["run_id"]) for p in again] == (
+                [(other, samples[2]["run_id"])] if other else [])
         rows = {r["name"]: r for r in state["result"]["table"]}
         for row in rows.values():
             tested = [n for n, _ in row["capacity"]["tested"]]
@@ -103,6 +112,7 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
         report = (out / "report.md").read_text()
         assert "## The knee" in report and (out / "tune-knee.png").stat().st_size > 0
         assert "## Arms" in report and "## Plans" in report and "no difference shown" in report
+        assert "3 each needed" in report  # two boots per finalist: no claim
         assert (out / "tune-candidates.png").stat().st_size > 0
         text = user_copy.read_text()
         assert "# sm121 tune: begin" in text and "prefill knee" not in text
@@ -115,6 +125,6 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
         again = invoke_cli(*args, "--no-write")
         assert "goodput" in again.stdout
         assert json.loads((out / "tune.json").read_text())["resumed"] == 1
-        assert len(json.loads((out / "ab-agents.json").read_text())["boots"]) == 2
+        assert len(json.loads((out / "ab-agents.json").read_text())["boots"]) == 4
     finally:
         user_copy.unlink(missing_ok=True)

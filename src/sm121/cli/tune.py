@@ -53,6 +53,10 @@ def tune(
     sweep_points: int = typer.Option(2, "--sweep-points", help="Capacity probes "
                                      "(one agents run at another N, on the arm's boot) per "
                                      "arm, at most."),
+    boots: int = typer.Option(3, "--boots", help="When the budget leaves room after every "
+                              "arm: boots per finalist (the chosen arm and the baseline, "
+                              "interleaved), each one run at --agents and one at a second N, "
+                              "for claims over boots; 1: none."),
     rest: float = typer.Option(5.0, "--rest", help="Seconds between repetitions on a boot."),
     baselines: str | None = typer.Option(None, "--baselines", help="Recipe profiles "
                                          "measured as arms (seqs raised); the first is the "
@@ -84,8 +88,10 @@ def tune(
     long background prefill, then a capacity bisection on the same boot. Arms are ranked by
     the capacity bracket (lo <= N* < hi), the long prefill's cost in the agents runs against
     the reference arm within 5%, then goodput's Clopper-Pearson lower bound. The plan is
-    re-made before every boot from the measured times. The chosen arm is written as profile
-    `tuned` into $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is never changed)."""
+    re-made before every boot from the measured times; what the budget leaves buys
+    interleaved boots of the two finalists (--boots), for claims over boots. The chosen arm
+    is written as profile `tuned` into $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is
+    never changed)."""
     from sm121.bench.agents.params import agent_params
     from sm121.bench.tune.request import TuneRequest
     from sm121.bench.tune.run import run_tune
@@ -94,9 +100,9 @@ def tune(
     if max_agents is not None and max_agents < agents:
         raise Sm121Error(f"--max-agents {max_agents} is below --agents {agents}",
                          "the capacity search tests from --agents up to --max-agents")
-    if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1:
-        raise Sm121Error("--agents, --reps, --turns and --knee-reps must be at least 1",
-                         "example: --agents 8 --reps 3")
+    if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1 or boots < 1:
+        raise Sm121Error("--agents, --reps, --turns, --knee-reps and --boots must be at "
+                         "least 1", "example: --agents 8 --reps 3")
     spec = agent_params(agents, turns, None, workload, slo)["workload"]  # checked here
     if cluster is not None:
         from sm121.cluster.spec import load_cluster
@@ -109,7 +115,7 @@ def tune(
         if baselines is not None else None,
         knee_params={"steps": _ints(steps), "batches": _ints(batches), "reps": knee_reps},
         knee_file=knee, reps=reps, max_candidates=max_candidates, sweep_points=sweep_points,
-        max_agents=max_agents, rest_s=rest,
+        max_agents=max_agents, boots=boots, rest_s=rest,
         rep_estimate_s=rep_estimate, boot_estimate_s=boot_estimate, cluster=cluster, host=host,
         trust=trust, fresh=fresh, write=not no_write)
     with LongWait(f"tune {recipe}: {workload}, {slo}, {agents} agents") as wait:

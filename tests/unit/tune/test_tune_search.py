@@ -123,3 +123,23 @@ def test_a_claim_needs_three_boots_one_knob_and_the_same_direction_at_two_ns():
     noisy = claim("a", "b", {8: [0.3, 0.9, 0.5], 16: [0.3, 0.9, 0.5]},
                   {8: [0.5, 0.4, 0.6], 16: [0.5, 0.4, 0.6]}, ["max-num-seqs"])
     assert not noisy["shown"] and "includes 0" in noisy["text"]
+
+
+def test_the_budget_left_confirms_the_chosen_arm_against_the_baseline_interleaved():
+    from sm121.bench.tune.confirm import finalists, next_boot, second_n
+
+    assert finalists(["lpt-512", "agent", "vllm-defaults"], "agent", {"vllm-defaults"}) == [
+        "lpt-512", "agent"]
+    assert finalists(["vllm-defaults", "agent", "chunk-4096"], "agent", {"vllm-defaults"}) == [
+        "agent", "chunk-4096"]  # the baseline chosen: against the runner-up
+    assert finalists(["agent"], "agent", set()) == ["agent"]
+    assert second_n(8, [{"lo": 20}, {"lo": 12}]) == 12
+    assert second_n(8, [{"lo": 8}, {"lo": 8}]) == 4  # no other N held by both: half
+    assert second_n(1, [{"lo": 1}]) is None
+    order = ["a", "b"]
+    seen = []
+    boots = {"a": 1, "b": 1}
+    while (n := next_boot(boots, order, 3)) is not None:
+        seen.append(n)
+        boots[n] += 1
+    assert seen == ["a", "b", "a", "b"]  # ABAB until 3 boots each

@@ -119,7 +119,7 @@ def _boot_values(row: dict[str, Any], samples: list[dict[str, Any]], target: int
     for s in _runs(samples, row["name"]):
         if s["metrics"].get(metric) is not None:
             per.setdefault((target, s.get("run_id") or "?"), []).append(s["metrics"][metric])
-    for p in row["probes"]:
+    for p in row["probes"] + row.get("confirm", []):
         if p.get(metric) is not None:
             per.setdefault((int(p["agents"]), p.get("run_id") or "?"), []).append(p[metric])
     out: dict[int, list[float]] = {}
@@ -134,6 +134,8 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
     table = [r for c in found if (r := row(c.name, samples, request.agents,
                                            state.sweep(c.name)))]
+    for r in table:  # the finalists' confirmation runs at the second N (tune/confirm.py)
+        r["confirm"] = list((state.data.get("confirm") or {}).get(r["name"], []))
     by_name = {c.name: c for c in found}
     reference = next((c.name for c in found if "reference" in c.role), None)
     price_prefill(table, reference)

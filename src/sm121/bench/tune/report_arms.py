@@ -79,6 +79,13 @@ def arms_section(state: dict[str, Any], result: dict[str, Any], request: dict[st
         lines += [f"| {p['before']} | {p['left_s']} | {p['boot_s']} | {p['rep_s']} | "
                   f"{p['arms_left']} | {p['arms']} x {p['reps']} + {p['probes']} | "
                   f"{'yes' if p['fits'] else 'no'} |" for p in plans]
+    confirm = state.get("confirm_plan")
+    if confirm:
+        lines += ["", f"Confirmation: {' and '.join(confirm['finalists'])} booted again, "
+                  f"interleaved, up to {confirm['boots']} boots each, one run at N="
+                  f"{request['agents']}" + (f" and one at N={confirm['second_n']}"
+                                            if confirm.get("second_n") else "") +
+                  " per boot (confirm/ARM-boot-K-agents-N.json)."]
     lines += ["", "## The pick", "",
               f"Ranked by capacity (the bracket's lo, then hi), arms whose prefill cost is over "
               f"{result.get('cost_bound', 0.05):.0%} after the rest, then goodput's lower "

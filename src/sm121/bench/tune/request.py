@@ -25,6 +25,7 @@ class TuneRequest:
     reps: int = 3
     max_candidates: int | None = None  # at most this many, whatever the budget allows
     sweep_points: int = 2  # capacity probes (agents runs at other N) per arm, at most
+    boots: int = 3  # boots per finalist when the budget leaves room (1: no confirmation)
     max_agents: int | None = None  # the capacity search's top; None: 4x the target
     rest_s: float = 5.0
     rep_estimate_s: float = 60.0  # one agents run, until this tune has measured one
@@ -45,7 +46,8 @@ class TuneRequest:
                 "agents": self.agents, "turns": self.turns, "budget_s": self.budget_s,
                 "baselines": self.baselines, "knee_params": self.knee_params,
                 "reps": self.reps, "max_candidates": self.max_candidates,
-                "sweep_points": self.sweep_points, "max_agents": self.largest_n, "rest_s": self.rest_s,
+                "sweep_points": self.sweep_points, "max_agents": self.largest_n,
+                "boots": self.boots, "rest_s": self.rest_s,
                 "cluster": self.cluster, "host": self.host}
 
 

@@ -18,9 +18,10 @@ from sm121.bench.boot import Boot
 from sm121.bench.knee_run import knee_on_recipe
 from sm121.bench.results import ResultsFile, load_results
 from sm121.bench.tune import candidates as cands
-from sm121.bench.tune.budget import Estimates, measured, plan
+from sm121.bench.tune.budget import STOP_S, Estimates, measured, plan
 from sm121.bench.tune.capacity import next_probe, resolution_for
 from sm121.bench.tune.choose import capacity, choose, tuned_profile
+from sm121.bench.tune.confirm import finalists, next_boot, second_n
 from sm121.bench.tune.knobs import knobs_of
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
@@ -129,6 +130,8 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
         for index in range(len(arms)):
             if not _arm(request, ab_request, state, results, knee, index, arms, say):
                 break
+        else:
+            _confirm(request, ab_request, state, results, knee, arms, say)
     finally:
         results.finish("complete" if results.data["status"] == "running" else
                        results.data["status"])
@@ -206,3 +209,56 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
     state.data.setdefault("capacity", {})[name] = found.to_json()
     say(f"  {name}: capacity {found.text}")
     state.save()
+
+
+def _boots_of(results: ResultsFile, name: str) -> int:
+    return len({s.get("boot_index") for s in results.data["samples"] if s["profile"] == name})
+
+
+def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
+             results: ResultsFile, knee: dict[str, Any], arms: list[cands.Candidate],
+             say: Say) -> None:
+    """The budget left after every arm: more boots of the two finalists, interleaved, each
+    one run at the target N and one at a second N, up to --boots boots per finalist."""
+    if request.boots <= 1:
+        return
+    result = choose(request, state, arms, knee, results.data)
+    defaults = {c.name for c in arms if "defaults" in c.role}
+    pair = finalists(result["ranking"], result.get("baseline"), defaults)
+    if len(pair) < 2:
+        return
+    rows = {r["name"]: r for r in result["table"]}
+    other = second_n(request.agents, [rows[n]["capacity"] for n in pair])
+    state.set(confirm_plan={"finalists": pair, "second_n": other, "boots": request.boots})
+    say(f"confirming {pair[0]} against {pair[1]}: up to {request.boots} boots each, "
+        f"N={request.agents}" + (f" and N={other}" if other else ""))
+    while (name := next_boot({n: _boots_of(results, n) for n in pair}, pair,
+                             request.boots)) is not None:
+        est = _estimates(request, knee, results.data)
+        need = est.boot_s + est.rep_s * (2 if other else 1) + STOP_S
+        left = request.budget_s - state.elapsed_s
+        if left < need:
+            say(f"confirmation stopped: {left:.0f} s of the budget left, a boot needs about "
+                f"{need:.0f} s")
+            break
+        rep = 1 + max((int(s["rep"]) for s in results.data["samples"]
+                       if s["profile"] == name), default=-1)
+        index = 1 + max((int(s.get("boot_index") or 0) for s in results.data["samples"]),
+                        default=-1)
+        say(f"confirmation boot {_boots_of(results, name) + 1} of {name}")
+
+        def after(boot: Boot, name: str = name, index: int = index) -> None:
+            if other is None:
+                return
+            out = request.out / "confirm" / f"{name}-boot-{index}-agents-{other}.json"
+            try:
+                point = run_point(boot, agent_params(request), other, out, say)
+            except Sm121Error as exc:
+                say(f"  {name}: N={other} failed: {exc}")
+                return
+            state.data.setdefault("confirm", {}).setdefault(name, []).append(point)
+            state.save()
+
+        boot_and_measure(replace(ab_request, reps=1, reps_per_boot=1), results, index, name,
+                         [rep], say, after=after)
+        state.save()
