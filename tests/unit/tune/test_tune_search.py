@@ -143,3 +143,29 @@ def test_the_budget_left_confirms_the_chosen_arm_against_the_baseline_interleave
         seen.append(n)
         boots[n] += 1
     assert seen == ["a", "b", "a", "b"]  # ABAB until 3 boots each
+
+
+def test_the_written_profile_says_only_what_was_measured_and_names_its_runs(tmp_path):
+    from sm121.bench.tune.choose import tuned_profile
+    from sm121.bench.tune.request import TuneRequest
+
+    found, _ = arms("agent", {"agent": AGENT}, largest_n=4, knobs=KNOBS)
+    chosen = next(a for a in found if a.name == "chunk-4096")
+    request = TuneRequest("tiny-cpu", "coding-agent-with-batch", "ttft_p95=2s", 2, tmp_path,
+                          8000, 600, max_agents=4)
+    row = {"name": chosen.name, "boots": ["run-7"], "reps": 3, "good_turns": 30,
+           "judged_turns": 32, "goodput": 0.9375, "goodput_ci": [0.79, 0.99],
+           "capacity": bracket([(2, True), (4, False), (3, True)]).to_json(),
+           "probes": [{"agents": 4, "slo_met": False, "results_file": "/x/capacity/a.json"},
+                      {"agents": 3, "slo_met": True, "results_file": "/x/capacity/b.json"}],
+           "prefill_rate": 15010.0, "prefill_cost": 0.014, "prefill_reference": "chunk-8192"}
+    data = {"result": {"chosen": chosen.name, "table": [row], "ranking": [chosen.name],
+                       "device": "CPU", "engine": "vLLM 0.32", "date": "2026-12-03"}}
+    profile = tuned_profile(request, data, found, {}, tmp_path / "report.md")
+    note = profile.comments[CHUNK]
+    assert "3 <= N* < 4" in note and "boot run-7" in note and "capacity/a.json" in note
+    assert "15,010 tok/s, 1.4% against reference arm chunk-8192" in note
+    assert "differs from the baseline in max-num-batched-tokens" in note
+    assert "knee" not in " ".join(profile.comments.values()) + " ".join(profile.header)
+    assert profile.args[CHUNK] == 4096 and profile.args[SEQS] == 6
+    assert "30/32 judged turns" in " ".join(profile.header)

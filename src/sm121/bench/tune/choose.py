@@ -205,6 +205,8 @@ def tuned_profile(request: TuneRequest, data: dict[str, Any], found: list[Candid
                 knobs.max_num_seqs: f"holds {request.largest_n} agents (the most the capacity "
                 f"search may test; it tested up to {_tested(r)} on boot {boots}) and the "
                 "background job"}
+    if knobs.max_num_seqs in chosen.differs:  # the seqs-alone arm: its value is the finding
+        comments[knobs.max_num_seqs] = f"{arm}; {capacity_text}"
     notes = {name: (comments[name] if name in comments and name in chosen.args else
                     f"from profile {chosen.base}; {comments[name]}" if name in comments else
                     f"from profile {chosen.base}, unchanged") for name in args}
