@@ -89,8 +89,9 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
         assert plans[1]["arms_left"] == 1
         ab = json.loads((out / "ab-agents.json").read_text())
         # Each arm's boot, then the budget left: the finalists booted again, interleaved.
-        assert [b["name"] for b in ab["boots"]] == ["agent", "chunk-8192", "agent",
-                                                    "chunk-8192"]
+        pair = state["confirm_plan"]["finalists"]  # the chosen arm first, then the other
+        assert sorted(pair) == ["agent", "chunk-8192"] and pair[0] == state["result"]["chosen"]
+        assert [b["name"] for b in ab["boots"]] == ["agent", "chunk-8192", *pair]
         for name in ("agent", "chunk-8192"):
             samples = [s for s in ab["samples"] if s["profile"] == name and not s.get("error")]
             assert [s["rep_on_boot"] for s in samples] == [0, 1, 0]
