@@ -46,6 +46,10 @@ OTHER_TOOLS: dict[str, set[str]] = {
     # aider's own options, in docs/connect.md's aider section
     "aider": {"--openai-api-base", "--openai-api-key", "--no-show-model-warnings",
               "--model-metadata-file", "--model-settings-file"},
+    # the anchors' options, in docs/tune.md's table of how other tools search
+    "vllm bench sweep": {"--num-runs"},
+    "aiperf": {"--goodput"},
+    "guidellm": {"--rate-type"},
     # benchmarks/gateway_overhead.py, a script beside the package (README: gateway)
     "gateway_overhead.py": {"--upstream-url"},
 }
