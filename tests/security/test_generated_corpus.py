@@ -285,6 +285,19 @@ def _recipe_plan(location: Location, value: str, box: dict[str, Path], trusted: 
     return invoke_cli("plan", *args, "--json", check=False, env=_env(box)), path
 
 
+def _planned(result: subprocess.CompletedProcess[str],
+             benign_run: subprocess.CompletedProcess[str], benign: dict[str, Any] | None,
+             location: Location, value: str, kind: str, trusted: bool
+             ) -> tuple[list[str], bool]:
+    """The problems of one `sm121 plan` of the hostile file, and whether it planned (then the
+    deeper commands run too): a refusal's form, or the plan read as its consumers read it."""
+    if result.returncode != 0:
+        found = _refusal_problems(result, location, benign_run.returncode != 0)
+    else:
+        found = _plan_problems(json.loads(result.stdout), benign, value, kind, trusted)
+    return [f"(trust={trusted}) {p}" for p in found], result.returncode == 0
+
+
 @pytest.mark.parametrize("kind", list(HOSTILE))
 @pytest.mark.parametrize("location", RECIPE_LOCATIONS, ids=lambda loc: loc.label)
 def test_recipe_string_field(location: Location, kind: str, sandbox: dict[str, Path]) -> None:
@@ -294,14 +307,10 @@ def test_recipe_string_field(location: Location, kind: str, sandbox: dict[str, P
     problems: list[str] = []
     for trusted in (False, True):
         result, path = _recipe_plan(location, value, sandbox, trusted)
-        if result.returncode != 0:
-            problems += [f"(trust={trusted}) {p}" for p in _refusal_problems(
-                result, location, benign_runs[trusted].returncode != 0)]
-            continue
-        plan = json.loads(result.stdout)
-        problems += [f"(trust={trusted}) {p}"
-                     for p in _plan_problems(plan, benign, value, kind, trusted)]
-        if location.label in ("model.path", "model.hf_id", "model.revision") and not trusted:
+        found, planned = _planned(result, benign_runs[trusted], benign, location, value, kind,
+                                  trusted)
+        problems += found
+        if planned and location.label in ("model.path", "model.hf_id", "model.revision") and not trusted:
             problems += _staged_problems(path, value, kind, sandbox)
     problems += _victims_untouched(sandbox)
     assert not problems, f"{location.label} = {kind}:\n  " + "\n  ".join(problems)
@@ -334,14 +343,10 @@ def test_cluster_string_field(location: Location, kind: str, sandbox: dict[str, 
         flags = ["--trust"] if trusted else []
         result = invoke_cli("plan", "tiny-cpu", "--cluster", str(path), *flags, "--json",
                             check=False, env=_env(sandbox))
-        if result.returncode != 0:
-            problems += [f"(trust={trusted}) {p}" for p in _refusal_problems(
-                result, location, benign_runs[trusted].returncode != 0)]
-            continue
-        plan = json.loads(result.stdout)
-        problems += [f"(trust={trusted}) {p}"
-                     for p in _plan_problems(plan, benign, value, kind, trusted)]
-        if not trusted:
+        found, planned = _planned(result, benign_runs[trusted], benign, location, value, kind,
+                                  trusted)
+        problems += found
+        if planned and not trusted:
             with processes_started() as started:
                 check = invoke_cli("cluster", "check", str(path), check=False,
                                    env=_env(sandbox))
