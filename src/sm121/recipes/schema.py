@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from sm121.findings import Severity
+from sm121.model_names import MODEL_NAME_PATTERN
 from sm121.names import check_image, check_name, check_revision
 
 ArgValue = str | int | float | bool | None
@@ -37,7 +38,6 @@ class ModelSource(StrEnum):
     TINY = "tiny"  # the tiny random-weight model sm121 generates itself
 
 
-_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
 # A Hugging Face repo id: words that never start with `-`, so the engine's parser
 # never reads one as an option (they reach its argv as separate tokens).
 _HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
@@ -68,7 +68,7 @@ class ModelSpec(Strict):
     @field_validator("aliases")
     @classmethod
     def _plain_names(cls, aliases: list[str]) -> list[str]:
-        bad = [a for a in aliases if not _MODEL_NAME.fullmatch(a)]
+        bad = [a for a in aliases if not MODEL_NAME_PATTERN.fullmatch(a)]
         if bad:
             raise ValueError(f"model aliases {bad} must be letters, digits and . _ : / -")
         return aliases
@@ -76,7 +76,7 @@ class ModelSpec(Strict):
     @field_validator("id")
     @classmethod
     def _plain_id(cls, value: str) -> str:
-        if not _MODEL_NAME.fullmatch(value):
+        if not MODEL_NAME_PATTERN.fullmatch(value):
             raise ValueError("model.id must start with a letter or digit, then letters, digits "
                              "and . _ : / -")
         return value
