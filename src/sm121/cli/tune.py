@@ -1,5 +1,6 @@
-"""`sm121 tune RECIPE`: measure this hardware's knee, A/B the candidates it suggests on the
-agents workload, and write the best as profile `tuned` into the user's recipe."""
+"""`sm121 tune RECIPE`: search the scheduler knobs one at a time against a baseline, rank the
+arms by measured capacity (the most agents meeting the SLO, bracketed by bisection), and write
+the best as profile `tuned` into the user's recipe."""
 
 from __future__ import annotations
 
@@ -32,28 +33,41 @@ def tune(
     workload: str = typer.Option("coding-agent-with-batch", "--workload", help="Agents "
                                  "workload: a preset or a YAML file (`bench agents --help`)."),
     slo: str = typer.Option("ttft_p95=2s", "--slo", help="The SLO goodput is judged by."),
-    agents: int = typer.Option(8, "--agents", help="Agents the A/B runs; the sweep looks "
-                               "above (or below) it for the largest N meeting the SLO."),
+    agents: int = typer.Option(8, "--agents", help="Agents every arm's repetitions run at; "
+                               "the capacity bisection searches around it on the same boot."),
+    max_agents: int | None = typer.Option(None, "--max-agents", help="The most agents the "
+                                          "capacity search tests (default 4x --agents); every "
+                                          "arm's max-num-seqs holds it + 1."),
     turns: int = typer.Option(5, "--turns", help="Turns per agent session."),
     cluster: str | None = CLUSTER,
     host: str = HOST,
     budget: str = typer.Option("25m", "--budget", help="Time for the whole tune (25m, "
-                               "1h, 900s): chooses how many candidates and repetitions fit."),
-    reps: int = typer.Option(3, "--reps", help="Repetitions per candidate (one boot), at most."),
+                               "1h, 900s): re-planned before every boot from the measured "
+                               "boot and run times."),
+    reps: int = typer.Option(3, "--reps", help="Repetitions per arm at --agents "
+                        "(one boot), at most."),
     max_candidates: int | None = typer.Option(None, "--max-candidates", help="At most this "
-                                              "many candidates, whatever the budget allows."),
-    sweep_points: int = typer.Option(2, "--sweep-points", help="Agent counts tried beyond "
-                                     "--agents per candidate, at most."),
+                                              "many arms (in priority order: the baseline, "
+                                              "the reference, the one-knob arms, vLLM's "
+                                              "defaults), whatever the budget allows."),
+    sweep_points: int = typer.Option(2, "--sweep-points", help="Capacity probes "
+                                     "(one agents run at another N, on the arm's boot) per "
+                                     "arm, at most."),
+    boots: int = typer.Option(3, "--boots", help="When the budget leaves room after every "
+                              "arm: boots per finalist (the chosen arm and the baseline, "
+                              "interleaved), each one run at --agents and one at a second N, "
+                              "for claims over boots; 1: none."),
     rest: float = typer.Option(5.0, "--rest", help="Seconds between repetitions on a boot."),
-    baselines: str | None = typer.Option(None, "--baselines", help="The recipe's profiles "
-                                         "measured as they are (default: its default "
-                                         "profile and agent-admission)."),
+    baselines: str | None = typer.Option(None, "--baselines", help="Recipe profiles "
+                                         "measured as arms (seqs raised); the first is the "
+                                         "baseline (default: the recipe's default profile)."),
     steps: str = typer.Option("128,256,512,1024,2048,4096,8192,16384", "--steps",
                               help="Knee: tokens per step."),
     batches: str = typer.Option("1,2,4,8,16,32", "--batches", help="Knee: decode batches."),
     knee_reps: int = typer.Option(3, "--knee-reps", help="Knee: repetitions per size."),
     knee: Path | None = typer.Option(None, "--knee", help="Reuse this `bench knee` results "
-                                     "file instead of booting for the knee."),
+                                     "file instead of booting for the knee (shown in the "
+                                     "report; it prices nothing)."),
     rep_estimate: float = typer.Option(60.0, "--rep-estimate", help="Seconds one agents run "
                                        "is assumed to take until one is measured."),
     boot_estimate: float | None = typer.Option(None, "--boot-estimate", help="Seconds a warm "
@@ -67,19 +81,28 @@ def tune(
     as_json: bool = JSON,
     trust: bool = TRUST,
 ) -> None:
-    """Boot RECIPE for its knee, derive candidates (chunk, long-prefill threshold around the
-    knee, max-num-seqs around decode saturation, the engine version's own options), A/B them
-    on the agents workload beside its background prefill with repetitions per boot, sweep N,
-    pick by goodput, then prefill cost, then KV capacity, and write profile `tuned` into
-    $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is never changed)."""
+    """Boot RECIPE for its (short-context) knee, then measure arms that change one scheduler
+    knob at a time against a baseline (max-num-seqs alone; the long-prefill threshold 512,
+    1024, 2048; the step budget 2048, 4096, 8192), a reference arm (chunk 8192, no threshold)
+    and vLLM's defaults: each on one boot, its repetitions at --agents beside the workload's
+    long background prefill, then a capacity bisection on the same boot. Arms are ranked by
+    the capacity bracket (lo <= N* < hi), the long prefill's cost in the agents runs against
+    the reference arm within 5%, then goodput's Clopper-Pearson lower bound. The plan is
+    re-made before every boot from the measured times; what the budget leaves buys
+    interleaved boots of the two finalists (--boots), for claims over boots. The chosen arm
+    is written as profile `tuned` into $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is
+    never changed)."""
     from sm121.bench.agents.params import agent_params
     from sm121.bench.tune.request import TuneRequest
     from sm121.bench.tune.run import run_tune
     from sm121.durations import parse_duration
 
-    if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1:
-        raise Sm121Error("--agents, --reps, --turns and --knee-reps must be at least 1",
-                         "example: --agents 8 --reps 3")
+    if max_agents is not None and max_agents < agents:
+        raise Sm121Error(f"--max-agents {max_agents} is below --agents {agents}",
+                         "the capacity search tests from --agents up to --max-agents")
+    if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1 or boots < 1:
+        raise Sm121Error("--agents, --reps, --turns, --knee-reps and --boots must be at "
+                         "least 1", "example: --agents 8 --reps 3")
     spec = agent_params(agents, turns, None, workload, slo)["workload"]  # checked here
     if cluster is not None:
         from sm121.cluster.spec import load_cluster
@@ -92,7 +115,7 @@ def tune(
         if baselines is not None else None,
         knee_params={"steps": _ints(steps), "batches": _ints(batches), "reps": knee_reps},
         knee_file=knee, reps=reps, max_candidates=max_candidates, sweep_points=sweep_points,
-        rest_s=rest,
+        max_agents=max_agents, boots=boots, rest_s=rest,
         rep_estimate_s=rep_estimate, boot_estimate_s=boot_estimate, cluster=cluster, host=host,
         trust=trust, fresh=fresh, write=not no_write)
     with LongWait(f"tune {recipe}: {workload}, {slo}, {agents} agents") as wait:
@@ -108,10 +131,15 @@ def _print(data: dict[str, Any]) -> None:
     for row in result["table"]:
         mark = " [bold](chosen)[/]" if row["name"] == result["chosen"] else ""
         goodput = "-" if row["goodput"] is None else f"{row['goodput']:.1%}"
+        ci = row.get("goodput_ci")
+        interval = f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else ""
         cost = "-" if row["prefill_cost"] is None else f"{row['prefill_cost']:.1%}"
-        console.print(f"{row['name']}{mark}: goodput {goodput} over {row['reps']} reps, "
-                      f"prefill cost {cost}, KV {row['kv_tokens']}, largest N "
-                      f"{row['largest_n']}")
+        differs = ", ".join(row["differs"]) or "baseline"
+        console.print(f"{row['name']}{mark} ({differs}): capacity {row['capacity']['text']}; "
+                      f"goodput {goodput}{interval} over {row['reps']} reps; prefill cost "
+                      f"{cost} vs {row.get('prefill_reference') or '-'}", highlight=False)
+    for item in result.get("claims") or []:
+        console.print(item["text"], highlight=False)
     console.print(f"targets: {result['binding']['text']}", highlight=False)
     console.print(f"report: {data.get('report')}")
     if data.get("written"):

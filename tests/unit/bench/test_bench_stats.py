@@ -143,3 +143,33 @@ def test_a_stream_slowed_by_tokenising_then_starved_starts_at_the_sharper_turn()
     start = engine_start(times, [1] * len(times), submitted=1.0, first_token=20.5,
                          before_rate=500.0)
     assert start == pytest.approx(1.1)
+
+
+def test_clopper_pearson_matches_known_exact_intervals():
+    from sm121.bench.stats import binom_cdf, clopper_pearson
+
+    lo, hi = clopper_pearson(32, 32)
+    assert hi == 1.0 and abs(lo - 0.025 ** (1 / 32)) < 1e-9  # 0.8911: saturated, bounds little
+    lo, hi = clopper_pearson(0, 10)
+    assert lo == 0.0 and abs(hi - (1 - 0.025 ** (1 / 10))) < 1e-9  # 0.3085
+    lo, hi = clopper_pearson(5, 10)  # mpmath betainc roots: 0.187086028 0.812913972
+    assert abs(lo - 0.187086028) < 1e-8 and abs(hi - 0.812913972) < 1e-8
+    lo, hi = clopper_pearson(29, 32)  # mpmath betainc roots: 0.749773049 0.980232820
+    assert abs(lo - 0.749773049) < 1e-8 and abs(hi - 0.980232820) < 1e-8
+    assert abs(binom_cdf(2, 4, 0.5) - 11 / 16) < 1e-12
+    lo, hi = clopper_pearson(950, 1000)  # large n stays finite (sums in logs)
+    assert 0.93 < lo < 0.95 < hi < 0.97
+    with pytest.raises(ValueError):
+        clopper_pearson(3, 2)
+
+
+def test_difference_interval_over_boots_uses_student_t():
+    from sm121.bench.stats import difference_interval, t975
+
+    assert t975(2) == 4.303 and abs(t975(30) - 2.042) < 0.01
+    diff, lo, hi = difference_interval([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
+    assert diff == 0 and lo < 0 < hi
+    diff, lo, hi = difference_interval([1.0, 1.1, 0.9], [2.0, 2.1, 1.9])
+    assert diff == pytest.approx(-1.0) and hi < 0
+    with pytest.raises(ValueError):
+        difference_interval([1.0], [1.0, 2.0])

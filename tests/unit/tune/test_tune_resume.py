@@ -1,10 +1,10 @@
-"""What lets tune resume: its state file across invocations, and the sweep's next step from
-the points already measured (sm121/bench/tune)."""
+"""What lets tune resume: its state file across invocations, and the target N's verdict
+from the repetitions already measured (sm121/bench/tune)."""
 
 import pytest
 
 from sm121.bench.tune.state import TuneState
-from sm121.bench.tune.sweep import largest_n, met_at_target, next_n
+from sm121.bench.tune.sweep import met_at_target
 from sm121.errors import Sm121Error
 
 REQUEST = {"recipe": "tiny-cpu", "workload": "coding-agent-with-batch", "slo": "ttft_p95=2s",
@@ -24,19 +24,6 @@ def test_state_resumes_with_the_same_question_and_accumulates_time(tmp_path):
         TuneState(tmp_path, {**REQUEST, "agents": 8})
     fresh = TuneState(tmp_path, {**REQUEST, "agents": 8}, fresh=True)
     assert "candidates" not in fresh.data
-
-
-def test_the_sweep_climbs_while_the_slo_holds_and_descends_until_it_holds():
-    assert next_n(8, True, []) == 12
-    assert next_n(8, True, [{"agents": 12, "slo_met": True}]) == 16
-    assert next_n(8, True, [{"agents": 12, "slo_met": False}]) is None
-    assert next_n(8, False, []) == 4
-    assert next_n(8, False, [{"agents": 4, "slo_met": True}]) is None
-    assert next_n(1, False, []) is None
-    assert largest_n(8, True, [{"agents": 12, "slo_met": True},
-                               {"agents": 16, "slo_met": False}]) == 12
-    assert largest_n(8, False, [{"agents": 4, "slo_met": True}]) == 4
-    assert largest_n(8, None, []) is None
 
 
 def test_the_target_is_met_by_a_majority_of_the_repetitions():

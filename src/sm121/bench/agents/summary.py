@@ -149,5 +149,8 @@ def flatten(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "decode_p50": summary["decode_p50"],
         "reuse_after_first": summary["reuse_after_first"]["mean"],
         "background_ttft_s": background.get("ttft_s"),
+        "background_prompt_tokens": background.get("prompt_tokens"),
+        # the counts behind goodput, for its binomial (Clopper-Pearson) interval
+        "judged_turns": summary["slo"]["turns"], "good_turns": summary["slo"]["good_turns"],
         "slo_terms": {r["term"]: r["observed"] for r in summary["slo"]["terms"]},
     }

@@ -1,11 +1,11 @@
-"""How many candidates, repetitions and sweep points fit a time budget (pure).
+"""How many arms, repetitions and capacity probes fit a time budget (pure).
 
-A candidate costs one boot, its repetitions (with rests between them), its sweep points
-(one agents run each, on the same boot) and a stop. The plan prefers `reps` repetitions
-(three give a median with spread); it keeps as many candidates as fit, at least `least`
-of them, trying fewer repetitions and then fewer sweep points before giving up candidates.
-Estimates come from what this tune already measured (its knee boot, its first agents run)
-and are re-planned after every candidate, so a wrong first guess costs little."""
+An arm costs one boot, its repetitions (with rests between them), its capacity probes (one
+agents run each, on the same boot) and a stop. The plan prefers `reps` repetitions; it keeps
+as many arms as fit, at least `least` of them, trying fewer repetitions and then fewer probes
+before giving up arms. tune (run.py) plans again before every boot, for the arms still to
+measure, with `measured` estimates: the median boot and run times this tune has measured so
+far, the guesses only until there are none, so a wrong first guess costs one boot at most."""
 
 from __future__ import annotations
 
@@ -48,3 +48,16 @@ def plan(left_s: float, est: Estimates, available: int, reps: int = 3, sweep_poi
                 return Plan(k, r, sweep, k * cost, True)
     cost = candidate_cost(est, 1, 0)
     return Plan(max(1, least), 1, 0, max(1, least) * cost, False)
+
+
+SETUP_S = 10.0  # an agents run's probe and prompt building, beyond its measured wall_s
+
+
+def measured(boot_times: list[float], run_walls: list[float], boot_guess: float,
+             rep_guess: float, rest_s: float) -> Estimates:
+    """Estimates from the measured boot times (to the first generation) and agents runs'
+    wall times (plus their setup); a guess stands in only while nothing is measured."""
+    boots = sorted(t for t in boot_times if t)
+    walls = sorted(w for w in run_walls if w)
+    return Estimates(boots[len(boots) // 2] if boots else boot_guess,
+                     walls[len(walls) // 2] + SETUP_S if walls else rep_guess, rest_s)

@@ -1,26 +1,30 @@
-"""From tune's measurements to its answer: the table of candidates (goodput over the
-repetitions, the knee's prefill cost of each one's step, its boot's KV pool, its largest N),
-the ranking, the bound that binds, and the `tuned` profile with a comment per value."""
+"""From tune's measurements to its answer: per arm its capacity bracket (N*), goodput with
+its Clopper-Pearson interval, the continuous metrics beside it, and the long prefill's cost
+where it runs (the background job inside the agents runs, against the reference arm of the
+same sitting); the ranking by capacity; the claims; and the `tuned` profile, each value's
+comment naming the run that set it. No number from the short-context knee prices anything
+here: a step's cost depends on the context it attends to."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from statistics import median
 from typing import Any
 
-from sm121.bench.knee_math import prefill_cost, rate_at
+from sm121.bench.stats import clopper_pearson
 from sm121.bench.tune import conditions
 from sm121.bench.tune.candidates import Candidate
+from sm121.bench.tune.capacity import Bracket, bracket
+from sm121.bench.tune.claims import claim
 from sm121.bench.tune.knobs import effective_step, knobs_of
-from sm121.bench.tune.pick import binding, rank, rows
+from sm121.bench.tune.pick import COST_TARGET, binding
 from sm121.bench.tune.recipe_write import TunedProfile
 from sm121.bench.tune.request import TuneRequest
 from sm121.bench.tune.state import TuneState
-from sm121.bench.tune.sweep import largest_n, met_at_target
+from sm121.bench.tune.sweep import met_at_target
 from sm121.plan.effective import profile_args
 from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import ArgValue
-
-REFERENCE_STEP = 8192  # the field's batch-8192: what a background prefill's cost is against
 
 
 def merged_args(recipe: str, candidate: Candidate) -> dict[str, ArgValue]:
@@ -37,64 +41,186 @@ def _kv(ab: dict[str, Any]) -> dict[str, int | None]:
     return found
 
 
+def _runs(samples: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [s for s in samples if s["profile"] == name and not s.get("error")
+            and s.get("metrics")]
+
+
+def _median(values: list[Any]) -> float | None:
+    kept = [float(v) for v in values if v is not None]
+    return median(kept) if kept else None
+
+
+def capacity(samples: list[dict[str, Any]], name: str, target: int,
+             probes: list[dict[str, Any]]) -> Bracket:
+    met = met_at_target(samples, name)
+    outcomes = ([(target, met)] if met is not None else []) + \
+        [(int(p["agents"]), bool(p["slo_met"])) for p in probes]
+    return bracket(outcomes)
+
+
+def row(name: str, samples: list[dict[str, Any]], target: int, probes: list[dict[str, Any]]
+        ) -> dict[str, Any] | None:
+    runs = _runs(samples, name)
+    if not runs:
+        return None
+    m = [r["metrics"] for r in runs]
+    good = sum(int(x.get("good_turns") or 0) for x in m)
+    judged = sum(int(x.get("judged_turns") or 0) for x in m)
+    ci = clopper_pearson(good, judged) if judged else None
+    ttft = _median([x.get("background_ttft_s") for x in m])
+    tokens = _median([x.get("background_prompt_tokens") for x in m])
+    found = capacity(samples, name, target, probes)
+    return {"name": name, "reps": len(runs), "boots": sorted({r.get("run_id") for r in runs
+                                                              if r.get("run_id")}),
+            "goodput": _median([x.get("goodput") for x in m]),
+            "goodput_min": min((x["goodput"] for x in m if x.get("goodput") is not None),
+                               default=None),
+            "good_turns": good, "judged_turns": judged,
+            "goodput_ci": list(ci) if ci else None,
+            "ttft_p95_judged_s": _median([x.get("ttft_p95_judged_s") for x in m]),
+            "ttft_p95_during_background_s": _median(
+                [x.get("ttft_p95_during_background_s") for x in m]),
+            "decode_p50": _median([x.get("decode_p50") for x in m]),
+            "background_ttft_s": ttft, "background_prompt_tokens": tokens,
+            "prefill_rate": tokens / ttft if tokens and ttft else None,
+            "capacity": found.to_json(), "probes": probes}
+
+
+def price_prefill(table: list[dict[str, Any]], reference: str | None) -> None:
+    """Each arm's long-prefill cost: its background job's TTFT inside the agents runs at the
+    target N over the reference arm's, in the same sitting (the same tokens: the ratio of
+    TTFTs is the inverse ratio of rates)."""
+    ref = next((r for r in table if r["name"] == reference), None)
+    base = ref["background_ttft_s"] if ref else None
+    for r in table:
+        r["prefill_reference"] = reference if base else None
+        r["prefill_cost"] = (r["background_ttft_s"] / base - 1
+                             if base and r["background_ttft_s"] else None)
+
+
+def rank(table: list[dict[str, Any]], bound: float = COST_TARGET) -> list[dict[str, Any]]:
+    """By capacity (the bracket's lo, then its hi; no miss up to the top counts highest),
+    arms whose prefill cost is over `bound` after the rest, then goodput's lower bound."""
+    def key(r: dict[str, Any]) -> tuple[int, int, int, float, str]:
+        cap, cost = r["capacity"], r["prefill_cost"]
+        over = 1 if cost is not None and cost > bound else 0
+        lower = r["goodput_ci"][0] if r["goodput_ci"] else -1.0
+        return (over, -cap["lo"], -(cap["hi"] if cap["hi"] is not None else 10 ** 9),
+                -lower, r["name"])
+
+    return sorted(table, key=key)
+
+
+def _boot_values(row: dict[str, Any], samples: list[dict[str, Any]], target: int,
+                 metric: str) -> dict[int, list[float]]:
+    """N -> one value per boot (the boot's median at that N)."""
+    per: dict[tuple[int, str], list[float]] = {}
+    for s in _runs(samples, row["name"]):
+        if s["metrics"].get(metric) is not None:
+            per.setdefault((target, s.get("run_id") or "?"), []).append(s["metrics"][metric])
+    for p in row["probes"] + row.get("confirm", []):
+        if p.get(metric) is not None:
+            per.setdefault((int(p["agents"]), p.get("run_id") or "?"), []).append(p[metric])
+    out: dict[int, list[float]] = {}
+    for (n, _), values in sorted(per.items()):
+        out.setdefault(n, []).append(median(values))
+    return out
+
+
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
            knee: dict[str, Any], ab: dict[str, Any]) -> dict[str, Any]:
-    prefill = knee["summary"]["engine"]["prefill"]
+    samples = ab["samples"]
     knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
-    steps = {c.name: effective_step(merged_args(request.recipe, c), knobs) for c in found}
-    costs = {n: (prefill_cost(prefill, s, REFERENCE_STEP) if s else None)
-             for n, s in steps.items()}
-    largest = {c.name: largest_n(request.agents, met_at_target(ab["samples"], c.name),
-                                 state.sweep(c.name)) for c in found}
-    table = rows([s for s in ab["samples"]], [c.name for c in found], costs, _kv(ab), largest)
-    for row in table:
-        row["step"] = steps.get(row["name"])
+    table = [r for c in found if (r := row(c.name, samples, request.agents,
+                                           state.sweep(c.name)))]
+    for r in table:  # the finalists' confirmation runs at the second N (tune/confirm.py)
+        r["confirm"] = list((state.data.get("confirm") or {}).get(r["name"], []))
+    by_name = {c.name: c for c in found}
+    reference = next((c.name for c in found if "reference" in c.role), None)
+    price_prefill(table, reference)
+    kv = _kv(ab)
+    for r in table:
+        c = by_name[r["name"]]
+        r.update(kv_tokens=kv.get(r["name"]), differs=list(c.differs), role=list(c.role),
+                 source=c.source, step=effective_step(merged_args(request.recipe, c), knobs))
     ranked = rank(table)
-    share = knee["summary"]["engine"]["knee"].get("share_of_peak")
-    return {"table": table, "ranking": [r["name"] for r in ranked],
-            "chosen": ranked[0]["name"] if ranked else None,
-            "binding": binding(table, share), "reference_step": REFERENCE_STEP,
+    chosen = next((r["name"] for r in ranked if "defaults" not in r["role"]), None)
+    baseline = next((c.name for c in found if "baseline" in c.role), None)
+    claims = []
+    base_row = next((r for r in table if r["name"] == baseline), None)
+    for r in table:
+        if base_row is None or r is base_row or "defaults" in r["role"]:
+            continue
+        claims.append(claim(r["name"], baseline or "", _boot_values(
+            r, samples, request.agents, "ttft_p95_judged_s"), _boot_values(
+            base_row, samples, request.agents, "ttft_p95_judged_s"), r["differs"]))
+    return {"table": table, "ranking": [r["name"] for r in ranked], "chosen": chosen,
+            "baseline": baseline, "reference": reference, "claims": claims,
+            "binding": binding(table), "cost_bound": COST_TARGET,
             "device": conditions.device(), "engine": conditions.engine_version(
                 knee.get("server") or {}), "date": conditions.today()}
+
+
+def _file(probe: dict[str, Any]) -> str:
+    """A probe's results file, relative to the tune's folder (as the report names it)."""
+    return f"capacity/{Path(str(probe.get('results_file', '?'))).name}"
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def _ci(r: dict[str, Any]) -> str:
+    ci = r.get("goodput_ci")
+    return f"[{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "[-]"
+
+
 def tuned_profile(request: TuneRequest, data: dict[str, Any], found: list[Candidate],
                   knee: dict[str, Any], report: Path) -> TunedProfile:
+    """The chosen arm as profile `tuned`: only what was measured, each value's comment naming
+    the run (boot, results file) that set it."""
     result = data["result"]
     chosen = next(c for c in found if c.name == result["chosen"])
-    row = next(r for r in result["table"] if r["name"] == chosen.name)
-    engine = knee["summary"]["engine"]
-    k, sat = engine["knee"], engine["decode_saturation"]
+    r = next(x for x in result["table"] if x["name"] == chosen.name)
     recipe = load_recipe(request.recipe).recipe
     knobs = knobs_of(recipe.engine.kind)
-    base = recipe.profiles[chosen.base].args
-    args = {**base, **chosen.args}
-    measured = (f"goodput {_pct(row['goodput'])} (min {_pct(row['goodput_min'])}, "
-                f"{row['reps']} reps) at {request.agents} agents, {request.workload}, "
-                f"{request.slo}; largest N meeting it {row['largest_n']}")
-    step = row.get("step")
-    rate = rate_at(engine["prefill"], "step", step) if step else None
-    comments = {
-        knobs.batched_tokens: f"prefill knee {k['knee_at']} tokens/step ({k['knee_rate'] or 0:,.0f} tok/s, "
-               f"engine window; peak {k['peak'] or 0:,.0f} at {k['peak_at']}); {measured}",
-        knobs.long_prefill_threshold: f"a long prefill runs {step}-token steps at {rate or 0:,.0f} tok/s: "
-                   f"{_pct(row['prefill_cost'])} prefill cost against {REFERENCE_STEP}-token "
-                   f"steps (the knee's curve); {measured}",
-        knobs.max_num_seqs: f"decode {'saturates at batch ' if sat['saturated'] else 'not saturated up to '}"
-              f"{sat['knee_at']} ({sat['peak'] or 0:,.0f} tok/s peak, engine window); "
-              f"holds {request.agents} agents and the background job",
-    }
-    notes = {name: (comments.get(name, measured) if name in chosen.args else
+    args = {**recipe.profiles[chosen.base].args, **chosen.args}
+    boots = ", ".join(r["boots"]) or "?"
+    cap = r["capacity"]
+    probes = "; ".join(f"N={p['agents']} {'met' if p['slo_met'] else 'missed'} "
+                       f"({_file(p)})" for p in r["probes"])
+    capacity_text = (f"capacity {cap['text']} on boot {boots} (N={request.agents}: "
+                     f"{r['reps']} runs in ab-agents.json{'; ' + probes if probes else ''})")
+    ref = r.get("prefill_reference")
+    prefill = (f"long prefill in the agents runs at N={request.agents}: "
+               f"{r['prefill_rate'] or 0:,.0f} tok/s, {_pct(r['prefill_cost'])} against "
+               f"reference arm {ref}" if ref else
+               "long prefill cost not priced (the reference arm was not measured)")
+    differs = ("the baseline" if not chosen.differs else
+               "differs from the baseline in " + ", ".join(chosen.differs))
+    arm = f"arm {chosen.name} ({differs})"
+    comments = {knobs.batched_tokens: f"{arm}; {capacity_text}; {prefill}",
+                knobs.long_prefill_threshold: f"{arm}; {capacity_text}; {prefill}",
+                knobs.max_num_seqs: f"holds {request.largest_n} agents (the most the capacity "
+                f"search may test; it tested up to {_tested(r)} on boot {boots}) and the "
+                "background job"}
+    if knobs.max_num_seqs in chosen.differs:  # the seqs-alone arm: its value is the finding
+        comments[knobs.max_num_seqs] = f"{arm}; {capacity_text}"
+    notes = {name: (comments[name] if name in comments and name in chosen.args else
                     f"from profile {chosen.base}; {comments[name]}" if name in comments else
                     f"from profile {chosen.base}, unchanged") for name in args}
-    header = [f"Chosen by sm121 tune from {len(result['table'])} candidates (ranking: "
+    header = [f"Chosen by sm121 tune, ranked by capacity N* (ranking: "
               f"{', '.join(result['ranking'])}): {chosen.name}, {chosen.why}.",
-              f"Measured on {result['device']}, {result['engine']}, {result['date']}; "
+              f"Sitting: {result['device']}, {result['engine']}, {result['date']}; "
+              f"{len({b for x in result['table'] for b in x['boots']})} boots; "
               f"report {report}.",
-              f"Targets: goodput >= 95% and prefill cost <= 5%: {result['binding']['text']}"]
+              f"Goodput {_pct(r['goodput'])} at {request.agents} agents ({r['good_turns']}/"
+              f"{r['judged_turns']} judged turns, 95% interval {_ci(r)}), {request.workload}, "
+              f"{request.slo}."]
     return TunedProfile(f"{chosen.name} chosen by sm121 tune for {request.workload} at "
-                        f"{request.slo}, {request.agents} agents", args, notes, header)
+                        f"{request.slo}: {cap['text']}", args, notes, header)
+
+
+def _tested(r: dict[str, Any]) -> int:
+    return max((int(n) for n, _ in r["capacity"]["tested"]), default=0)

@@ -1,46 +1,13 @@
-"""The pick (pure): per candidate its measured row (goodput over repetitions, the background
-job's prefill cost, KV capacity, the largest N meeting the SLO), ranked by goodput, then by
-the prefill cost (lower first), then by KV capacity (larger first). And, when no candidate
-meets both targets, which bound binds and by how much."""
+"""The targets (pure): goodput >= 95% and the long prefill's in-situ cost <= 5%, and, when
+no arm meets both, which bound binds and by how much. The ranking is by capacity
+(tune/choose.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sm121.bench.stats import summarize
-
 GOODPUT_TARGET = 0.95
 COST_TARGET = 0.05
-
-
-def rows(samples: list[dict[str, Any]], names: list[str], costs: dict[str, float | None],
-         kv: dict[str, int | None], largest: dict[str, int | None]) -> list[dict[str, Any]]:
-    """One row per candidate measured at least once (errors are left out of the medians)."""
-    out = []
-    for name in names:
-        runs = [s["metrics"] for s in samples if s["profile"] == name and not s.get("error")
-                and s.get("metrics")]
-        if not runs:
-            continue
-        goodput = summarize([r.get("goodput") for r in runs])
-        out.append({"name": name, "reps": len(runs), "goodput": goodput["median"],
-                    "goodput_min": goodput["min"], "goodput_max": goodput["max"],
-                    "ttft_p95_judged_s": summarize([r.get("ttft_p95_judged_s")
-                                                    for r in runs])["median"],
-                    "background_ttft_s": summarize([r.get("background_ttft_s")
-                                                    for r in runs])["median"],
-                    "prefill_cost": costs.get(name), "kv_tokens": kv.get(name),
-                    "largest_n": largest.get(name)})
-    return out
-
-
-def rank(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    def key(row: dict[str, Any]) -> tuple[float, float, float]:
-        cost = row["prefill_cost"]
-        return (-(row["goodput"] if row["goodput"] is not None else -1.0),
-                cost if cost is not None else float("inf"), -(row["kv_tokens"] or 0))
-
-    return sorted(table, key=key)
 
 
 def meets(row: dict[str, Any], goodput: float = GOODPUT_TARGET, cost: float = COST_TARGET
@@ -50,8 +17,8 @@ def meets(row: dict[str, Any], goodput: float = GOODPUT_TARGET, cost: float = CO
     return g, c
 
 
-def binding(table: list[dict[str, Any]], knee_share: dict[str, float] | None = None,
-            goodput: float = GOODPUT_TARGET, cost: float = COST_TARGET) -> dict[str, Any]:
+def binding(table: list[dict[str, Any]], goodput: float = GOODPUT_TARGET,
+            cost: float = COST_TARGET) -> dict[str, Any]:
     """Whether some candidate meets both targets; if none does, which bound binds, by how
     much, and what the engine would need."""
     both = [r["name"] for r in table if all(meets(r, goodput, cost))]
@@ -76,13 +43,7 @@ def binding(table: list[dict[str, Any]], knee_share: dict[str, float] | None = N
                      f"{goodput - (best['goodput'] or 0):.1%} short of {goodput:.0%}")
     if not good and not cheap:
         parts.append("both bounds bind: no candidate meets either")
-    need = ("the engine would need short requests admitted within one step without "
-            "shrinking the long prefill's step below the knee (a step budget of the knee "
-            "plus the short requests' tokens, with the threshold at the knee), or a "
-            "prefill rate at small steps within 5% of its peak")
-    if knee_share:
-        small = [f"{step} tokens at {share:.0%}" for step, share in knee_share.items()
-                 if share < 1 - cost]
-        if small:
-            need += f" (measured: {', '.join(small)} of the peak rate)"
+    need = ("the engine would need short requests admitted within one step during the long "
+            "prefill without slowing it: a step budget of the long prefill's chunk plus the "
+            "short requests' tokens")
     return {"met": False, "candidates": [], "text": "; ".join(parts) + f". {need}."}

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sm121.bench.boot_effect import boot_effects, describe  # noqa: E402
+from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
 
 
 def _n(value: float | None, fmt: str = ",.0f") -> str:
@@ -53,25 +54,24 @@ def knee_plot(summary: dict[str, Any], path: Path) -> Path:
 
 
 def candidates_plot(table: list[dict[str, Any]], chosen: str | None, path: Path) -> Path:
-    fig, (scatter, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for row in table:
-        if row["goodput"] is None:
-            continue
-        cost = row["prefill_cost"] or 0.0
-        scatter.scatter([cost * 100], [row["goodput"] * 100], s=80,
-                        marker="*" if row["name"] == chosen else "o")
-        scatter.annotate(row["name"], (cost * 100, row["goodput"] * 100), fontsize=8,
-                         xytext=(4, 4), textcoords="offset points")
-    scatter.axhline(95, ls=":", color="grey")
-    scatter.axvline(5, ls=":", color="grey")
-    scatter.set(xlabel="prefill cost vs 8192-token steps (%, knee curve)",
-                ylabel="goodput (%, median of repetitions)",
-                title="candidates (star: chosen; dotted: targets)")
+    """Each arm's capacity bracket (lo to hi) and its in-situ prefill cost."""
+    fig, (caps, costs) = plt.subplots(1, 2, figsize=(12, 4.5))
     names = [r["name"] for r in table]
-    bars.bar(range(len(names)), [r["largest_n"] or 0 for r in table])
-    bars.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
-    bars.set(ylabel="agents", title="largest N meeting the SLO (0: none measured)")
-    for ax in (scatter, bars):
+    for i, r in enumerate(table):
+        cap = r["capacity"]
+        top = cap["hi"] if cap["hi"] is not None else cap["lo"]
+        caps.plot([i, i], [cap["lo"], top], lw=6, solid_capstyle="butt",
+                  color="C1" if r["name"] == chosen else "C0")
+        if cap["hi"] is None:
+            caps.annotate("met at top", (i, cap["lo"]), fontsize=7, ha="center",
+                          xytext=(0, 4), textcoords="offset points")
+    caps.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+    caps.set(ylabel="agents", title="capacity bracket lo <= N* < hi (orange: chosen)")
+    costs.bar(range(len(names)), [100 * (r["prefill_cost"] or 0) for r in table])
+    costs.axhline(5, ls=":", color="grey")
+    costs.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+    costs.set(ylabel="%", title="long prefill cost in the agents runs, against the reference arm")
+    for ax in (caps, costs):
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -90,7 +90,8 @@ def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], state: dic
              f"{request['agents']} agents", "",
              f"{result['device']}, {result['engine']}, {result['date']}. Budget "
              f"{request['budget_s']:.0f} s; spent {state.get('elapsed_s', 0):.0f} s over "
-             f"{state.get('resumed', 0) + 1} invocation(s). Plan: {state['plan']}.", "",
+             f"{state.get('resumed', 0) + 1} invocation(s); {len(state.get('plans') or [])} plans, "
+             "one before every boot (below).", "",
              "## The knee", "", "![knee](tune-knee.png)", "",
              "| window | knee (tokens/step) | rate at the knee | peak (at step) | decode "
              "saturation (batch) | decode peak tok/s |", "|---|---|---|---|---|---|"]
@@ -105,31 +106,9 @@ def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], state: dic
               "|---|" + "---|" * len(engine["prefill"]),
               "| tok/s | " + " | ".join(f"{_n(r['median'])} [{_n(r['min'])}-{_n(r['max'])}]"
                                        for r in engine["prefill"]) + " |", "",
-              "## Candidates", "", "![candidates](tune-candidates.png)", "",
-              "| candidate | step | goodput median [min-max] | reps | judged TTFT p95 (s) | "
-              "background TTFT (s) | prefill cost | KV tokens | largest N |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for row in table:
-        lines.append(f"| {row['name']}{' (chosen)' if row['name'] == result['chosen'] else ''}"
-                     f" | {row.get('step')} | {_pct(row['goodput'])} [{_pct(row['goodput_min'])}"
-                     f"-{_pct(row['goodput_max'])}] | {row['reps']} | "
-                     f"{_n(row['ttft_p95_judged_s'], '.3f')} | "
-                     f"{_n(row['background_ttft_s'], '.2f')} | {_pct(row['prefill_cost'])} | "
-                     f"{_n(row['kv_tokens'])} | {row['largest_n']} |")
-    lines += ["", "What each candidate is:", ""]
-    lines += [f"- `{c['name']}` ({c['source']}, from `{c['base']}`): {c['why']}; args "
-              f"{c['args'] or '(the profile as it is)'}" for c in state["candidates"]]
-    skipped = state.get("skipped") or []
-    unmeasured = [c["name"] for c in state["candidates"]
-                  if c["name"] not in {r["name"] for r in table}]
-    if unmeasured:
-        lines += ["", f"Not measured (the budget's plan or a failed boot): "
-                  f"{', '.join(unmeasured)}" + (f"; skipped for time: {', '.join(skipped)}"
-                                                if skipped else "")]
-    lines += ["", "## The pick", "",
-              f"Ranked by goodput, then prefill cost, then KV capacity: "
-              f"{', '.join(result['ranking'])}. Chosen: **{result['chosen']}**.", "",
-              f"Targets (goodput >= 95%, prefill cost <= 5%): {result['binding']['text']}", ""]
+              "The knee is short-context (one fresh prompt per step): it is shown, and it "
+              "prices nothing below; the long prefill is priced in the agents runs.", ""]
+    lines += _arms(state, result, request)
     effects = boot_effects(ab.get("samples", []), ["goodput", "ttft_p95_judged_s",
                                                      "background_ttft_s"])
     effect_lines = describe(effects)

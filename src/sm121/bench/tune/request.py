@@ -24,7 +24,9 @@ class TuneRequest:
     knee_file: Path | None = None  # reuse this knee instead of booting for one
     reps: int = 3
     max_candidates: int | None = None  # at most this many, whatever the budget allows
-    sweep_points: int = 2
+    sweep_points: int = 2  # capacity probes (agents runs at other N) per arm, at most
+    boots: int = 3  # boots per finalist when the budget leaves room (1: no confirmation)
+    max_agents: int | None = None  # the capacity search's top; None: 4x the target
     rest_s: float = 5.0
     rep_estimate_s: float = 60.0  # one agents run, until this tune has measured one
     boot_estimate_s: float | None = None  # a warm boot; None: the knee's boot (maybe cold)
@@ -34,12 +36,18 @@ class TuneRequest:
     fresh: bool = False
     write: bool = True
 
+    @property
+    def largest_n(self) -> int:
+        """The most agents any arm is tested at: every arm's max-num-seqs holds it + 1."""
+        return max(self.agents, self.max_agents or 4 * self.agents)
+
     def to_json(self) -> dict[str, Any]:
         return {"recipe": self.recipe, "workload": self.workload, "slo": self.slo,
                 "agents": self.agents, "turns": self.turns, "budget_s": self.budget_s,
                 "baselines": self.baselines, "knee_params": self.knee_params,
                 "reps": self.reps, "max_candidates": self.max_candidates,
-                "sweep_points": self.sweep_points, "rest_s": self.rest_s,
+                "sweep_points": self.sweep_points, "max_agents": self.largest_n,
+                "boots": self.boots, "rest_s": self.rest_s,
                 "cluster": self.cluster, "host": self.host}
 
 

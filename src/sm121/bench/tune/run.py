@@ -1,7 +1,8 @@
-"""`sm121 tune`: boot the recipe for its knee, derive candidates, measure them as an agents
-A/B with repetitions per boot and an agent-count sweep on the same boot, pick, report, and
-write the `tuned` profile into the user's recipe. Every step is saved in OUT/tune.json and
-OUT's results files, so a rerun with the same arguments resumes."""
+"""`sm121 tune`: boot the recipe for its knee (shown, pricing nothing), build the one-knob
+arms, measure each on one boot (its repetitions at the target N, then a capacity bisection on
+the same boot), planning again before every boot from the measured times, then rank by
+capacity, report, and write the `tuned` profile into the user's recipe. Every step is saved
+in OUT/tune.json and OUT's results files, so a rerun with the same arguments resumes."""
 
 from __future__ import annotations
 
@@ -17,21 +18,22 @@ from sm121.bench.boot import Boot
 from sm121.bench.knee_run import knee_on_recipe
 from sm121.bench.results import ResultsFile, load_results
 from sm121.bench.tune import candidates as cands
-from sm121.bench.tune.budget import Estimates, candidate_cost, plan
-from sm121.bench.tune.choose import choose, tuned_profile
-from sm121.bench.tune.knobs import knobs_of, version_flags
+from sm121.bench.tune.budget import STOP_S, Estimates, measured, plan
+from sm121.bench.tune.capacity import next_probe, resolution_for
+from sm121.bench.tune.choose import capacity, choose, tuned_profile
+from sm121.bench.tune.confirm import finalists, next_boot, second_n
+from sm121.bench.tune.knobs import knobs_of
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
 from sm121.bench.tune.request import TuneRequest, agent_params
 from sm121.bench.tune.state import TuneState
-from sm121.bench.tune.sweep import largest_n, met_at_target, next_n, run_point
+from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args
 from sm121.plan.trust import trust_needs
 from sm121.recipes.loader import load_recipe
 
 Say = Callable[[str], None]
-SETUP_S = 10.0  # an agents run's probe and prompt building, beyond its measured wall_s
 
 
 def run_tune(request: TuneRequest, say: Say = lambda _: None) -> dict[str, Any]:
@@ -46,18 +48,17 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
     loaded = load_recipe(request.recipe)
     recipe = loaded.recipe
     base = recipe.default_profile or next(iter(recipe.profiles))
+    names = request.baselines if request.baselines else [base]
+    missing = [n for n in names if n not in recipe.profiles]
+    if missing:
+        raise Sm121Error(f"--baselines: {', '.join(missing)} not a profile of {recipe.name}",
+                         f"its profiles: {', '.join(recipe.profiles)}")
     knee = _knee(request, state, base, say)
-    names = request.baselines if request.baselines is not None else \
-        [p for p in (base, "agent-admission") if p in recipe.profiles]
     if "candidates" not in state.data:
-        flags, flags_version = version_flags(recipe)
-        engine = knee["summary"]["engine"]
-        found = cands.derive(
-            engine["knee"]["knee_at"], engine["decode_saturation"]["knee_at"], base,
-            profile_args(recipe, base),
-            {n: profile_args(recipe, n) for n in dict.fromkeys(names)}, request.agents, flags,
-            knobs_of(recipe.engine.kind))
-        state.set(candidates=[c.to_json() for c in found], flags_version=flags_version)
+        found_arms, dropped = cands.arms(
+            names[0], {n: profile_args(recipe, n) for n in dict.fromkeys(names)},
+            request.largest_n, knobs_of(recipe.engine.kind))
+        state.set(candidates=[c.to_json() for c in found_arms], dropped=dropped)
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, knee, say)
@@ -101,123 +102,163 @@ def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> dict[s
     return results.data
 
 
-def _boot_s(knee: dict[str, Any], ab: dict[str, Any], guess: float | None) -> float:
-    """Boot time to the first generation: the A/B's boots when there are any (warm), else
-    `guess`, else the knee's (the first boot of a machine may be cold and slower)."""
-    times = [b["timings"].get("first_generation_s") for b in ab.get("boots", [])]
-    times = [t for t in times if t] or [guess or ((knee.get("boot") or {}).get("timings")
-                                                  or {}).get("first_generation_s") or 60.0]
-    return float(sorted(times)[len(times) // 2])
-
-
-def _rep_s(ab: dict[str, Any], guess: float) -> float:
+def _estimates(request: TuneRequest, knee: dict[str, Any], ab: dict[str, Any]) -> Estimates:
+    """From the A/B's boots and runs so far; before the first boot, --boot-estimate, else the
+    knee's boot (the machine's first boot may be cold and slower)."""
+    boots = [b["timings"].get("first_generation_s") for b in ab.get("boots", [])]
     walls = [s["summary"].get("wall_s") for s in ab.get("samples", [])
              if not s.get("error") and s.get("summary")]
-    walls = [w for w in walls if w]
-    # wall_s is the measured part; the probe and building the prompts come before it.
-    return float(sorted(walls)[len(walls) // 2]) + SETUP_S if walls else guess
+    knee_boot = ((knee.get("boot") or {}).get("timings") or {}).get("first_generation_s")
+    return measured(boots, walls, request.boot_estimate_s or knee_boot or 60.0,
+                    request.rep_estimate_s, request.rest_s)
 
 
 def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
         knee: dict[str, Any], say: Say) -> ResultsFile:
-    names = [c.name for c in found]
-    variants = {c.name: (c.base, dict(c.args)) for c in found if c.source != "recipe"}
+    """Every arm in priority order, one boot each: its repetitions at the target N, then its
+    capacity bisection on the same boot. Before every boot the plan is made again from what
+    this tune has measured so far (boot and run times), for the arms still to measure."""
+    arms = found[:request.max_candidates or len(found)]
+    names = [c.name for c in arms]
+    variants = {c.name: (c.base, dict(c.args)) for c in arms}
     ab_request = AbRequest(request.recipe, names, "agents", request.reps, agent_params(request),
                            request.out / "ab-agents.json", request.port, host=request.host,
                            resume=True, trust=request.trust, reps_per_boot=request.reps,
                            rest_s=request.rest_s, variants=variants, cluster=request.cluster)
-    if (state.data.get("plan") or {}).get("budget_s") not in (None, request.budget_s):
-        say(f"a new budget ({request.budget_s:.0f} s): planning again")
-        state.data.pop("plan")
-    if "plan" not in state.data:
-        est = Estimates(_boot_s(knee, {}, request.boot_estimate_s), request.rep_estimate_s,
-                        request.rest_s)
-        available = min(len(found), request.max_candidates or len(found))
-        first = plan(request.budget_s - state.elapsed_s, est, available, request.reps,
-                     request.sweep_points)
-        state.set(plan={"candidates": first.candidates, "reps": first.reps,
-                        "sweep_points": first.sweep_points, "estimate_s": round(first.seconds),
-                        "fits": first.fits, "boot_s": est.boot_s, "rep_s": est.rep_s,
-                        "budget_s": request.budget_s})
-        say(f"budget {request.budget_s:.0f} s ({state.elapsed_s:.0f} s spent): "
-            f"{first.candidates} of {len(found)} candidates x {first.reps} repetitions per "
-            f"boot, up to {first.sweep_points} sweep points each (estimate "
-            f"{first.seconds:.0f} s)" + ("" if first.fits else "; over budget even so"))
-    chosen_plan = state.data["plan"]
-    reps = int(chosen_plan["reps"])
-    ab_request = replace(ab_request, reps=reps, reps_per_boot=reps,
-                         profiles=names[:int(chosen_plan["candidates"])])
     results = open_results(ab_request)
     try:
-        for index, candidate in enumerate(found[:int(chosen_plan["candidates"])]):
-            _candidate(request, ab_request, state, results, knee, index, candidate, say)
+        for index in range(len(arms)):
+            if not _arm(request, ab_request, state, results, knee, index, arms, say):
+                break
+        else:
+            _confirm(request, ab_request, state, results, knee, arms, say)
     finally:
         results.finish("complete" if results.data["status"] == "running" else
                        results.data["status"])
     return results
 
 
-def _candidate(request: TuneRequest, ab_request: AbRequest, state: TuneState,
-               results: ResultsFile, knee: dict[str, Any], index: int,
-               candidate: cands.Candidate, say: Say) -> None:
-    name, reps = candidate.name, ab_request.reps
-    todo = [r for r in range(reps) if (r, name) not in measured_pairs(results)]
-    sweep_points = int(state.data["plan"]["sweep_points"])
-    done = state.sweep(name)
+def _measured(results: ResultsFile) -> set[str]:
+    return {s["profile"] for s in results.data["samples"] if not s.get("error")}
+
+
+def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results: ResultsFile,
+         knee: dict[str, Any], index: int, arms: list[cands.Candidate], say: Say) -> bool:
+    """One arm's boot, planned from the measured costs; False when the budget is spent."""
+    candidate = arms[index]
+    name = candidate.name
+    done = {rep for rep, profile in measured_pairs(results) if profile == name}
+    if done or any(s["profile"] == name for s in results.data["samples"]):
+        return True  # measured (or failed) in an earlier invocation: resume past it
     left = request.budget_s - state.elapsed_s
-    est = Estimates(_boot_s(knee, results.data, request.boot_estimate_s),
-                    _rep_s(results.data, request.rep_estimate_s), request.rest_s)
-    wants_sweep = sweep_points > 0 and _sweep_open(request, results.data, name, done,
-                                                   sweep_points)
-    if not todo and not wants_sweep:
-        return
-    cost = candidate_cost(est, len(todo), sweep_points if wants_sweep else 0)
-    measured = {s["profile"] for s in results.data["samples"] if not s.get("error")}
-    if cost > left and len(measured - {name}) >= 2:
-        say(f"{name}: skipped, {cost:.0f} s estimated and {left:.0f} s of the budget left")
-        state.data.setdefault("skipped", []).append(name)
+    est = _estimates(request, knee, results.data)
+    remaining = len(arms) - index
+    chosen = plan(left, est, remaining, request.reps, request.sweep_points, least=1)
+    state.data.setdefault("plans", []).append({
+        "before": name, "left_s": round(left), "boot_s": round(est.boot_s, 1),
+        "rep_s": round(est.rep_s, 1), "arms_left": remaining, "arms": chosen.candidates,
+        "reps": chosen.reps, "probes": chosen.sweep_points, "fits": chosen.fits,
+        "estimate_s": round(chosen.seconds)})
+    state.save()
+    if not chosen.fits and len(_measured(results)) >= 2:
+        say(f"{name} and {remaining - 1} more: not measured, {left:.0f} s of the budget left "
+            f"and one boot estimated at {chosen.seconds:.0f} s")
+        state.data.setdefault("skipped", []).extend(c.name for c in arms[index:])
         state.save()
-        return
-    say(f"candidate {index + 1}: {name} ({candidate.why}); {left:.0f} s of the budget left")
+        return False
+    say(f"arm {index + 1} of {len(arms)}: {name} ({candidate.why}); {left:.0f} s left, plan "
+        f"{chosen.candidates} arm(s) x {chosen.reps} reps + {chosen.sweep_points} probes "
+        f"(boot {est.boot_s:.0f} s, run {est.rep_s:.0f} s measured so far)")
+    arm_request = replace(ab_request, reps=chosen.reps, reps_per_boot=chosen.reps)
 
     def after(boot: Boot) -> None:
-        if sweep_points > 0:
-            _sweep(request, state, results, boot, name, sweep_points, say)
-        state.save()
+        _bisect(request, state, results, boot, name, chosen.sweep_points, say)
 
-    boot_and_measure(ab_request, results, index, name, todo, say, after=after)
+    boot_and_measure(arm_request, results, index, name, list(range(chosen.reps)), say,
+                     after=after)
     state.save()
+    return True
 
 
-def _sweep_open(request: TuneRequest, ab: dict[str, Any], name: str,
-                done: list[dict[str, Any]], points: int) -> bool:
-    met = met_at_target(ab["samples"], name)
-    return met is not None and len(done) < points and \
-        next_n(request.agents, met, done) is not None
-
-
-def _sweep(request: TuneRequest, state: TuneState, results: ResultsFile, boot: Boot,
-           name: str, points: int, say: Say) -> None:
-    met = met_at_target(results.data["samples"], name)
-    if met is None:
-        return
-    while len(done := state.sweep(name)) < points:
-        n = next_n(request.agents, met, done)
+def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: Boot,
+            name: str, probes: int, say: Say) -> None:
+    """The capacity bisection on this boot: one agents run per N, at most `probes` of them,
+    each only when the budget still holds it."""
+    for _ in range(probes):
+        done = state.sweep(name)
+        found = capacity(results.data["samples"], name, request.agents, done)
+        if not found.tested:
+            return  # no verdict at the target N (its runs failed)
+        n = next_probe(found.tested, request.largest_n, resolution_for(request.agents))
         if n is None:
             break
-        need = _rep_s(results.data, request.rep_estimate_s) * max(1.0, n / request.agents)
+        need = _estimates(request, {}, results.data).rep_s * max(1.0, n / request.agents)
         if request.budget_s - state.elapsed_s < need:
-            say(f"  {name}: sweep stopped before N={n}: about {need:.0f} s needed, "
+            say(f"  {name}: bisection stopped before N={n}: about {need:.0f} s needed, "
                 f"{request.budget_s - state.elapsed_s:.0f} s of the budget left")
             break
-        say(f"  {name}: sweep N={n} (SLO {'met' if met else 'missed'} at {request.agents})")
-        out = request.out / "sweep" / f"{name}-agents-{n}.json"
+        say(f"  {name}: capacity {found.text}; probing N={n}")
+        out = request.out / "capacity" / f"{name}-agents-{n}.json"
         try:
             point = run_point(boot, agent_params(request), n, out, say)
         except Sm121Error as exc:
-            say(f"  {name}: sweep N={n} failed: {exc}")
+            say(f"  {name}: N={n} failed: {exc}")
             break
         state.add_sweep_point(name, point)
-    state.data.setdefault("largest_n", {})[name] = largest_n(request.agents, met,
-                                                              state.sweep(name))
+    found = capacity(results.data["samples"], name, request.agents, state.sweep(name))
+    state.data.setdefault("capacity", {})[name] = found.to_json()
+    say(f"  {name}: capacity {found.text}")
     state.save()
+
+
+def _boots_of(results: ResultsFile, name: str) -> int:
+    return len({s.get("boot_index") for s in results.data["samples"] if s["profile"] == name})
+
+
+def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
+             results: ResultsFile, knee: dict[str, Any], arms: list[cands.Candidate],
+             say: Say) -> None:
+    """The budget left after every arm: more boots of the two finalists, interleaved, each
+    one run at the target N and one at a second N, up to --boots boots per finalist."""
+    if request.boots <= 1:
+        return
+    result = choose(request, state, arms, knee, results.data)
+    defaults = {c.name for c in arms if "defaults" in c.role}
+    pair = finalists(result["ranking"], result.get("baseline"), defaults)
+    if len(pair) < 2:
+        return
+    rows = {r["name"]: r for r in result["table"]}
+    other = second_n(request.agents, [rows[n]["capacity"] for n in pair])
+    state.set(confirm_plan={"finalists": pair, "second_n": other, "boots": request.boots})
+    say(f"confirming {pair[0]} against {pair[1]}: up to {request.boots} boots each, "
+        f"N={request.agents}" + (f" and N={other}" if other else ""))
+    while (name := next_boot({n: _boots_of(results, n) for n in pair}, pair,
+                             request.boots)) is not None:
+        est = _estimates(request, knee, results.data)
+        need = est.boot_s + est.rep_s * (2 if other else 1) + STOP_S
+        left = request.budget_s - state.elapsed_s
+        if left < need:
+            say(f"confirmation stopped: {left:.0f} s of the budget left, a boot needs about "
+                f"{need:.0f} s")
+            break
+        rep = 1 + max((int(s["rep"]) for s in results.data["samples"]
+                       if s["profile"] == name), default=-1)
+        index = 1 + max((int(s.get("boot_index") or 0) for s in results.data["samples"]),
+                        default=-1)
+        say(f"confirmation boot {_boots_of(results, name) + 1} of {name}")
+
+        def after(boot: Boot, name: str = name, index: int = index) -> None:
+            if other is None:
+                return
+            out = request.out / "confirm" / f"{name}-boot-{index}-agents-{other}.json"
+            try:
+                point = run_point(boot, agent_params(request), other, out, say)
+            except Sm121Error as exc:
+                say(f"  {name}: N={other} failed: {exc}")
+                return
+            state.data.setdefault("confirm", {}).setdefault(name, []).append(point)
+            state.save()
+
+        boot_and_measure(replace(ab_request, reps=1, reps_per_boot=1), results, index, name,
+                         [rep], say, after=after)
+        state.save()

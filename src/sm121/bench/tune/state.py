@@ -15,7 +15,7 @@ from sm121.runs.state import write_json_atomic
 
 NAME = "tune.json"
 # What must match for a resume: the same question asked of the same recipe.
-KEYS = ("recipe", "workload", "slo", "agents", "turns")
+KEYS = ("recipe", "workload", "slo", "agents", "turns", "max_agents")
 
 
 class TuneState:

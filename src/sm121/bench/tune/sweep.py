@@ -1,7 +1,5 @@
-"""The agent-count sweep of one candidate, on the boot that measured its repetitions: from
-the target N up (N + N/2, 2N, ...) while the SLO holds, or down (N/2, N/4, ...) until it
-holds. One agents run per point; the largest N meeting the SLO counts only when every
-smaller N measured met it too (bench sweep's rule)."""
+"""One agents run at another N on the boot that measured an arm's repetitions (a capacity
+probe, tune/capacity.py chooses the N), and whether the arm met the SLO at the target N."""
 
 from __future__ import annotations
 
@@ -10,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.agents.sweep import largest_meeting
 from sm121.bench.boot import Boot, steps
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
@@ -25,28 +22,6 @@ def met_at_target(samples: list[dict[str, Any]], name: str) -> bool | None:
     return None if not met else sum(met) * 2 > len(met)
 
 
-def next_n(target: int, met: bool, done: list[dict[str, Any]]) -> int | None:
-    """The next agent count to try, or None when the sweep has its answer."""
-    tried = {p["agents"]: p["slo_met"] for p in done}
-    n = target
-    while True:
-        n = n + max(1, target // 2) if met else n // 2
-        if n < 1:
-            return None
-        if n not in tried:
-            return n
-        if tried[n] != met:  # the bound is found: up it failed, or down it held
-            return None
-
-
-def largest_n(target: int, met: bool | None, done: list[dict[str, Any]]) -> int | None:
-    if met is None:
-        return None
-    points = [{"agents": target, "metrics": {"slo_met": met}}] + [
-        {"agents": p["agents"], "metrics": {"slo_met": p["slo_met"]}} for p in done]
-    return largest_meeting(points)
-
-
 def run_point(boot: Boot, params: dict[str, Any], n: int, out: Path, say: Say
               ) -> dict[str, Any]:
     spec = get("agents")
@@ -56,5 +31,7 @@ def run_point(boot: Boot, params: dict[str, Any], n: int, out: Path, say: Say
         needs_stream=True))
     metrics = spec.flat(results.data["samples"])
     return {"agents": n, "slo_met": bool(metrics.get("slo_met")),
-            "goodput": metrics.get("goodput"), "ttft_p95_judged_s":
-            metrics.get("ttft_p95_judged_s"), "results_file": str(out), "run_id": boot.run_id}
+            **{k: metrics.get(k) for k in ("goodput", "good_turns", "judged_turns",
+                                           "ttft_p95_judged_s", "ttft_p95_during_background_s",
+                                           "decode_p50", "background_ttft_s")},
+            "results_file": str(out), "run_id": boot.run_id}

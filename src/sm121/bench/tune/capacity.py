@@ -1,0 +1,63 @@
+"""An arm's capacity N*: the most concurrent agents meeting the SLO, bracketed by bisection
+on one boot (pure). The boot holds max-num-seqs >= the largest N tested + 1, so a probe is
+never capped by the arm's own sequence limit.
+
+Each outcome is one agents run at N (or the majority of the repetitions at the target N):
+met or missed. The bracket is `lo <= N* < hi`: lo the largest N met below every miss (0: none
+met), hi the smallest N missed (None: no miss up to the largest N tested). It is a bracket,
+never a point: one run per N says "met" or "missed" at that N, nothing between two Ns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Bracket:
+    lo: int  # the largest N met below every miss; 0 when none was met
+    hi: int | None  # the smallest N missed; None when none was, up to the largest tested
+    tested: tuple[tuple[int, bool], ...]  # (N, met) in the order measured
+    non_monotone: bool = False  # some N above a miss met the SLO (noise, or a real bump)
+
+    @property
+    def text(self) -> str:
+        if not self.tested:
+            return "not measured"
+        if self.hi is None:
+            return f"N* >= {self.lo} (met at every N tested, up to {self.lo})"
+        if self.lo == 0:
+            return f"N* < {self.hi} (missed at {self.hi}; no N tested met)"
+        return f"{self.lo} <= N* < {self.hi}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"lo": self.lo, "hi": self.hi, "text": self.text,
+                "tested": [list(t) for t in self.tested], "non_monotone": self.non_monotone}
+
+
+def bracket(outcomes: Iterable[tuple[int, bool]]) -> Bracket:
+    tested = tuple((int(n), bool(m)) for n, m in outcomes)
+    missed = [n for n, met in tested if not met]
+    hi = min(missed) if missed else None
+    lo = max((n for n, met in tested if met and (hi is None or n < hi)), default=0)
+    return Bracket(lo, hi, tested, any(met and hi is not None and n > hi
+                                       for n, met in tested))
+
+
+def next_probe(outcomes: Iterable[tuple[int, bool]], largest: int, resolution: int = 1
+               ) -> int | None:
+    """The next N to run on this boot, or None when the bracket is as narrow as asked
+    (hi - lo <= resolution) or met at `largest`, the most this boot's max-num-seqs holds."""
+    found = bracket(outcomes)
+    tried = {n for n, _ in found.tested}
+    if found.hi is None:
+        return largest if found.lo < largest and largest not in tried else None
+    if found.hi - found.lo <= max(1, resolution):
+        return None
+    mid = (found.lo + found.hi) // 2
+    return mid if mid >= 1 and mid not in tried else None
+
+
+def resolution_for(target: int) -> int:
+    """How narrow a bracket is worth its runs: a quarter of the target, at least 1."""
+    return max(1, target // 4)
