@@ -10,6 +10,12 @@ GOODPUT_TARGET = 0.95
 COST_TARGET = 0.05
 
 
+def _pct(value: float | None) -> str:
+    """A share as a percentage, or "not measured": an arm can meet goodput while its long
+    prefill was not priced (no reference arm, or the job missed the agents' window)."""
+    return "not measured" if value is None else f"{value:.1%}"
+
+
 def meets(row: dict[str, Any], goodput: float = GOODPUT_TARGET, cost: float = COST_TARGET
           ) -> tuple[bool, bool]:
     g = row["goodput"] is not None and row["goodput"] >= goodput
@@ -32,14 +38,15 @@ def binding(table: list[dict[str, Any]], goodput: float = GOODPUT_TARGET,
     if good:
         best = min(good, key=lambda r: r["prefill_cost"] if r["prefill_cost"] is not None
                    else float("inf"))
-        over = (best["prefill_cost"] or 0) - cost
+        priced = ("its long prefill was not priced" if best["prefill_cost"] is None else
+                  f"costs {best['prefill_cost']:.1%}, {best['prefill_cost'] - cost:.1%} over "
+                  f"{cost:.0%}")
         parts.append(f"the cost bound binds: the cheapest candidate meeting goodput "
-                     f"({best['name']}) costs {best['prefill_cost']:.1%}, {over:.1%} over "
-                     f"{cost:.0%}")
+                     f"({best['name']}) {priced}")
     if cheap:
         best = max(cheap, key=lambda r: r["goodput"] or 0)
         parts.append(f"the goodput bound binds: the best candidate within the cost "
-                     f"({best['name']}) reaches {best['goodput']:.1%}, "
+                     f"({best['name']}) reaches {_pct(best['goodput'])}, "
                      f"{goodput - (best['goodput'] or 0):.1%} short of {goodput:.0%}")
     if not good and not cheap:
         parts.append("both bounds bind: no candidate meets either")
