@@ -10,12 +10,13 @@ from sm121.cli.output import console, parse_sets, print_json
 from sm121.errors import Sm121Error
 from sm121.findings import errors
 from sm121.memory.budget import GIB
-from sm121.memory.calibration import load_observations, save_observation
-from sm121.memory.model import GB10_ASSUMED, MemoryPlan, MemoryRequest, NodeMemory
-from sm121.memory.node import node_memory
+from sm121.memory.model import GB10_ASSUMED, MemoryPlan, NodeMemory
 from sm121.memory.planner import plan_memory
 from sm121.memory.solve import Solution, parse_load, solve
 from sm121.recipes.loader import load_recipe
+from sm121.sizing.calibration_store import load_observations, save_observation
+from sm121.sizing.inputs import memory_request
+from sm121.sizing.node import node_memory
 from sm121.sizing.run_check import RunCheck, check_run
 
 app = typer.Typer(help="The KV memory planner: budget, pool, concurrency; calibrated by boots.",
@@ -45,8 +46,8 @@ def plan_cmd(
 ) -> None:
     """KV budget, KV pool in tokens, max concurrency at max-model-len and the largest context
     that fits, with the arithmetic, for a recipe and profile on a node."""
-    request = MemoryRequest(
-        recipe=load_recipe(name), profile=profile, overrides=parse_sets(sets),
+    request = memory_request(
+        load_recipe(name), profile, parse_sets(sets),
         node=node_memory(cluster, node_gib), weights_gib=weights_gib,
         kv_bytes=int(kv_space * GIB) if kv_space is not None else None,
         calibrate=not no_calibration)

@@ -4,7 +4,6 @@ RAM (does a warm-read help?), the GMU setting, and the UMA gate."""
 from __future__ import annotations
 
 from sm121.doctor.model import CheckResult, NodeContext, node_finding, result
-from sm121.engines.registry import adapter_for
 from sm121.findings import Severity
 from sm121.hosts.facts import HostFacts
 from sm121.memory.budget import GIB
@@ -84,16 +83,16 @@ def check_weights_vs_ram(facts: HostFacts, ctx: NodeContext) -> CheckResult | No
 def _gmu(ctx: NodeContext) -> float:
     if ctx.memory is not None and ctx.memory.gmu is not None:
         return ctx.memory.gmu
-    if ctx.recipe is None:
+    if ctx.recipe is None or ctx.engine is None:
         return 0.0  # no engine planned: nothing is held beside the cache
-    value = ctx.args.get(adapter_for(ctx.recipe.engine.kind).memory.gmu)
+    value = ctx.args.get(ctx.engine.memory.gmu)
     return float(value) if isinstance(value, (int, float)) else DEFAULT_GMU
 
 
 def check_gmu(ctx: NodeContext) -> CheckResult | None:
-    if ctx.recipe is None:
+    if ctx.recipe is None or ctx.engine is None:
         return None
-    engine = adapter_for(ctx.recipe.engine.kind)
+    engine = ctx.engine
     name = engine.memory.gmu
     findings = engine.check_limits(ctx.recipe, ctx.args, ctx.cluster_source or "recipe", "args")
     if ctx.memory is not None:

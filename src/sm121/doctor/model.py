@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from sm121.cluster.spec import Node
+from sm121.engines.adapter import EngineAdapter
 from sm121.findings import Finding, Severity, Status, worst
 from sm121.memory.model import MemoryPlan
 from sm121.recipes.schema import ArgValue, Recipe
@@ -51,6 +52,9 @@ class NodeContext:
     spec: Node | None = None  # the cluster file's entry
     cluster_source: str = ""
     recipe: Recipe | None = None
+    # The recipe's engine adapter, found once per doctor run (None: no recipe, or an engine
+    # sm121 has no adapter for): every check takes it from here.
+    engine: EngineAdapter | None = None
     profile: str | None = None
     args: dict[str, ArgValue] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # the engine env rendered for this node

@@ -15,17 +15,19 @@ from sm121.doctor import network_checks as net
 from sm121.doctor.model import CheckResult, DoctorReport, NodeContext, NodeReport
 from sm121.doctor.weights_read import node_reads
 from sm121.doctor.weights_route import check_copy_tool, check_weights_route
+from sm121.engines.adapter import EngineAdapter
 from sm121.engines.registry import adapter_for, has_adapter
 from sm121.errors import Sm121Error
 from sm121.hosts.facts import HostFacts, ProbeRequest, gather
 from sm121.hosts.transport import LocalTransport, Transport, transport_for
-from sm121.memory.model import MemoryRequest, NodeMemory
-from sm121.memory.model_files import hf_cache_dir, model_directory
+from sm121.memory.model import NodeMemory
 from sm121.memory.planner import plan_memory
 from sm121.plan.effective import effective_profile, resolve_profile
 from sm121.plan.render import fabric_env
 from sm121.recipes.loader import LoadedRecipe, load_recipe
 from sm121.recipes.schema import ArgValue, ModelSource
+from sm121.sizing.inputs import memory_request
+from sm121.sizing.model_files import hf_cache_dir, model_directory
 from sm121.stage.staged import node_staged
 
 Probe = Callable[[str, Transport, ProbeRequest], HostFacts]
@@ -48,11 +50,15 @@ def run_doctor(request: DoctorRequest, probe: Probe = gather) -> DoctorReport:
     cluster = load_cluster(request.cluster) if request.cluster else None
     if cluster is not None:
         require_cluster_trust(cluster[1], cluster_needs(cluster[0]), request.trust)
+    # Where the recipe meets its engine: the doctor run's one lookup, carried in each node's
+    # context (an engine without an adapter still gets its host checks).
+    engine = (adapter_for(loaded.recipe.engine.kind)
+              if loaded is not None and has_adapter(loaded.recipe.engine.kind) else None)
     nodes = _nodes(cluster)
     notes = [] if cluster else ["no --cluster: this machine only"]
     reports = []
     for spec in nodes:
-        ctx = _context(spec, cluster, loaded, profile, request)
+        ctx = _context(spec, cluster, loaded, engine, profile, request)
         try:
             transport = _transport(spec, cluster)
             if loaded is not None and cluster is not None:
@@ -93,7 +99,7 @@ def _transport(spec: Node | None, cluster: tuple[Cluster, str] | None) -> Transp
 
 
 def _context(spec: Node | None, cluster: tuple[Cluster, str] | None,
-             loaded: LoadedRecipe | None, profile: str | None,
+             loaded: LoadedRecipe | None, engine: EngineAdapter | None, profile: str | None,
              request: DoctorRequest) -> NodeContext:
     ctx = NodeContext(name=spec.name if spec else "local", spec=spec,
                       cluster_source=cluster[1] if cluster else "")
@@ -103,17 +109,15 @@ def _context(spec: Node | None, cluster: tuple[Cluster, str] | None,
     effective = effective_profile(recipe, profile, loaded.source, request.overrides)
     args, env = effective.args, effective.env
     if spec is not None and recipe.parallelism.nodes > 1:
-        host_ip_env = adapter_for(recipe.engine.kind).host_ip_env \
-            if has_adapter(recipe.engine.kind) else None
+        host_ip_env = engine.host_ip_env if engine else None
         env |= fabric_env(spec, host_ip_env)  # what the plan renders for this node
     hf, jit = _cache_paths(loaded)
-    flags = adapter_for(recipe.engine.kind).memory if has_adapter(recipe.engine.kind) else None
-    reads = node_reads(recipe, args, flags) if flags else None
+    reads = node_reads(recipe, args, engine.memory) if engine else None
     name = recipe.name if loaded.builtin else loaded.source
     chosen = ["--profile", profile] if profile else []
     stage = shlex.join(["sm121", "stage", name, *chosen, "--cluster",
                         cluster[1] if cluster else "CLUSTER.yaml"])
-    return replace(ctx, recipe=recipe, profile=profile, args=args, env=env, hf_cache=hf,
+    return replace(ctx, recipe=recipe, engine=engine, profile=profile, args=args, env=env, hf_cache=hf,
                    jit_cache=jit, model_share_bytes=reads.bytes if reads else None,
                    reads_how=reads.how if reads else "", stage_command=stage)
 
@@ -149,11 +153,11 @@ def _probe_request(ctx: NodeContext, loaded: LoadedRecipe | None,
 def _with_memory(ctx: NodeContext, loaded: LoadedRecipe | None, facts: HostFacts,
                  request: DoctorRequest) -> NodeContext:
     """The memory plan on this node's own memory (its MemTotal)."""
-    if loaded is None:
+    if loaded is None or ctx.engine is None:
         return ctx
     total = facts.gib("MemTotal") or (ctx.spec.memory_gib if ctx.spec else None)
     node = NodeMemory(ctx.name, total or 0.0, "this node's /proc/meminfo", uma=True)
-    plan = plan_memory(MemoryRequest(loaded, ctx.profile, dict(request.overrides or {}),
-                                     node=node))
+    plan = plan_memory(memory_request(loaded, ctx.profile, request.overrides, node=node,
+                                      engine=ctx.engine))
     return replace(ctx, memory=plan)
 

@@ -14,7 +14,7 @@ from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
 from sm121.hosts.python import this_python
 from sm121.hosts.transport import LocalTransport, Transport
-from sm121.recipes.schema import EngineSpec, Recipe
+from sm121.recipes.schema import Recipe
 
 HELP_TIMEOUT_S = 600  # a cold image import of vLLM on a busy node takes minutes
 
@@ -28,8 +28,7 @@ class EngineFlags:
     how: str
     cache_file: str
     declared: str | None  # the recipe's engine.version
-    engine: EngineAdapter = field(default_factory=lambda: adapter_for(EngineSpec().kind),
-                                  compare=False, repr=False)
+    engine: EngineAdapter = field(compare=False, repr=False)  # whose flags these are
 
     @property
     def mismatch(self) -> str | None:
@@ -51,7 +50,7 @@ def read_engine_flags(recipe: Recipe, transport: Transport, node: str,
     """Run the engine's --help=all and cache its flags for this recipe (recipe_key; a built-in
     recipe's list serves every recipe of that engine). The caller checks trust first: this
     runs the recipe's command or image."""
-    engine = adapter_for(recipe.engine.kind)
+    engine = adapter_for(recipe.engine.kind)  # a recipe meeting its engine: `sm121 engine flags`
     if recipe.runtime.kind == "docker":
         image = recipe.runtime.image
         if not image:

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sm121.engines.adapter import MemoryFlags
-from sm121.engines.registry import adapter_for
-from sm121.recipes.schema import EngineSpec
 
 GIB = 1024**3
 MIB = 1024**2
@@ -97,11 +95,9 @@ def gmu_for_kv(kv_gib: float, total_gib: float, weights_gib: float, reserve_gib:
 
 
 def explicit_kv_bytes(args: Mapping[str, Any], env: Mapping[str, str],
-                      flags: MemoryFlags | None = None) -> tuple[int, str] | None:
-    """An explicit KV size, if the plan sets one (`flags`: the engine's names, by default
-    those of the schema's default engine). A CPU build's env var wins over the arg: vLLM
-    applies it last (a legacy setting, whole GiB)."""
-    flags = flags or adapter_for(EngineSpec().kind).memory
+                      flags: MemoryFlags) -> tuple[int, str] | None:
+    """An explicit KV size, if the plan sets one (`flags`: the engine's names). A CPU
+    build's env var wins over the arg: vLLM applies it last (a legacy setting, whole GiB)."""
     space = env.get(flags.kv_space_env, "") if flags.kv_space_env else ""
     if space.strip():
         return int(space) * GIB, f"{flags.kv_space_env}={space} GiB"

@@ -3,18 +3,16 @@
 An observation comes from a run's engine log (KV pool tokens, max concurrency, KV memory,
 weights) together with the settings that run used (sizing.run_check reads both). The planner
 reports its prediction against it, and uses it: the reserve it implies replaces the
-uncalibrated estimate. Stored under $SM121_HOME/calibration/<recipe>/<profile>.json; the
-field's own figures ship with sm121 as built-in observations."""
+uncalibrated estimate. Stored under $SM121_HOME/calibration/<recipe>/<profile>.json (read and
+written by sizing/calibration_store.py); the field's own figures ship with sm121 as built-in
+observations."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from sm121 import paths
 from sm121.memory.field import FIELD_OBSERVATIONS
 
 
@@ -55,35 +53,6 @@ class Observation(BaseModel):
         assert self.gmu is not None and self.node_total_gib is not None
         assert self.weights_gib is not None and self.kv_gib is not None
         return self.gmu * self.node_total_gib - self.weights_gib - self.kv_gib
-
-
-def store_dir() -> Path:
-    return paths.home() / "calibration"
-
-
-def _file(recipe: str, profile: str | None) -> Path:
-    return store_dir() / recipe / f"{profile or 'default'}.json"
-
-
-def load_observations(recipe: str, profile: str | None = None) -> list[Observation]:
-    """Stored observations for the recipe (one profile, or all), then the built-in ones."""
-    files = ([_file(recipe, profile)] if profile is not None
-             else sorted((store_dir() / recipe).glob("*.json")))
-    stored = [Observation.model_validate(item) for f in files if f.is_file()
-              for item in json.loads(f.read_text())]
-    builtin = [o for o in builtin_observations()
-               if o.recipe == recipe and (profile is None or o.profile == profile)]
-    return stored + builtin
-
-
-def save_observation(observation: Observation) -> Path:
-    file = _file(observation.recipe, observation.profile)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    existing = ([Observation.model_validate(i) for i in json.loads(file.read_text())]
-                if file.is_file() else [])
-    kept = [o for o in existing if o.source != observation.source] + [observation]
-    file.write_text(json.dumps([o.model_dump(mode="json") for o in kept], indent=2))
-    return file
 
 
 def builtin_observations() -> list[Observation]:

@@ -11,11 +11,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from sm121.engines.adapter import MemoryFlags
-from sm121.engines.registry import adapter_for
 from sm121.findings import Finding
 from sm121.memory.budget import GB10_TOTAL_GIB, Reserve
+from sm121.memory.calibration import Observation
 from sm121.memory.kv import KvLayout
-from sm121.memory.model_files import ModelFiles
 from sm121.memory.startup_check import NeedModel, StartupCheck
 from sm121.recipes.loader import LoadedRecipe
 from sm121.recipes.schema import ArgValue, Recipe
@@ -45,7 +44,23 @@ GB10_ASSUMED = NodeMemory("gb10", GB10_TOTAL_GIB,
 
 
 @dataclass(frozen=True)
+class ModelFiles:
+    """What the planner knows of the model's files: sizing/model_files.py reads them."""
+
+    directory: str | None  # None: not on this machine
+    config: dict[str, Any] | None
+    weights_bytes: int | None  # the safetensors' total size; None: none found
+    how: str  # where the facts came from, for the report
+
+
+NO_FILES = ModelFiles(None, None, None, "the model's files were not read")
+
+
+@dataclass(frozen=True)
 class MemoryRequest:
+    """Everything the planner reads, as values: sizing.inputs.memory_request builds one
+    from disk (the model's files, the calibration store) and the engine's adapter."""
+
     recipe: LoadedRecipe
     profile: str | None = None
     overrides: Mapping[str, ArgValue] = field(default_factory=dict)
@@ -54,6 +69,9 @@ class MemoryRequest:
     kv_bytes: int | None = None  # an explicit KV size, overriding the plan's
     env: Mapping[str, str] = field(default_factory=dict)  # engine env on top of the recipe's
     calibrate: bool = True
+    files: ModelFiles = NO_FILES
+    observations: tuple[Observation, ...] = ()  # the recipe's observed boots, every profile
+    flags: MemoryFlags = field(kw_only=True)  # the engine's names of the settings read
 
 
 class Comparison(BaseModel):
@@ -119,14 +137,10 @@ class Context:
     reserve: Reserve
     weights_gib: float | None
     weights_how: str
+    flags: MemoryFlags  # the engine's names of the settings read here
     calibrated_from: tuple[str, ...] = ()
     need: NeedModel = NeedModel(None, "not calibrated")
     booked: tuple[tuple[float, str], ...] = ()  # page cache booked per observed boot, GiB
-
-    @property
-    def flags(self) -> MemoryFlags:
-        """The engine's names of the settings read here."""
-        return adapter_for(self.recipe.engine.kind).memory
 
     @property
     def block_size(self) -> int:

@@ -1,6 +1,7 @@
 """The memory planner: recipe + profile + overrides + node -> KV budget, pool and concurrency.
 
-Pure apart from reading the model's config.json and weight sizes, and the calibration store.
+Pure: the model's files, the observed boots and the engine's flag names arrive in the
+MemoryRequest (sizing/ reads them).
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from sm121.engines.registry import adapter_for
-from sm121.memory import calibration
+from sm121.engines.adapter import MemoryFlags
 from sm121.memory.advice import explain, memory_findings
 from sm121.memory.budget import GIB, Budget, default_reserve, explicit_kv_bytes, gmu_budget
+from sm121.memory.calibration import Observation
 from sm121.memory.check_plan import (
     NEED_TOLERANCE,
     calibrate_check,
@@ -30,9 +31,9 @@ from sm121.memory.model import (
     Context,
     MemoryPlan,
     MemoryRequest,
+    ModelFiles,
     NodeMemory,
 )
-from sm121.memory.model_files import ModelFiles, find_model_files
 from sm121.memory.pool import Pool, kv_pool
 from sm121.plan.effective import effective_profile
 from sm121.recipes.schema import ArgValue, Recipe
@@ -47,26 +48,26 @@ def resolve(request: MemoryRequest) -> Context:
     effective = effective_profile(recipe, request.profile, source, request.overrides,
                                   request.env)
     profile, args, env = effective.profile, dict(effective.args), effective.env
-    files = find_model_files(recipe)
-    layout = _layout(recipe, files, args)
+    files = request.files
+    layout = _layout(recipe, files, args, request.flags)
     weights, weights_how = _weights(recipe, files, request.weights_gib)
     return Context(recipe, profile, args, env, files, layout, default_reserve(files.config),
-                   weights, weights_how)
+                   weights, weights_how, request.flags)
 
 
-def fitted(request: MemoryRequest) -> tuple[Context, list[calibration.Observation]]:
+def fitted(request: MemoryRequest) -> tuple[Context, list[Observation]]:
     """The resolved context with its unknowns fitted to the recipe's observed boots."""
     ctx = resolve(request)
-    observations = calibration.load_observations(ctx.recipe.name)
+    observations = list(request.observations)
     if not request.calibrate:
         return calibrate_check(ctx, []), observations
     return calibrate_check(fit(ctx, observations), observations), observations
 
 
-def _layout(recipe: Recipe, files: ModelFiles, args: Mapping[str, Any]) -> KvLayout | None:
+def _layout(recipe: Recipe, files: ModelFiles, args: Mapping[str, Any],
+            flags: MemoryFlags) -> KvLayout | None:
     if not files.config:
         return None
-    flags = adapter_for(recipe.engine.kind).memory
     dtype = kv_dtype(_str(args.get(flags.kv_cache_dtype)),
                      _str(args.get(flags.dtype)) or _model_dtype(files.config))
     par = recipe.parallelism
@@ -121,7 +122,7 @@ def _budget(ctx: Context, request: MemoryRequest) -> Budget:
 
 
 def _compare(ctx: Context, request: MemoryRequest,
-             obs: calibration.Observation) -> Comparison | None:
+             obs: Observation) -> Comparison | None:
     if obs.pool_tokens is None and obs.kv_gib is None and obs.booted is None:
         return None
     flags = ctx.flags
@@ -131,7 +132,7 @@ def _compare(ctx: Context, request: MemoryRequest,
                                   (flags.block_size, obs.block_size),
                                   (flags.kv_cache_dtype, obs.kv_cache_dtype)) if v is not None}
     args = ctx.args | settings
-    at = replace(ctx, args=args, layout=_layout(ctx.recipe, ctx.files, args) or ctx.layout,
+    at = replace(ctx, args=args, layout=_layout(ctx.recipe, ctx.files, args, flags) or ctx.layout,
                  weights_gib=obs.weights_gib if obs.weights_gib is not None else ctx.weights_gib)
     node = NodeMemory(request.node.name, obs.node_total_gib or request.node.total_gib, "",
                       uma=request.node.uma)
@@ -152,7 +153,7 @@ def _compare(ctx: Context, request: MemoryRequest,
     )
 
 
-def _kv_at(predicted: MemoryPlan, obs: calibration.Observation) -> float:
+def _kv_at(predicted: MemoryPlan, obs: Observation) -> float:
     """The KV the engine finds there: with the page cache booked (the median observed boot)
     for a boot that had it, else the budget."""
     check = predicted.startup
@@ -161,7 +162,7 @@ def _kv_at(predicted: MemoryPlan, obs: calibration.Observation) -> float:
     return predicted.kv_gib
 
 
-def _outcome_at(predicted: MemoryPlan, obs: calibration.Observation) -> str | None:
+def _outcome_at(predicted: MemoryPlan, obs: Observation) -> str | None:
     """The check's verdict at the observation: against the KV it reported when it did (the
     engine compared with that figure), else against the plan's budget there."""
     check = predicted.startup
@@ -175,7 +176,7 @@ def _outcome_at(predicted: MemoryPlan, obs: calibration.Observation) -> str | No
 
 
 def _unreproduced(comparisons: list[Comparison],
-                  observations: list[calibration.Observation]) -> list[str]:
+                  observations: list[Observation]) -> list[str]:
     """Every observation the model does not reproduce, said, never dropped."""
     lines = []
     for c in comparisons:
@@ -196,7 +197,7 @@ def _weights(recipe: Recipe, files: ModelFiles, given: float | None) -> tuple[fl
     ranks = recipe.parallelism.tp * recipe.parallelism.pp
     if given is not None:
         return given, "given (--weights-gib)"
-    if files.weight_files:
+    if files.weights_bytes:
         total = files.weights_bytes / GIB
         return total / ranks, f"safetensors in {files.directory}: {total:.3f} GiB / {ranks} ranks"
     if recipe.model.size_gb:

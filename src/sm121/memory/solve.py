@@ -9,7 +9,6 @@ from dataclasses import replace
 
 from pydantic import BaseModel
 
-from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
 from sm121.memory.budget import GIB, gmu_for_kv
 from sm121.memory.model import MemoryPlan, MemoryRequest
@@ -51,7 +50,7 @@ def parse_load(text: str) -> Load:
 
 
 def solve(request: MemoryRequest, load: Load) -> Solution:
-    flags = adapter_for(request.recipe.recipe.engine.kind).memory
+    flags = request.flags
     at_load = replace(request, overrides={**request.overrides, flags.max_model_len: load.context})
     ctx, _ = fitted(at_load)
     base = plan_memory(at_load)
@@ -79,7 +78,7 @@ def _solve_gmu(request: MemoryRequest, load: Load, need: float, base: MemoryPlan
     ceiling = base.gmu_ceiling or 0.95
     gmu = math.ceil(gmu_for_kv(need, base.node_total_gib, base.weights_gib or 0.0,
                                base.reserve_gib) * 100) / 100
-    gmu_flag = adapter_for(request.recipe.recipe.engine.kind).memory.gmu
+    gmu_flag = request.flags.gmu
     if gmu <= ceiling:
         plan = plan_memory(replace(request, overrides={**request.overrides, gmu_flag: gmu}))
         top = plan_memory(replace(request, overrides={**request.overrides, gmu_flag: ceiling}))

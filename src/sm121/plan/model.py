@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from sm121.engines.adapter import EngineAdapter
+from sm121.engines.registry import adapter_of
 from sm121.findings import Finding
 from sm121.recipes.schema import ArgValue, Hooks, RequestPolicy, RestartPolicy
 
@@ -87,6 +89,23 @@ class ServePlan(Frozen):
     # What this recipe, not being built in, asks to run or expose (plan/trust.py); plan and
     # serve refuse without --trust when it is not empty.
     needs_trust: list[str] = []
+    # The engine's adapter, carried with the plan so no reader looks it up again: render hands
+    # over the one it rendered with (`carrying`); a plan read back from a run's plan.json
+    # finds its own on first use. Not a field: it is code, never written to the plan file.
+    _adapter: EngineAdapter | None = PrivateAttr(default=None)
+
+    @property
+    def adapter(self) -> EngineAdapter:
+        if self._adapter is None:
+            self._adapter = adapter_of(self.engine)
+        return self._adapter
+
+    def carrying(self, adapter: EngineAdapter) -> ServePlan:
+        """This plan, carrying the adapter it was rendered with (render's one lookup)."""
+        if adapter.kind.value != self.engine:
+            raise ValueError(f"a {adapter.kind.value} adapter for a {self.engine} plan")
+        self._adapter = adapter
+        return self
 
     @property
     def head(self) -> NodePlan:

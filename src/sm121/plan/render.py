@@ -44,22 +44,24 @@ def render_plan(request: PlanRequest) -> ServePlan:
     if not has_adapter(recipe.engine.kind):
         raise Sm121Error(f"{source}: engine {recipe.engine.kind.value} has no renderer yet",
                          "vllm is the engine sm121 renders today")
+    # Where a recipe first meets its engine: the one lookup of a render; everything below
+    # takes this adapter, and the plan carries it to launch, serving, sizing and doctor.
+    engine = adapter_for(recipe.engine.kind)
     effective = effective_profile(recipe, request.profile, source, request.overrides)
     profile, overrides = effective.profile, effective.overrides
     request = replace(request, profile=profile)
-    findings = _validate(request, profile, overrides)
+    findings = _validate(engine, request, profile, overrides)
 
-    engine = adapter_for(recipe.engine.kind)
     derived = engine.derived_args(recipe, effective.args)
     engine_args = effective.args | {name: value for name, (value, _) in derived.items()}
     own_args = {name: value for name, (value, _) in derived.items()}
-    rendered = _node_plans(request, effective, engine_args, own_args, _model_ref(recipe))
+    rendered = _node_plans(engine, request, effective, engine_args, own_args, _model_ref(recipe))
     nodes = [node for node, _, _ in rendered]
-    needs = trust_needs(recipe, profile, request.recipe.builtin)
+    needs = trust_needs(recipe, profile, request.recipe.builtin, engine)
     if request.argv_check and not request.recipe.builtin and not needs:
         # The recipe asks only for allow-listed things: check that the argv as the engine
         # parses it agrees (the allow-list's own gaps would show here).
-        needs = argv_needs(recipe, [(tail, own) for _, tail, own in rendered])
+        needs = argv_needs(engine, recipe, [(tail, own) for _, tail, own in rendered])
     if request.cluster is not None:
         # The cluster file's programs and configs (a node's python, ssh_config): argv[0] and
         # the ssh that reaches each node, which the engine's parser never reads.
@@ -91,7 +93,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         recipe_source=source,
         recipe_spec=_kept_recipe(recipe),
         needs_trust=needs,
-    )
+    ).carrying(engine)
 
 
 def _kept_recipe(recipe: Recipe) -> dict[str, object]:
@@ -103,11 +105,11 @@ def _kept_recipe(recipe: Recipe) -> dict[str, object]:
     return data
 
 
-def _validate(request: PlanRequest, profile: str | None,
+def _validate(engine: EngineAdapter, request: PlanRequest, profile: str | None,
               overrides: dict[str, ArgValue]) -> list[Finding]:
     recipe, source = request.recipe.recipe, request.recipe.source
-    findings = (validate_recipe(recipe, source)
-                + validate_overrides(recipe, profile, overrides, source))
+    findings = (validate_recipe(recipe, source, engine)
+                + validate_overrides(recipe, profile, overrides, source, engine))
     if request.cluster is not None:
         cluster, cluster_source = request.cluster
         findings += check_fabric(cluster, cluster_source, recipe.parallelism.nodes)
@@ -152,7 +154,7 @@ def _probe_host(request: PlanRequest, nodes: list[NodePlan]) -> str:
     return "127.0.0.1" if nodes[0].ssh is None else nodes[0].ssh.split("@")[-1]
 
 
-def _node_plans(request: PlanRequest, effective: EffectiveProfile,
+def _node_plans(engine: EngineAdapter, request: PlanRequest, effective: EffectiveProfile,
                 engine_args: dict[str, ArgValue], own_args: dict[str, ArgValue],
                 model_ref: str) -> list[tuple[NodePlan, list[str] | None, list[str]]]:
     """Each node's plan, with the engine args of its final argv (what follows the engine
@@ -162,7 +164,6 @@ def _node_plans(request: PlanRequest, effective: EffectiveProfile,
     nodes = _participants(request)
     cluster = request.cluster[0] if request.cluster else None
     head_ip = nodes[0].fabric_ip or request.host
-    engine = adapter_for(recipe.engine.kind)
     known = engine.known_flags(recipe)
     plans = []
     for rank, node in enumerate(nodes):

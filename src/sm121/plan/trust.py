@@ -15,6 +15,7 @@ import posixpath
 import shlex
 
 from sm121 import paths
+from sm121.engines.adapter import EngineAdapter
 from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args, profile_env
@@ -28,17 +29,20 @@ CACHE_ROOT = "~/.cache"
 CONTAINER_CACHE_ROOTS = ("/root/.cache",)
 
 
-def trust_needs(recipe: Recipe, profile: str | None, builtin: bool) -> list[str]:
-    """One line per thing that needs --trust: the field and what it would do."""
+def trust_needs(recipe: Recipe, profile: str | None, builtin: bool,
+                engine: EngineAdapter | None = None) -> list[str]:
+    """One line per thing that needs --trust: the field and what it would do. `engine` is
+    the adapter render holds; a caller with only a recipe (tune) lets this find it."""
     if builtin:
         return []
-    return (_runtime_needs(recipe) + model_needs(recipe) + _arg_needs(recipe, profile)
-            + _env_needs(recipe, profile) + hook_needs(recipe.hooks_for(profile)))
+    engine = engine or adapter_for(recipe.engine.kind)  # a recipe meeting its engine here
+    return (_runtime_needs(engine, recipe) + model_needs(recipe)
+            + _arg_needs(engine, recipe, profile)
+            + _env_needs(engine, recipe, profile) + hook_needs(recipe.hooks_for(profile)))
 
 
-def _runtime_needs(recipe: Recipe) -> list[str]:
+def _runtime_needs(engine: EngineAdapter, recipe: Recipe) -> list[str]:
     runtime, needs = recipe.runtime, []
-    engine = adapter_for(recipe.engine.kind)
     if runtime.command and tuple(runtime.command) not in (engine.native_command,
                                                           engine.docker_command):
         needs.append(f"runtime.command: runs `{shlex.join(runtime.command)}` instead of the "
@@ -66,8 +70,7 @@ def model_needs(recipe: Recipe) -> list[str]:
             f"({paths.models_dir()}) and {CACHE_ROOT}"]
 
 
-def _arg_needs(recipe: Recipe, profile: str | None) -> list[str]:
-    engine = adapter_for(recipe.engine.kind)
+def _arg_needs(engine: EngineAdapter, recipe: Recipe, profile: str | None) -> list[str]:
     # Read as the upstream parser reads it: a name under extra_known_args may abbreviate one.
     upstream = engine.flag_choice(recipe).flags.flags
     needs = []
@@ -81,8 +84,7 @@ def _arg_needs(recipe: Recipe, profile: str | None) -> list[str]:
     return needs
 
 
-def _env_needs(recipe: Recipe, profile: str | None) -> list[str]:
-    engine = adapter_for(recipe.engine.kind)
+def _env_needs(engine: EngineAdapter, recipe: Recipe, profile: str | None) -> list[str]:
     return [f"env.{name}: {problem}"
             for name, value in profile_env(recipe, profile).items()
             if (problem := engine.env_problem(name, value, is_secret(name))) is not None]
@@ -95,11 +97,11 @@ def hook_needs(hooks: Hooks) -> list[str]:
             "node" for name in used]
 
 
-def argv_needs(recipe: Recipe, engines: list[tuple[list[str] | None, list[str]]]) -> list[str]:
+def argv_needs(engine: EngineAdapter, recipe: Recipe,
+               engines: list[tuple[list[str] | None, list[str]]]) -> list[str]:
     """The final check: each node's engine args (after the engine command) against sm121's
-    own part of them, read by the engine's parser. A node that runs no engine (a Ray
-    worker, sm121's fixed argv) has None."""
-    engine = adapter_for(recipe.engine.kind)
+    own part of them, read by the engine's parser (`engine`, render's adapter). A node that
+    runs no engine (a Ray worker, sm121's fixed argv) has None."""
     choice = engine.flag_choice(recipe)
     needs: list[str] = []
     for full, own in engines:

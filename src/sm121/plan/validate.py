@@ -1,12 +1,14 @@
 """Recipe validation: the field's known traps, each named by file, field and allowed values.
 
 Recipe-level rules (parallelism, hooks, profiles) live here; the rules of an engine's flags
-live with the engine (its adapter, engines.registry.adapter_for) and are called from here."""
+live with the engine (its adapter) and are called from here. Render passes the adapter it
+rendered with; a caller holding only a recipe (sizing, a test) lets these find it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sm121.engines.adapter import EngineAdapter
 from sm121.engines.registry import adapter_for, has_adapter
 from sm121.findings import Finding, Severity
 from sm121.plan.effective import profile_args
@@ -14,13 +16,15 @@ from sm121.recipes.hook_names import BUILTIN_HOOKS
 from sm121.recipes.schema import ArgValue, Recipe
 
 
-def validate_recipe(recipe: Recipe, source: str) -> list[Finding]:
+def validate_recipe(recipe: Recipe, source: str,
+                    engine: EngineAdapter | None = None) -> list[Finding]:
     findings = _check_parallelism(recipe, source) + _check_hooks(recipe, source)
     if recipe.default_profile and recipe.default_profile not in recipe.profiles:
         findings.append(_err(source, "default_profile", f"{recipe.default_profile!r} is not a profile",
                              allowed=", ".join(recipe.profiles)))
-    if has_adapter(recipe.engine.kind):
-        engine = adapter_for(recipe.engine.kind)
+    if engine is None and has_adapter(recipe.engine.kind):
+        engine = adapter_for(recipe.engine.kind)  # a recipe meeting its engine here
+    if engine is not None:
         findings += engine.check_layer(recipe, recipe.args, recipe.args, None, source, "args",
                                        tool_calling=not recipe.profiles)
         for name, profile in recipe.profiles.items():
@@ -31,14 +35,15 @@ def validate_recipe(recipe: Recipe, source: str) -> list[Finding]:
 
 
 def validate_overrides(
-    recipe: Recipe, profile: str | None, overrides: Mapping[str, ArgValue], source: str
+    recipe: Recipe, profile: str | None, overrides: Mapping[str, ArgValue], source: str,
+    engine: EngineAdapter | None = None,
 ) -> list[Finding]:
     """`--set` values get the same checks as a profile."""
-    if not has_adapter(recipe.engine.kind) or not overrides:
+    if not overrides or (engine is None and not has_adapter(recipe.engine.kind)):
         return []
+    engine = engine or adapter_for(recipe.engine.kind)  # a recipe meeting its engine here
     args = profile_args(recipe, profile) | dict(overrides)
-    return adapter_for(recipe.engine.kind).check_layer(recipe, overrides, args, None, "--set",
-                                                       "args", tool_calling=True)
+    return engine.check_layer(recipe, overrides, args, None, "--set", "args", tool_calling=True)
 
 
 def _check_parallelism(recipe: Recipe, source: str) -> list[Finding]:

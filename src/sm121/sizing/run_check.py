@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from sm121.engines.adapter import EngineAdapter
 from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.memory.budget import explicit_kv_bytes
@@ -18,6 +19,7 @@ from sm121.memory.planner import plan_memory
 from sm121.recipes.loader import LoadedRecipe, load_recipe, validate_model
 from sm121.recipes.schema import Recipe
 from sm121.runs.state import PLAN_FILE, head_env, load_plan
+from sm121.sizing.inputs import memory_request
 
 
 class RunCheck(BaseModel):
@@ -35,20 +37,22 @@ class RunCheck(BaseModel):
         return error_pct(self.predicted_tokens, self.observed_tokens)
 
 
-def request_for_run(run_dir: Path, node: NodeMemory = GB10_ASSUMED) -> MemoryRequest:
+def request_for_run(run_dir: Path, engine: EngineAdapter,
+                    node: NodeMemory = GB10_ASSUMED) -> MemoryRequest:
     """The memory request that reproduces a run: its recipe and profile, with the exact
     engine args and env the run was started with."""
     plan = load_plan(run_dir)
-    return MemoryRequest(recipe=load_run_recipe(run_dir), profile=plan["profile"],
-                         overrides=plan["engine_args"], env=head_env(run_dir), node=node,
-                         calibrate=False)
+    return memory_request(load_run_recipe(run_dir), plan["profile"], plan["engine_args"],
+                          engine=engine, env=head_env(run_dir), node=node, calibrate=False)
 
 
 def check_run(run_dir: Path, node: NodeMemory = GB10_ASSUMED) -> tuple[RunCheck, Observation]:
     """Predict without calibration (the prediction must not learn from what it is checked
     against), then set it beside what the engine logged."""
-    observed = observe_run(run_dir, node.total_gib if node is not GB10_ASSUMED else None)
-    plan = plan_memory(request_for_run(run_dir, node))
+    # Where a run's plan (kept as JSON, maybe from an older sm121) meets its engine.
+    engine = adapter_of(load_plan(run_dir).get("engine"))
+    observed = observe_run(run_dir, engine, node.total_gib if node is not GB10_ASSUMED else None)
+    plan = plan_memory(request_for_run(run_dir, engine, node))
     settings = [f"KV {plan.kv_how or f'{plan.kv_gib:.2f} GiB'}", f"block {plan.block_size}",
                 f"max-model-len {plan.max_model_len:,}", f"KV dtype {plan.kv_dtype or '?'}"]
     check = RunCheck(
@@ -60,13 +64,13 @@ def check_run(run_dir: Path, node: NodeMemory = GB10_ASSUMED) -> tuple[RunCheck,
     return check, observed
 
 
-def observe_run(run_dir: Path, node_total_gib: float | None = None) -> Observation:
+def observe_run(run_dir: Path, engine: EngineAdapter,
+                node_total_gib: float | None = None) -> Observation:
     """An observation from a run directory: its plan (settings) and engine log (results)."""
     run_file = run_dir / "run.json"
     if not run_file.is_file():
         raise Sm121Error(f"{run_dir} is not a run directory", "see `sm121 status` for runs")
     run, plan = json.loads(run_file.read_text()), load_plan(run_dir)
-    engine = adapter_of(plan.get("engine"))
     facts = engine.parse_boot_log_file(run_dir / "engine.log")
     if facts.kv_pool_tokens is None and facts.kv_memory_gib is None:
         raise Sm121Error(f"run {run['run_id']}: the engine log has no KV cache lines yet",

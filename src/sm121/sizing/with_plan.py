@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sm121.findings import Finding, raise_on_errors
-from sm121.memory.model import MemoryPlan, MemoryRequest
-from sm121.memory.node import node_memory
+from sm121.memory.model import MemoryPlan
 from sm121.memory.planner import plan_memory
 from sm121.plan.build import build_plan
 from sm121.plan.effective import resolve_profile
@@ -19,6 +18,8 @@ from sm121.plan.model import ServePlan
 from sm121.plan.validate import validate_overrides, validate_recipe
 from sm121.recipes.loader import LoadedRecipe, load_recipe
 from sm121.recipes.schema import ArgValue
+from sm121.sizing.inputs import memory_request
+from sm121.sizing.node import node_memory
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,9 @@ def plan_with_memory(name: str, profile: str | None, cluster: str | None,
         findings = _validate_without_cluster(loaded, profile, overrides)
         note = (f"no --cluster: the per-node plan of this {loaded.recipe.parallelism.nodes}-node "
                 "recipe needs one and is skipped; memory assumes GB10 nodes (119.6 GiB)")
-    memory = plan_memory(MemoryRequest(recipe=loaded, profile=profile, overrides=overrides,
-                                       node=node_memory(cluster, None)))
+    memory = plan_memory(memory_request(
+        loaded, profile, overrides, node=node_memory(cluster, None),
+        engine=serve_plan.adapter if serve_plan else None))
     return PlanWithMemory(serve_plan, memory, note, findings)
 
 

@@ -9,9 +9,11 @@ from doctor_hosts import HOSTS
 from sm121.cluster.spec import load_cluster
 from sm121.doctor.model import NodeContext
 from sm121.doctor.run import DoctorRequest, node_report, run_doctor
+from sm121.engines.registry import adapter_for
 from sm121.hosts.facts import HostFacts
-from sm121.memory.planner import MemoryRequest, NodeMemory, plan_memory
+from sm121.memory.planner import NodeMemory, plan_memory
 from sm121.recipes.loader import load_recipe
+from sm121.sizing.inputs import memory_request
 
 DS4 = "deepseek-v4-flash-eugr-agent"
 
@@ -20,9 +22,11 @@ def ds4_context(facts: HostFacts, **overrides: object) -> NodeContext:
     loaded = load_recipe(DS4)
     args = {**loaded.recipe.args, **loaded.recipe.profiles["agent"].args, **overrides}
     node = NodeMemory("spark1", facts.gib("MemTotal"), "fixture", uma=True)
-    plan = plan_memory(MemoryRequest(loaded, "agent", overrides, node=node))  # type: ignore[arg-type]
-    return NodeContext(name="spark1", recipe=loaded.recipe, profile="agent", args=args,
-                       memory=plan)
+    engine = adapter_for(loaded.recipe.engine.kind)
+    plan = plan_memory(memory_request(loaded, "agent", overrides, node=node,  # type: ignore[arg-type]
+                                      engine=engine))
+    return NodeContext(name="spark1", recipe=loaded.recipe, engine=engine, profile="agent",
+                       args=args, memory=plan)
 
 
 def checks(facts: HostFacts, ctx: NodeContext) -> dict:

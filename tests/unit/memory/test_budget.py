@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sm121.engines.vllm.adapter import VllmAdapter
 from sm121.memory.budget import GIB, Reserve, explicit_kv_bytes, gmu_budget, gmu_for_kv
+
+VLLM_MEMORY = VllmAdapter().memory
 
 
 def test_field_reserve_from_gmu_070_predicts_kv_at_078() -> None:
@@ -34,9 +37,9 @@ def test_reserve_grows_with_batched_tokens_and_keeps_its_slope_when_shifted() ->
     ({"kv-cache-memory-bytes": "1G"}, {"VLLM_CPU_KVCACHE_SPACE": "3"}, 3 * GIB),
 ])
 def test_explicit_kv_sizes(args: dict, env: dict, expected: int) -> None:
-    found = explicit_kv_bytes(args, env)
+    found = explicit_kv_bytes(args, env, VLLM_MEMORY)
     assert found is not None and found[0] == expected
 
 
 def test_no_explicit_size_means_the_gmu_formula() -> None:
-    assert explicit_kv_bytes({"gpu-memory-utilization": 0.78}, {}) is None
+    assert explicit_kv_bytes({"gpu-memory-utilization": 0.78}, {}, VLLM_MEMORY) is None

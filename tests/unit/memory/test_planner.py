@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from sm121.memory.calibration import Observation, load_observations, save_observation
+from sm121.memory.calibration import Observation
 from sm121.memory.planner import MemoryRequest, NodeMemory, plan_memory
 from sm121.memory.solve import parse_load, solve
 from sm121.recipes.loader import load_recipe
+from sm121.sizing.calibration_store import load_observations, save_observation
+from sm121.sizing.inputs import memory_request
 
 DS4 = "deepseek-v4-flash-eugr-agent"
 
 
 def ds4(profile: str = "agent", **overrides: object) -> MemoryRequest:
-    return MemoryRequest(load_recipe(DS4), profile, overrides)  # type: ignore[arg-type]
+    return memory_request(load_recipe(DS4), profile, overrides)  # type: ignore[arg-type]
 
 
 def test_gmu_070_flags_the_setting_and_explains_the_kv_at_078() -> None:
@@ -41,17 +43,17 @@ def test_ceiling_plan_matches_the_field_pools_and_has_no_gmu_warning() -> None:
 
 
 def test_tiny_cpu_plan_uses_the_explicit_kv_space() -> None:
-    plan = plan_memory(MemoryRequest(load_recipe("tiny-cpu"), "agent"))
+    plan = plan_memory(memory_request(load_recipe("tiny-cpu"), "agent"))
     assert plan.mode == "explicit" and plan.kv_gib == 2.0
     assert (plan.pool_tokens, plan.max_concurrency) == (4_194_304, 64.0)
-    fp8 = plan_memory(MemoryRequest(load_recipe("tiny-cpu"), "agent",
-                                    {"kv-cache-dtype": "fp8", "block-size": 64}))
+    fp8 = plan_memory(memory_request(load_recipe("tiny-cpu"), "agent",
+                                     {"kv-cache-dtype": "fp8", "block-size": 64}))
     assert fp8.pool_tokens == 8_388_608
 
 
 def test_a_node_too_small_for_the_weights_is_an_error() -> None:
-    plan = plan_memory(MemoryRequest(load_recipe(DS4), "agent",
-                                     node=NodeMemory("small", 64.0, "test")))
+    plan = plan_memory(memory_request(load_recipe(DS4), "agent",
+                                      node=NodeMemory("small", 64.0, "test")))
     assert plan.kv_gib < 0
     assert any("no memory is left for KV" in f.message for f in plan.findings)
 

@@ -1,4 +1,5 @@
-"""Find a recipe's model on disk: its config.json and its weight files (safetensors).
+"""Find a recipe's model on disk: its config.json and its weight files (safetensors), read
+here so the memory planner gets them as values (memory.model.ModelFiles).
 
 A model is local (model.path), the tiny model sm121 generates, or a Hugging Face id resolved
 through the HF cache (HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub)."""
@@ -7,26 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sm121 import paths
+from sm121.memory.model import ModelFiles
 from sm121.recipes.schema import ModelSource, Recipe
-
-GIB = 1024**3
-
-
-@dataclass(frozen=True)
-class ModelFiles:
-    directory: Path | None  # None: not on this machine
-    config: dict[str, Any] | None
-    weight_files: tuple[Path, ...]
-    how: str  # where the facts came from, for the report
-
-    @property
-    def weights_bytes(self) -> int:
-        return sum(f.stat().st_size for f in self.weight_files)
 
 
 def hf_cache_dir() -> Path:
@@ -69,11 +56,12 @@ def find_model_files(recipe: Recipe) -> ModelFiles:
         how = ("the tiny model's built-in architecture" if config else
                f"model {recipe.model.hf_id or recipe.model.path or recipe.model.id} is not on "
                "this machine")
-        return ModelFiles(None, config, (), how)
+        return ModelFiles(None, config, None, how)
     config_file = directory / "config.json"
     config = json.loads(config_file.read_text()) if config_file.is_file() else None
-    weights = tuple(sorted(directory.glob("*.safetensors")))
-    return ModelFiles(directory, config, weights, f"files in {directory}")
+    weights = sorted(directory.glob("*.safetensors"))
+    size = sum(f.stat().st_size for f in weights) if weights else None
+    return ModelFiles(str(directory), config, size, f"files in {directory}")
 
 
 def _builtin_config(recipe: Recipe) -> dict[str, Any] | None:

@@ -1,0 +1,40 @@
+"""The calibration store: observed boots kept per recipe and profile under
+$SM121_HOME/calibration/<recipe>/<profile>.json, read and written here so memory/ keeps
+only the Observation model and the math on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sm121 import paths
+from sm121.memory.calibration import Observation, builtin_observations
+
+
+def store_dir() -> Path:
+    return paths.home() / "calibration"
+
+
+def _file(recipe: str, profile: str | None) -> Path:
+    return store_dir() / recipe / f"{profile or 'default'}.json"
+
+
+def load_observations(recipe: str, profile: str | None = None) -> list[Observation]:
+    """Stored observations for the recipe (one profile, or all), then the built-in ones."""
+    files = ([_file(recipe, profile)] if profile is not None
+             else sorted((store_dir() / recipe).glob("*.json")))
+    stored = [Observation.model_validate(item) for f in files if f.is_file()
+              for item in json.loads(f.read_text())]
+    builtin = [o for o in builtin_observations()
+               if o.recipe == recipe and (profile is None or o.profile == profile)]
+    return stored + builtin
+
+
+def save_observation(observation: Observation) -> Path:
+    file = _file(observation.recipe, observation.profile)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    existing = ([Observation.model_validate(i) for i in json.loads(file.read_text())]
+                if file.is_file() else [])
+    kept = [o for o in existing if o.source != observation.source] + [observation]
+    file.write_text(json.dumps([o.model_dump(mode="json") for o in kept], indent=2))
+    return file
