@@ -8,10 +8,13 @@ import os
 import sys
 from pathlib import Path
 
+from sm121.engines.vllm.adapter import VllmAdapter
 from sm121.hosts import processes
 from sm121.launch.cluster_watchdog import _cause
 from sm121.launch.control import stop_nodes
 from sm121.runs.state import NodeProcess, RunInfo
+
+VLLM = VllmAdapter()
 
 
 def _node(tmp_path: Path, name: str, log: str) -> NodeProcess:
@@ -23,13 +26,13 @@ def _node(tmp_path: Path, name: str, log: str) -> NodeProcess:
 def test_the_cause_names_the_node_whose_log_has_the_error(tmp_path: Path) -> None:
     quiet = _node(tmp_path, "node-a", "INFO serving\nINFO still serving\n")
     telling = _node(tmp_path, "node-b", "INFO serving\nRuntimeError: NCCL error: peer gone\n")
-    cause, tail = _cause([quiet, telling])
+    cause, tail = _cause([quiet, telling], VLLM)
     assert cause == "node-b: RuntimeError: NCCL error: peer gone"
     assert tail[-1] == "RuntimeError: NCCL error: peer gone"
 
 
 def test_a_kill_without_a_log_line_is_named_as_such(tmp_path: Path) -> None:
-    cause, _ = _cause([_node(tmp_path, "node-b", "INFO serving\n")])
+    cause, _ = _cause([_node(tmp_path, "node-b", "INFO serving\n")], VLLM)
     assert cause.startswith("node-b: no error in its log")
 
 

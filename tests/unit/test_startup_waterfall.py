@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support import invoke_cli
 
+from sm121.engines.vllm.adapter import VllmAdapter
 from sm121.engines.vllm.phases import parse_phases
 from sm121.launch.startup_waterfall import (
     UNATTRIBUTED,
@@ -20,6 +21,8 @@ from sm121.launch.startup_waterfall import (
     launcher_clock,
 )
 from sm121.runs.state import Timings
+
+VLLM = VllmAdapter()
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "startup"
 STARTS = ("gpu-h200-cold", "gpu-h200-warm", "cpu-cold", "cpu-cache-load-failed",
@@ -37,7 +40,7 @@ def _clock(name: str) -> LauncherClock:
 
 def _waterfall(name: str, text: str | None = None) -> Waterfall:
     text = _log(name) if text is None else text
-    return build_waterfall(text, _clock(name), parse_phases(text))
+    return build_waterfall(text, _clock(name), parse_phases(text), engine=VLLM)
 
 
 @pytest.mark.parametrize("name", STARTS)
@@ -128,10 +131,10 @@ def test_time_between_unknown_milestones_is_unattributed_not_folded() -> None:
 
 def test_a_log_alone_starts_at_its_first_line() -> None:
     text = _log("gpu-h200-warm")
-    waterfall = build_waterfall(text, LauncherClock(), parse_phases(text))
+    waterfall = build_waterfall(text, LauncherClock(), parse_phases(text), engine=VLLM)
     assert waterfall.joined == "log only" and waterfall.segments[0].start_s == 0
     assert waterfall.total_s == 30  # 06:38:14 to "Starting vLLM server" at 06:38:44
-    assert build_waterfall("no stamps here", LauncherClock()).segments == []
+    assert build_waterfall("no stamps here", LauncherClock(), engine=VLLM).segments == []
 
 
 def test_startup_prints_and_plots_the_fixture_logs(tmp_path: Path) -> None:

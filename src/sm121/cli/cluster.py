@@ -44,7 +44,8 @@ def check(
     if recipe:
         loaded = load_recipe(recipe)
         runtime = loaded.recipe.runtime
-        ports = (port, *adapter_for(loaded.recipe.engine.kind).rendezvous_ports(runtime.kind))
+        engine = adapter_for(loaded.recipe.engine.kind)  # a recipe meets its engine: no plan here
+        ports = (port, *engine.rendezvous_ports(runtime.kind))
         request = dataclasses.replace(request, runtime=runtime.kind, image=runtime.image,
                                       ports=ports, recipe=loaded.recipe, recipe_name=recipe)
     results = check_cluster(request)

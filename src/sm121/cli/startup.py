@@ -66,7 +66,9 @@ def _from_log(path: Path) -> Waterfall:
     if not path.is_file():
         raise Sm121Error(f"no log file {path}", "give the path of a vLLM engine log")
     text = path.read_text(errors="replace")
-    return build_waterfall(text, LauncherClock(), adapter_of().parse_phases(text))
+    # A log file given by path, no plan at hand: it meets the default engine's reader here.
+    engine = adapter_of()
+    return build_waterfall(text, LauncherClock(), engine.parse_phases(text), engine=engine)
 
 
 def _show(starts: list[tuple[str, Waterfall]], figures: list[str], steps: bool,

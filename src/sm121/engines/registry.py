@@ -1,5 +1,22 @@
 """Which adapter serves which engine. The one place that names the engine packages: a second
-engine adds its folder under engines/ and one entry here."""
+engine adds its folder under engines/ and one entry here.
+
+An adapter is found once, where a plan or a recipe first meets its engine, and carried from
+there (an argument, a field); no reader looks it up again. Those places:
+  plan/render.render_plan          a render: validation, trust, argv all take its adapter, and
+                                   the ServePlan carries it (ServePlan.carrying)
+  plan/model.ServePlan.adapter     a plan read back from a run's plan.json, on first use
+  plan/validate, plan/trust        a caller holding only a recipe (tests; bench tune's
+                                   trust_needs); render passes its own
+  sizing/inputs.memory_request     `sm121 memory plan` and the other sizing callers without
+                                   a plan (a plan's or the doctor's adapter is passed in)
+  sizing/run_check.check_run       a run's kept plan (JSON, maybe from an older sm121)
+  sizing/with_plan                 `plan --memory` of a multi-node recipe with no cluster
+  doctor/run.run_doctor            once per doctor run, in every node's context
+  launch/engine_flags              `sm121 engine flags` runs a recipe's engine
+  launch/startup_history           an old start-up record rebuilt from its run's plan
+  cli/cluster, cli/startup         `cluster check --recipe` and a log file given by path
+Two more are in bench/ (knee_run, tune/knobs): a recipe meeting its engine's scheduler knobs."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from itertools import groupby
 
-from sm121.engines.registry import adapter_of
+from sm121.engines.adapter import EngineAdapter
 from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
 from sm121.launch import control, startup_history
@@ -98,12 +98,13 @@ class ClusterLaunch:
         """After the first generation: after_ready hooks, boot facts, the start-up record."""
         self.hook_results += self._hooks("after_ready")
         logs = in_parallel(self.slots, lambda s: save_local_log(self.run, s))
-        self.run.boot = adapter_of(self.plan.engine).parse_boot_log(logs[0])
+        self.run.boot = self.plan.adapter.parse_boot_log(logs[0])
+        engine = self.plan.adapter
         nodes = [startup_history.node_startup(s.plan.name, s.plan.role, text, s.hooks_s,
-                                              s.started_s)
+                                              s.started_s, engine)
                  for s, text in zip(self.slots, logs, strict=True)]
-        record = startup_history.build_record(self.run, nodes,
-                                              [h.render() for h in self.hook_results],
+        hook_lines = [h.render() for h in self.hook_results]
+        record = startup_history.build_record(self.run, nodes, hook_lines, engine,
                                               logs[0]).model_copy(update={"restart": self.restart})
         startup_history.record(self.run, record)
         self.run.status = "ready"
@@ -155,7 +156,7 @@ class ClusterLaunch:
             time.sleep(SETTLE_S)
             liveness = Liveness(members, every_s=0)
             if not liveness():
-                raise NotReady(_deaths(liveness.dead))
+                raise NotReady(_deaths(liveness.dead, self.plan.adapter))
 
     def _start_one(self, slot: NodeSlot) -> None:
         start_slot(slot)
@@ -205,7 +206,8 @@ def _why(launch: ClusterLaunch, exc: BaseException) -> str:
         dead = Liveness(launch.slots, every_s=0)
         dead()
         return str(exc) if str(exc).startswith("node ") else (
-            f"{exc}; " + (_deaths(dead.dead) if dead.dead else "every node was still running"))
+            f"{exc}; " + (_deaths(dead.dead, launch.plan.adapter) if dead.dead
+                          else "every node was still running"))
     if isinstance(exc, Sm121Error):
         return exc.message
     if isinstance(exc, KeyboardInterrupt):
@@ -213,8 +215,8 @@ def _why(launch: ClusterLaunch, exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _deaths(dead: list[NodeSlot]) -> str:
-    return "; ".join(f"node {s.label} exited: {why_dead(s)}" for s in dead)
+def _deaths(dead: list[NodeSlot], engine: EngineAdapter) -> str:
+    return "; ".join(f"node {s.label} exited: {why_dead(s, engine)}" for s in dead)
 
 
 def _warn_unreachable_probe(plan: ServePlan, progress: Progress) -> None:

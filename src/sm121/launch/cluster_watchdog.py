@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
-from sm121.engines.registry import adapter_of
+from sm121.engines.adapter import EngineAdapter
 from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
 from sm121.launch import control, remote
@@ -65,7 +65,8 @@ class ClusterWatchdog(WatchdogCore):
         """Stop every engine node (the rollover: all ranks go), then record the crash; True
         when a restart is allowed."""
         run = load_run(self.run_id)
-        cause, excerpt = _cause(death.dead or [n for n in run.nodes if n.role == "head"])
+        cause, excerpt = _cause(death.dead or [n for n in run.nodes if n.role == "head"],
+                               self.plan.adapter)
         self.say(f"death ({death.during}): {death.how}; cause: {cause}")
         stubborn = control.stop_nodes(run, self.engine_nodes)
         if stubborn:
@@ -99,11 +100,10 @@ class ClusterWatchdog(WatchdogCore):
             self.launch.save()
 
 
-def _cause(nodes: list[NodeProcess]) -> tuple[str, list[str]]:
+def _cause(nodes: list[NodeProcess], engine: EngineAdapter) -> tuple[str, list[str]]:
     """The first error line among the dead nodes' logs (named by node), and that log's end.
     A log without one (a kill -9 leaves none) says so instead of blaming its last line."""
     tails = [(node, remote.log_tail(node)) for node in nodes]
-    engine = adapter_of()
     for node, text in tails:
         if engine.has_error_line(text):
             cause, tail = engine.death_cause(text)

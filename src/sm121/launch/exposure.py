@@ -11,7 +11,6 @@ import os
 from collections.abc import Mapping
 
 from sm121.addresses import is_loopback
-from sm121.engines.registry import adapter_of
 from sm121.findings import Finding, Severity
 from sm121.launch.readiness import host_port
 from sm121.plan.model import ServePlan
@@ -22,7 +21,7 @@ def open_engine_warning(plan: ServePlan, env: Mapping[str, str] | None = None) -
     if is_loopback(plan.host):
         return None
     source = os.environ if env is None else env
-    key_env = adapter_of(plan.engine).api_key_env
+    key_env = plan.adapter.api_key_env
     if source.get(key_env) or any(node.env.get(key_env) for node in plan.nodes):
         return None
     _, port = host_port(plan.base_url)

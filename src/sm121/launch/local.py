@@ -10,7 +10,7 @@ from pathlib import Path
 from string import Template
 
 from sm121 import paths
-from sm121.engines.registry import adapter_of
+from sm121.engines.adapter import EngineAdapter
 from sm121.errors import Sm121Error
 from sm121.hosts import processes
 from sm121.hosts.python import this_python
@@ -62,13 +62,13 @@ def serve_local(plan: ServePlan, progress: Progress = quiet, trust: bool = False
                             alive=lambda: process.poll() is None, on_phase=progress)
         run.timings.port_open_s = round(result.port_open_s, 2)
         run.timings.first_generation_s = round(result.first_generation_s, 2)
-        run.boot = adapter_of(plan.engine).parse_boot_log_file(run.directory / LOG_NAME)
+        run.boot = plan.adapter.parse_boot_log_file(run.directory / LOG_NAME)
         hook_results += local_hooks(plan, run, "after_ready", progress)
-        _record_startup(run, hook_results)
+        _record_startup(run, hook_results, plan.adapter)
         run.status = "ready"
         run.save()
     except BaseException as exc:  # Ctrl-C and bugs too: the engine must not be left running
-        _fail(run, process, mark, exc)
+        _fail(run, process, mark, exc, plan.adapter)
     return run, process
 
 
@@ -134,11 +134,12 @@ def local_hooks(plan: ServePlan, run: RunInfo, phase: Phase, progress: Progress
     return results
 
 
-def _record_startup(run: RunInfo, hooks: list[HookResult]) -> None:
+def _record_startup(run: RunInfo, hooks: list[HookResult], engine: EngineAdapter) -> None:
     log = (run.directory / LOG_NAME).read_text(errors="replace")
     node = node_startup(run.nodes[0].name, "head", log, run.timings.hooks_s,
-                        run.timings.process_started_s)
-    startup_history.record(run, build_record(run, [node], [h.render() for h in hooks], log))
+                        run.timings.process_started_s, engine)
+    startup_history.record(run, build_record(run, [node], [h.render() for h in hooks], engine,
+                                             log))
 
 
 def local_argv(node: NodePlan) -> list[str]:
@@ -160,12 +161,12 @@ def new_run(plan: ServePlan, node: NodePlan) -> RunInfo:
 
 
 def _fail(run: RunInfo, process: subprocess.Popen[bytes], started: processes.Identity,
-          exc: BaseException) -> None:
+          exc: BaseException, engine: EngineAdapter) -> None:
     """Stop what is left, record why, and raise with the engine's own words."""
     processes.stop_group(process.pid, started)
     process.wait(timeout=10)
     log_text = (run.directory / LOG_NAME).read_text(errors="replace")
-    cause, tail = adapter_of().death_cause(log_text)
+    cause, tail = engine.death_cause(log_text)
     interrupted = isinstance(exc, KeyboardInterrupt)
     run.status = "stopped" if interrupted else "failed"
     run.failure = "interrupted" if interrupted else f"{exc}; cause: {cause}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sm121 import paths
-from sm121.engines.registry import adapter_of
+from sm121.engines.adapter import EngineAdapter
 from sm121.errors import Sm121Error
 from sm121.hosts.parallel import in_parallel
 from sm121.hosts.transport import Transport, node_home, transport_for
@@ -101,10 +101,11 @@ def recover_started(slot: NodeSlot) -> None:
             record_started(process, slot.plan.runtime, result.stdout)
 
 
-def why_dead(slot: NodeSlot) -> str:
-    """The most telling line of a node's log, for a report that names node and cause."""
+def why_dead(slot: NodeSlot, engine: EngineAdapter) -> str:
+    """The most telling line of a node's log (read by the plan's `engine`), for a report
+    that names node and cause."""
     text = remote.log_tail(slot.process)
-    cause, _ = adapter_of().death_cause(text)
+    cause, _ = engine.death_cause(text)
     return cause
 
 

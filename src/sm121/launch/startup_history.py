@@ -13,10 +13,11 @@ from pydantic import BaseModel
 
 from sm121 import paths
 from sm121.boot_facts import BootPhases
+from sm121.engines.adapter import EngineAdapter
 from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.launch.startup_waterfall import Waterfall, build_waterfall, launcher_clock
-from sm121.runs.state import RunInfo, load_run, write_json_atomic
+from sm121.runs.state import RunInfo, load_plan, load_run, write_json_atomic
 
 HISTORY_NAME = "startup-history.jsonl"
 StartKind = Literal["cold", "warm", "unknown"]
@@ -47,13 +48,13 @@ class StartupRecord(BaseModel):
 
 
 def node_startup(name: str, role: str, log_text: str, hooks_s: float | None,
-                 process_started_s: float | None) -> NodeStartup:
+                 process_started_s: float | None, engine: EngineAdapter) -> NodeStartup:
     return NodeStartup(name=name, role=role, hooks_s=hooks_s,
-                       process_started_s=process_started_s, phases=adapter_of().parse_phases(log_text))
+                       process_started_s=process_started_s, phases=engine.parse_phases(log_text))
 
 
 def build_record(run: RunInfo, nodes: list[NodeStartup], hook_lines: list[str],
-                 head_log: str = "") -> StartupRecord:
+                 engine: EngineAdapter, head_log: str = "") -> StartupRecord:
     t = run.timings
     kinds = {n.phases.start_kind for n in nodes} - {"unknown"}
     # One cold node makes the start cold: the slowest node gates readiness.
@@ -62,16 +63,17 @@ def build_record(run: RunInfo, nodes: list[NodeStartup], hook_lines: list[str],
         run_id=run.run_id, recipe=run.recipe, profile=run.profile, created=run.created,
         start=start, hooks_s=t.hooks_s, process_started_s=t.process_started_s,
         api_up_s=t.port_open_s, first_generation_s=t.first_generation_s, nodes=nodes,
-        hooks=hook_lines, waterfall=head_waterfall(run, nodes, head_log),
+        hooks=hook_lines, waterfall=head_waterfall(run, nodes, head_log, engine),
     )
 
 
-def head_waterfall(run: RunInfo, nodes: list[NodeStartup], head_log: str) -> Waterfall | None:
+def head_waterfall(run: RunInfo, nodes: list[NodeStartup], head_log: str,
+                   engine: EngineAdapter) -> Waterfall | None:
     if not head_log:
         return None
     head = next((n for n in nodes if n.role == "head"), nodes[0] if nodes else None)
     return build_waterfall(head_log, launcher_clock(run.created, run.timings),
-                           head.phases if head else None)
+                           head.phases if head else None, engine=engine)
 
 
 def waterfall_of(entry: StartupRecord) -> Waterfall | None:
@@ -86,7 +88,9 @@ def waterfall_of(entry: StartupRecord) -> Waterfall | None:
     log = run.directory / "engine.log"
     if not log.is_file():
         return None
-    return head_waterfall(run, entry.nodes, log.read_text(errors="replace"))
+    # Where a run's kept plan meets its engine again: the record predates waterfalls.
+    engine = adapter_of(load_plan(run.directory).get("engine"))
+    return head_waterfall(run, entry.nodes, log.read_text(errors="replace"), engine)
 
 
 def record(run: RunInfo, startup: StartupRecord) -> None:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel
 
 from sm121.boot_facts import BootPhases, Milestone
-from sm121.engines.registry import adapter_of
+from sm121.engines.adapter import EngineAdapter
 from sm121.runs.state import Timings
 
 UNATTRIBUTED = "unattributed"
@@ -128,10 +128,10 @@ class Waterfall(BaseModel):
         return {p: round(totals[p], 2) for p in PHASES if p in totals}
 
 
-def build_waterfall(log_text: str, clock: LauncherClock, facts: BootPhases | None = None
-                    ) -> Waterfall:
+def build_waterfall(log_text: str, clock: LauncherClock, facts: BootPhases | None = None, *,
+                    engine: EngineAdapter) -> Waterfall:
+    """`engine`: the adapter of the plan that wrote the log, which reads its stamps."""
     year = (clock.started_at or datetime.now(UTC)).year
-    engine = adapter_of()
     found = engine.milestones(engine.stamped_lines(log_text, year))
     found = _with_capture_start(found, facts)
     if not found:

@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-from sm121.engines.registry import adapter_of
 from sm121.hosts import processes
 from sm121.launch import restart_policy, startup_history
 from sm121.launch.local import LOG_NAME, engine_environment, local_argv, local_hooks
@@ -94,13 +93,13 @@ class Watchdog(WatchdogCore):
     def _ready(self, run: RunInfo, port_open_s: float, first_s: float) -> None:
         run.timings.port_open_s = round(port_open_s, 2)
         run.timings.first_generation_s = round(first_s, 2)
-        run.boot = adapter_of(self.plan.engine).parse_boot_log_file(self.log_path)
+        run.boot = self.plan.adapter.parse_boot_log_file(self.log_path)
         run.status = "ready"
 
     def _record_startup(self, run: RunInfo, hooks: list[str]) -> None:
         node = node_startup(run.nodes[0].name, "head", self._log_text(), run.timings.hooks_s,
-                            run.timings.process_started_s)
-        record = build_record(run, [node], hooks).model_copy(
+                            run.timings.process_started_s, self.plan.adapter)
+        record = build_record(run, [node], hooks, self.plan.adapter).model_copy(
             update={"restart": self.restarts.incarnation})
         startup_history.record(run, record)
 
@@ -130,7 +129,7 @@ class Watchdog(WatchdogCore):
         """The telling line of this start's log: a death while serving looks only at what
         was logged since readiness, so a boot warning is never blamed for a kill."""
         text = self._log_text(self.ready_offset if death.during == "serving" else None)
-        engine = adapter_of(self.plan.engine)
+        engine = self.plan.adapter
         cause, _ = engine.death_cause(text)
         tail = engine.death_cause(self._log_text())[1]  # the excerpt: the end of this start's log
         if not engine.has_error_line(text):

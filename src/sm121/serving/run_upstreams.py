@@ -3,7 +3,6 @@ its max-num-seqs, so a gateway in front of it serves it as its recipe wants."""
 
 from __future__ import annotations
 
-from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.gateway.config import DEFAULT_LONG_PROMPT_TOKENS, UpstreamSpec
 from sm121.plan.build import build_plan
@@ -17,7 +16,7 @@ DEFAULT_INFLIGHT = 64  # an engine whose plan names no max-num-seqs
 def spec_from_plan(plan: ServePlan, name: str, url: str,
                    long_prompt_tokens: int = DEFAULT_LONG_PROMPT_TOKENS,
                    long_lane: int = 1) -> UpstreamSpec:
-    seqs = plan.engine_args.get(adapter_of(plan.engine).memory.max_num_seqs)
+    seqs = plan.engine_args.get(plan.adapter.memory.max_num_seqs)
     return UpstreamSpec(url=url, name=name, policy=plan.request_policy,
                         max_inflight=seqs if isinstance(seqs, int) and seqs > 0
                         else DEFAULT_INFLIGHT,
@@ -40,5 +39,5 @@ def recipe_facts(recipe: str | None, profile: str | None) -> tuple[RequestPolicy
         return RequestPolicy(), None
     # Read for its request policy only: nothing of it runs here.
     plan = build_plan(recipe, profile, None, None, 8000, "127.0.0.1", argv_check=False)
-    seqs = plan.engine_args.get(adapter_of(plan.engine).memory.max_num_seqs)
+    seqs = plan.engine_args.get(plan.adapter.memory.max_num_seqs)
     return plan.request_policy, seqs if isinstance(seqs, int) else None

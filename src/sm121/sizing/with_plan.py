@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from sm121.engines.adapter import EngineAdapter
+from sm121.engines.registry import adapter_for
 from sm121.findings import Finding, raise_on_errors
 from sm121.memory.model import MemoryPlan
 from sm121.memory.planner import plan_memory
@@ -36,21 +38,24 @@ def plan_with_memory(name: str, profile: str | None, cluster: str | None,
     serve_plan, note, findings = None, "", []
     if cluster or loaded.recipe.parallelism.nodes <= 1:
         serve_plan = build_plan(name, profile, cluster, overrides, port, host)
+        engine = serve_plan.adapter
     else:
-        findings = _validate_without_cluster(loaded, profile, overrides)
+        engine = adapter_for(loaded.recipe.engine.kind)  # no plan: the recipe meets it here
+        findings = _validate_without_cluster(loaded, profile, overrides, engine)
         note = (f"no --cluster: the per-node plan of this {loaded.recipe.parallelism.nodes}-node "
                 "recipe needs one and is skipped; memory assumes GB10 nodes (119.6 GiB)")
     memory = plan_memory(memory_request(
         loaded, profile, overrides, node=node_memory(cluster, None),
-        engine=serve_plan.adapter if serve_plan else None))
+        engine=engine))
     return PlanWithMemory(serve_plan, memory, note, findings)
 
 
 def _validate_without_cluster(loaded: LoadedRecipe, profile: str | None,
-                              overrides: Mapping[str, ArgValue]) -> list[Finding]:
+                              overrides: Mapping[str, ArgValue],
+                              engine: EngineAdapter) -> list[Finding]:
     recipe, source = loaded.recipe, loaded.source
     chosen = resolve_profile(recipe, profile, source)
-    findings = validate_recipe(recipe, source) + validate_overrides(recipe, chosen, overrides,
-                                                                    source)
+    findings = (validate_recipe(recipe, source, engine)
+                + validate_overrides(recipe, chosen, overrides, source, engine))
     raise_on_errors(findings, f"the plan for {recipe.name}")
     return findings

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sm121.engines.vllm.adapter import VllmAdapter
 from sm121.engines.vllm.phases import parse_phases
 from sm121.hosts import processes
 from sm121.hosts.transport import LocalTransport, SshTransport
@@ -79,11 +80,13 @@ def _run(run_id: str) -> RunInfo:
 def test_history_keeps_runs_side_by_side_and_one_cold_node_makes_a_cold_start(
         sm121_home: Path) -> None:
     cold = _run("r-cold")
-    nodes = [node_startup("a", "head", CPU_WARM_LOG, 1.0, 2.0),
-             node_startup("b", "worker", GPU_LOG, 1.5, 2.5)]
-    record(cold, build_record(cold, nodes, ["before_serve warm-read on a: ok"]))
+    vllm = VllmAdapter()
+    nodes = [node_startup("a", "head", CPU_WARM_LOG, 1.0, 2.0, vllm),
+             node_startup("b", "worker", GPU_LOG, 1.5, 2.5, vllm)]
+    record(cold, build_record(cold, nodes, ["before_serve warm-read on a: ok"], vllm))
     warm = _run("r-warm")
-    record(warm, build_record(warm, [node_startup("a", "head", CPU_WARM_LOG, 1.0, 2.0)], []))
+    record(warm, build_record(warm, [node_startup("a", "head", CPU_WARM_LOG, 1.0, 2.0, vllm)], [],
+                              vllm))
     history = load_history("r", last=2)
     assert [(h.run_id, h.start) for h in history] == [("r-cold", "cold"), ("r-warm", "warm")]
     assert history[0].nodes[1].phases.shards == 78 and history[0].first_generation_s == 52
