@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm121.engines.metrics_snapshot import Snapshot, counter_delta, delta_quantiles, first_name, rate
 from sm121.engines.registry import metric_names
-from sm121.monitor.snapshot import Snapshot, counter_delta, delta_quantiles, first_name, rate
 
 # The names every registered engine uses for each thing (the adapters' one table, older names
 # after newer ones); the first one exported wins.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm121.monitor.snapshot import Snapshot, bucket_delta, counter_delta, quantile
+from sm121.engines.metrics_snapshot import Snapshot, bucket_delta, counter_delta, quantile
 
 P = "sm121_gateway_"
 

@@ -11,22 +11,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.engine_error import EngineError
+from sm121.engines.metrics_snapshot import Snapshot, scrape
+from sm121.hosts.host_panel import local_host, remote_host
 from sm121.hosts.transport import transport_for
 from sm121.monitor.engine import engine_panel
 from sm121.monitor.gateway import gateway_panel, is_gateway
-from sm121.monitor.host import local_host, remote_host
-from sm121.monitor.snapshot import Snapshot
 from sm121.monitor.targets import NodeRef, Target, distinct_nodes
-
-SCRAPE_TIMEOUT_S = 5.0
-
-
-def scrape(url: str, timeout_s: float = SCRAPE_TIMEOUT_S) -> Snapshot:
-    """GET URL/metrics; raises EngineError when it does not answer 200."""
-    text = SyncEngineClient(url, timeout_s=timeout_s).metrics_text()
-    return Snapshot.parse(text, time.monotonic())
 
 
 class Sampler:

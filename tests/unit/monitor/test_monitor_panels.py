@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from sm121.engines.metrics_snapshot import Snapshot
 from sm121.gateway.metrics import GatewayMetrics
+from sm121.hosts.host_panel import host_panel
 from sm121.monitor.engine import engine_panel
 from sm121.monitor.gateway import gateway_panel, is_gateway
-from sm121.monitor.host import host_panel
-from sm121.monitor.snapshot import Snapshot
 
 L = 'engine="0",model_name="tiny"'
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sm121.monitor.snapshot import Snapshot, bucket_delta, counter_delta, quantile, rate
+from sm121.engines.metrics_snapshot import Snapshot, bucket_delta, counter_delta, quantile, rate
 
 
 def _histogram(name: str, counts: dict[str, float], labels: str = "") -> str:

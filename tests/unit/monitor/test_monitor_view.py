@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from sm121.engines.metrics_snapshot import Snapshot
 from sm121.errors import Sm121Error
+from sm121.hosts.host_panel import host_panel
 from sm121.monitor.engine import engine_panel
-from sm121.monitor.host import host_panel
-from sm121.monitor.snapshot import Snapshot
 from sm121.monitor.targets import from_url
 from sm121.monitor.view import render
 

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from sm121.engines.engine_error import EngineError
+from sm121.engines.metrics_snapshot import Snapshot, first_name, scrape
 from sm121.engines.registry import metric_names
 from sm121.hosts import processes
-from sm121.monitor.sampler import scrape
-from sm121.monitor.snapshot import Snapshot, first_name
 
 _PAGE = 4096
 

@@ -20,7 +20,7 @@ from sm121.bench.soak.engine_state import engine_state
 from sm121.bench.soak.interval import Interval
 from sm121.bench.soak.workload import Workload, workload
 from sm121.errors import Sm121Error
-from sm121.monitor.host import local_host
+from sm121.hosts.host_panel import local_host
 
 Say = Callable[[str], None]
 

@@ -2,7 +2,8 @@
 which counts reclaimable page cache as used), page cache, swap and load, per node.
 
 This machine is read directly from /proc; a cluster node runs the host probe over
-SSH, which costs a round trip and a Python start, so the sampler asks it less often."""
+SSH, which costs a round trip and a Python start, so the sampler asks it less often.
+Here in hosts/, not monitor/: `sm121 top` and a bench soak both read it."""
 
 from __future__ import annotations
 

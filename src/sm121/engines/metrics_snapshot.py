@@ -1,15 +1,22 @@
 """One scrape of a /metrics page, and what changed between two scrapes: counters as rates,
 histograms as the quantiles of the observations that arrived in between.
 
+Here, below monitor/ and bench/, because both read it: `sm121 top` samples with it, and a
+soak records the engine's state through it.
+
 Counters are summed over their label sets unless a label is asked for; a counter that went
 down (the server restarted) counts from zero again, as Prometheus' rate() does."""
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
+from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.prometheus import parse_samples
+
+SCRAPE_TIMEOUT_S = 5.0
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -109,3 +116,9 @@ def delta_quantiles(before: Snapshot, after: Snapshot, name: str) -> dict[str, f
     count = max(buckets.values()) if buckets else 0.0
     return {"p50": quantile(buckets, 0.5), "p95": quantile(buckets, 0.95),
             "count": count if buckets else None}
+
+
+def scrape(url: str, timeout_s: float = SCRAPE_TIMEOUT_S) -> Snapshot:
+    """GET URL/metrics; raises EngineError when it does not answer 200."""
+    text = SyncEngineClient(url, timeout_s=timeout_s).metrics_text()
+    return Snapshot.parse(text, time.monotonic())
