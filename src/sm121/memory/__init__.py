@@ -1,3 +1,4 @@
-"""Memory: the KV planner and its calibration store. The math is pure; it reads only the
-model's config and weight sizes and the stored observations. Run directories, recipes and
-plans are read by its callers (sizing/, doctor/)."""
+"""Memory: the KV planner and the calibration math, pure. Everything it reads arrives as values
+in a MemoryRequest (the model's config and weight sizes, the observed boots, the engine's flag
+names); sizing/ reads them from disk, and tests/unit/architecture/test_memory_is_pure.py
+keeps file, process, network and clock calls out of this package."""
