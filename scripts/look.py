@@ -2,11 +2,13 @@
 inside functions (a function-level import dodges a circle at import time but keeps it in the
 design), resolved to the module it loads.
 
-Prints three things, run from the project root:
+Prints four things, run from the project root:
   circles   groups of modules that import each other, directly or round a loop
   arrows up a library module (outside sm121.cli) that imports sm121.cli
   floors    the longest chain of package layers below cli (base modules such as
             sm121.errors count as one package, "base")
+  against the layout  a package importing one that LAYOUT (below; docs/layout.md describes
+            each) puts on its own floor or above it, or a package LAYOUT does not name
 
     python scripts/look.py [--json] [--src src]
 
@@ -26,6 +28,21 @@ from pathlib import Path
 ROOT = "sm121"
 CLI = f"{ROOT}.cli"
 BASE = "base"  # the package of sm121's top-level modules (errors, paths, sse, ...)
+
+# The documented layout: every package and its floor. A package imports only packages on a
+# lower floor; docs/layout.md says what each holds and why it sits where it does.
+LAYOUT: dict[str, int] = {
+    "cli": 8,
+    "bench": 7, "doctor": 7, "monitor": 7, "connect": 7,
+    "serving": 6,  # above gateway: starting a gateway writes its config and upstreams types
+    "gateway": 5, "launch": 5, "sizing": 5,
+    "memory": 4, "stage": 4,
+    "plan": 3, "locality": 3,
+    "engines": 2, "cluster": 2, "runs": 2,
+    "recipes": 1, "hosts": 1, "models": 1,
+    "protocols": 1,  # API shapes (paths, stream events, tool calls, usage): low, for all
+    BASE: 0,
+}
 
 
 @dataclass
@@ -188,12 +205,24 @@ def floors(graph: Graph) -> list[str]:
     return max((chain(p, frozenset()) for p in sorted(packages)), key=len, default=[])
 
 
+def against_layout(graph: Graph) -> list[str]:
+    """Package imports that LAYOUT forbids (same floor or above), and packages it omits."""
+    packages = {package(m, graph.modules) for m in graph.modules}
+    found = [f"{name}: not in the documented layout" for name in sorted(packages - set(LAYOUT))]
+    for source, targets in sorted(package_edges(graph).items()):
+        found += [f"{source} (floor {LAYOUT[source]}) -> {target} (floor {LAYOUT[target]})"
+                  for target in sorted(targets)
+                  if source in LAYOUT and target in LAYOUT and LAYOUT[target] >= LAYOUT[source]]
+    return found
+
+
 def report(graph: Graph) -> dict[str, object]:
     chain = floors(graph)
     return {"modules": len(graph.modules),
             "imports": sum(len(t) for t in graph.edges.values()),
             "circles": circles(graph), "arrows_up": [list(a) for a in arrows_up(graph)],
-            "floors": len(chain), "floor_chain": chain}
+            "floors": len(chain), "floor_chain": chain,
+            "against_layout": against_layout(graph)}
 
 
 def _print(result: dict[str, object]) -> None:
@@ -209,6 +238,10 @@ def _print(result: dict[str, object]) -> None:
         print(f"  {source} -> {target}")
     chain: list[str] = result["floor_chain"]  # type: ignore[assignment]
     print(f"floors below cli: {result['floors']}: " + " -> ".join(chain))
+    against: list[str] = result["against_layout"]  # type: ignore[assignment]
+    print(f"against the documented layout: {len(against)}")
+    for line in against:
+        print(f"  {line}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
     else:
         _print(result)
-    return 1 if result["circles"] or result["arrows_up"] else 0
+    return 1 if result["circles"] or result["arrows_up"] or result["against_layout"] else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The API key sm121 presents to an engine: readiness, bench and probe send it, and a 401
 stops them at once with this message instead of retrying until a timeout.
 
-An engine takes its key from an env var its adapter names (vLLM's VLLM_API_KEY; sm121 refuses
+An engine takes its key from an env var its adapter names (`api_key_env`; sm121 refuses
 `--api-key` on the command line), so the launcher's variable of that name is the key of an
 engine it started; SM121_API_KEY names the key of any other endpoint (a gateway, an engine
 started elsewhere)."""

@@ -69,7 +69,7 @@ class EngineClient:
         return text.strip() if text else None
 
     async def healthy(self, timeout_s: float) -> bool:
-        """/health answers 200 (vLLM's, while the engine runs); a server without the route
+        """/health answers 200 (an engine's, while it runs); a server without the route
         (404) is asked for /v1/models instead. No answer in time is not healthy."""
         return await self.health(timeout_s) is Health.OK
 

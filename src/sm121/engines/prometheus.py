@@ -1,6 +1,6 @@
 """Prometheus text as an engine's /metrics serves it, read by prometheus_client's own parser:
-counters summed over label sets, and the labels of info gauges (e.g. vLLM's
-`cache_config_info` carries the KV block size).
+counters summed over label sets, and the labels of info gauges (an engine's cache-config
+gauge, named by its adapter's MetricNames.cache_config, carries the KV block size).
 
 A page the parser refuses as a whole (a proxy's truncated answer, one malformed line) is read
 line by line, keeping every sample that parses: a monitor shows what it can."""

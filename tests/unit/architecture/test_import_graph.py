@@ -1,7 +1,9 @@
 """The import graph of src/sm121, every import counted (function-level ones too, since they
 only dodge a circle at import time): no circles, and the library never imports the CLI.
 The floors below cli are at most 7 (issue 22 set 6; issue 31's serving layer adds one, with a
-limit of 8; `python scripts/look.py` shows the chain)."""
+limit of 8; `python scripts/look.py` shows the chain). Every package sits on the floor the
+documented layout gives it (scripts/look.py's LAYOUT, described in docs/layout.md) and
+imports only packages on lower floors."""
 
 from __future__ import annotations
 
@@ -45,6 +47,22 @@ def test_at_most_seven_floors_below_the_cli(look: ModuleType, capsys: pytest.Cap
         print(f"\nfloors below cli: {len(chain)}: {' -> '.join(chain)}")
     assert chain and chain[-1] == "base"
     assert len(chain) <= MAX_FLOORS, " -> ".join(chain)
+
+
+def test_every_package_imports_only_lower_floors_of_the_documented_layout(
+        look: ModuleType) -> None:
+    assert look.against_layout(look.build(PROJECT / "src")) == []
+
+
+def test_docs_layout_names_every_package_of_the_layout(look: ModuleType) -> None:
+    """docs/layout.md has one row per package, with the floor scripts/look.py checks."""
+    text = (PROJECT / "docs" / "layout.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 3 and cells[0].isdigit():
+            rows[cells[1].strip("`").rstrip("/")] = int(cells[0])
+    assert rows == look.LAYOUT
 
 
 def test_a_function_level_import_closes_a_circle(look: ModuleType, tmp_path: Path) -> None:
