@@ -4,8 +4,8 @@ engine adds its folder under engines/ and one entry here.
 An adapter is found once, where a plan or a recipe first meets its engine, and carried from
 there (an argument, a field); no reader looks it up again. Those places:
   plan/render.render_plan          a render: validation, trust, argv all take its adapter, and
-                                   the ServePlan carries it (ServePlan.carrying)
-  plan/model.ServePlan.adapter     a plan read back from a run's plan.json, on first use
+                                   the ServePlan carries it (plan.model.rendered_with)
+  plan/model.ServePlan             a plan read back from a run's plan.json, as it is built
   plan/validate, plan/trust        a caller holding only a recipe (tests; bench tune's
                                    trust_needs); render passes its own
   sizing/inputs.memory_request     `sm121 memory plan` and the other sizing callers without

@@ -65,6 +65,14 @@ class DerivedValue(Frozen):
     how: str
 
 
+ADAPTER_CONTEXT = "adapter"
+
+
+def rendered_with(adapter: EngineAdapter) -> dict[str, EngineAdapter]:
+    """The validation context that hands a new ServePlan the adapter it was rendered with."""
+    return {ADAPTER_CONTEXT: adapter}
+
+
 class ServePlan(Frozen):
     recipe: str
     profile: str | None
@@ -89,23 +97,23 @@ class ServePlan(Frozen):
     # What this recipe, not being built in, asks to run or expose (plan/trust.py); plan and
     # serve refuse without --trust when it is not empty.
     needs_trust: list[str] = []
-    # The engine's adapter, carried with the plan so no reader looks it up again: render hands
-    # over the one it rendered with (`carrying`); a plan read back from a run's plan.json
-    # finds its own on first use. Not a field: it is code, never written to the plan file.
-    _adapter: EngineAdapter | None = PrivateAttr(default=None)
+    # The engine's adapter, carried with the plan so no reader looks it up again. Not a
+    # field: it is code, never written to the plan file.
+    _adapter: EngineAdapter = PrivateAttr()
+
+    def model_post_init(self, context: Any) -> None:
+        """Found once, where the plan is built: the adapter render rendered with (given as
+        the validation context, `rendered_with`), else the registry's for `engine` (a plan
+        read back from a run's plan.json). Set on every plan, so two equal plans compare
+        equal whichever way they were built."""
+        given = context.get(ADAPTER_CONTEXT) if isinstance(context, dict) else None
+        if given is not None and given.kind.value != self.engine:
+            raise ValueError(f"a {given.kind.value} adapter for a {self.engine} plan")
+        self._adapter = given if given is not None else adapter_of(self.engine)
 
     @property
     def adapter(self) -> EngineAdapter:
-        if self._adapter is None:
-            self._adapter = adapter_of(self.engine)
         return self._adapter
-
-    def carrying(self, adapter: EngineAdapter) -> ServePlan:
-        """This plan, carrying the adapter it was rendered with (render's one lookup)."""
-        if adapter.kind.value != self.engine:
-            raise ValueError(f"a {adapter.kind.value} adapter for a {self.engine} plan")
-        self._adapter = adapter
-        return self
 
     @property
     def head(self) -> NodePlan:

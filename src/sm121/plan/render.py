@@ -15,7 +15,14 @@ from sm121.engines.registry import adapter_for, has_adapter
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity, raise_on_errors
 from sm121.plan.effective import EffectiveProfile, effective_profile
-from sm121.plan.model import DerivedValue, NodePlan, ReadinessProbe, ServePlan, is_secret
+from sm121.plan.model import (
+    DerivedValue,
+    NodePlan,
+    ReadinessProbe,
+    ServePlan,
+    is_secret,
+    rendered_with,
+)
 from sm121.plan.runtime_argv import container_name, docker_argv
 from sm121.plan.trust import argv_needs, trust_needs
 from sm121.plan.validate import validate_overrides, validate_recipe
@@ -66,7 +73,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         # The cluster file's programs and configs (a node's python, ssh_config): argv[0] and
         # the ssh that reaches each node, which the engine's parser never reads.
         needs = needs + cluster_needs(request.cluster[0])
-    return ServePlan(
+    return ServePlan.model_validate(dict(
         recipe=recipe.name,
         profile=profile,
         purpose=effective.purpose,
@@ -93,7 +100,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         recipe_source=source,
         recipe_spec=_kept_recipe(recipe),
         needs_trust=needs,
-    ).carrying(engine)
+    ), context=rendered_with(engine))  # the plan carries the adapter it was rendered with
 
 
 def _kept_recipe(recipe: Recipe) -> dict[str, object]:
