@@ -154,3 +154,32 @@ def test_tiny_cpu_renders_a_local_native_command() -> None:
     assert node.env["VLLM_CPU_KVCACHE_SPACE"] == "2"
     assert plan.readiness.url == "http://127.0.0.1:8000"
     assert plan.request_policy.params["repetition_penalty"].action.value == "strip"
+
+
+def test_a_render_finds_the_adapter_once_and_the_plan_carries_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: found once where the recipe meets its engine, then carried, never looked up
+    again (8 lookups per render before); a plan read back from JSON finds the same one."""
+    from sm121.engines.registry import adapter_for
+    from sm121.plan import model, render, trust, validate
+    from sm121.plan.model import ServePlan
+
+    found = []
+
+    def counted(kind: object) -> object:
+        found.append(kind)
+        return adapter_for(kind)  # type: ignore[arg-type]
+
+    def refused(*_: object) -> object:
+        raise AssertionError("looked up again")
+
+    monkeypatch.setattr(render, "adapter_for", counted)
+    for module in (validate, trust):
+        monkeypatch.setattr(module, "adapter_for", refused)
+    monkeypatch.setattr(model, "adapter_of", refused)
+    plan = render_plan(PlanRequest(recipe=load_recipe("tiny-cpu"), profile="agent",
+                                   overrides={"max-num-seqs": 8}, argv_check=False))
+    assert len(found) == 1 and plan.adapter.kind.value == plan.engine
+    monkeypatch.undo()
+    again = ServePlan.model_validate(json.loads(plan.model_dump_json()))
+    assert again == plan and again.adapter is plan.adapter
