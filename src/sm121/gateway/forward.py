@@ -31,8 +31,8 @@ from aiohttp.abc import AbstractStreamWriter
 from sm121.errors import Sm121Error
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import CaptureRecord
+from sm121.gateway.metrics import GatewayMetrics
 from sm121.gateway.observe import Observed, ResponseObserver
-from sm121.gateway.protocols import protocol_for, stream_error_for
 from sm121.gateway.relay import (
     Head,
     RelayProtocol,
@@ -43,7 +43,7 @@ from sm121.gateway.relay import (
 )
 from sm121.gateway.replicas import Replica, alone
 from sm121.gateway.replies import SSE_CONTENT_TYPE, error_reply
-from sm121.gateway.state import Gateway
+from sm121.protocols.routes import CHAT, Protocol
 
 log = logging.getLogger("sm121.gateway")
 # While the engine is down (a supervised restart takes about a boot), clients retry after this.
@@ -64,11 +64,26 @@ class _ConnectFailed(Sm121Error):
         return isinstance(self.cause, ConnectionRefusedError)
 
 
+@dataclass(frozen=True)
+class Forwarding:
+    """What forwarding reads of the gateway, and nothing more: the metrics it counts in, how
+    upstream requests are authorised (the engine's key; the client's Authorization kept
+    only when the gateway checks no keys of its own), the connect timeout its 503 names, and
+    the replicas (to tell whether a suspected one is the last in the rotation)."""
+
+    metrics: GatewayMetrics
+    upstream_api_key: str | None
+    keep_authorization: bool
+    connect_timeout_s: float
+    replicas: Callable[[], Iterable[Replica]]
+
+
 @dataclass
 class Exchange:
     """One proxied request, as the forwarder needs it."""
 
-    route: str
+    protocol: Protocol | None  # found once from the route on arrival; None: a plain route
+    route: str  # the request's route: the TTFT label and the logs
     path: str  # upstream path with its query string
     body: bytes | None
     started: float  # perf_counter at the request's arrival
@@ -78,10 +93,10 @@ class Exchange:
     outcome: str = "ok"
 
 
-async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange
+async def forward(gw: Forwarding, replica: Replica, request: web.Request, ex: Exchange
                   ) -> web.StreamResponse:
-    headers = up.request_headers(request.headers, gw.config.upstream_api_key,
-                                 keep_authorization=not gw.config.api_keys)
+    headers = up.request_headers(request.headers, gw.upstream_api_key,
+                                 keep_authorization=gw.keep_authorization)
     # A HEAD never counts for or against the replica: any client may send them at will,
     # and each one's answer says nothing of the engine that /health does not.
     health = request.method != "HEAD"
@@ -92,7 +107,7 @@ async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Excha
         if health and exc.refused:
             replica.failed("refused")  # proof: nothing listens on its port
         elif health:
-            replica.suspected("unreachable", last=alone(replica, gw.replicas.values()))
+            replica.suspected("unreachable", last=alone(replica, gw.replicas()))
         return _unreachable(gw, replica, ex, _connect_reason(exc, gw))
     except (OSError, TimeoutError, UpstreamClosed) as exc:
         if health:  # the request was sent and the connection closed without an answer
@@ -163,28 +178,28 @@ async def _connect(pool: UpstreamPool, on_retry: Callable[[], None]
         raise _ConnectFailed(exc, 2) from exc
 
 
-def _count_retry(gw: Gateway) -> None:
+def _count_retry(gw: Forwarding) -> None:
     gw.metrics.upstream_errors.labels("connect_retried").inc()  # looked up only when it happens
 
 
-def _connect_reason(exc: _ConnectFailed, gw: Gateway) -> str:
+def _connect_reason(exc: _ConnectFailed, gw: Forwarding) -> str:
     if exc.refused:
         return ("it refused the connection: nothing listens on its port, so the engine is "
                 "stopped, crashed or still starting")
     tries = "once" if exc.attempts == 1 else f"{exc.attempts} times"
     if isinstance(exc.cause, TimeoutError):
-        return (f"no connection within {gw.config.upstream_connect_timeout_s:g} s, tried "
+        return (f"no connection within {gw.connect_timeout_s:g} s, tried "
                 f"{tries}; it may be overloaded or its host unreachable")
     return f"the connect failed ({exc}), tried {tries}"
 
 
-def _client_gone(gw: Gateway, ex: Exchange) -> None:
+def _client_gone(gw: Forwarding, ex: Exchange) -> None:
     if ex.outcome != "client_gone":
         ex.outcome = "client_gone"
         gw.metrics.client_disconnects.inc()
 
 
-def _unreachable(gw: Gateway, replica: Replica, ex: Exchange, reason: str) -> web.Response:
+def _unreachable(gw: Forwarding, replica: Replica, ex: Exchange, reason: str) -> web.Response:
     gw.metrics.upstream_errors.labels("unreachable").inc()
     ex.outcome = "upstream_unreachable"
     return error_reply(
@@ -193,7 +208,7 @@ def _unreachable(gw: Gateway, replica: Replica, ex: Exchange, reason: str) -> we
         headers={**ex.extra_headers, "Retry-After": RETRY_AFTER_S})
 
 
-async def _relay(gw: Gateway, request: web.Request, proto: RelayProtocol, head: Head,
+async def _relay(gw: Forwarding, request: web.Request, proto: RelayProtocol, head: Head,
                  ex: Exchange) -> web.StreamResponse:
     response = web.StreamResponse(status=head.status, reason=head.reason,
                                   headers=up.response_headers(head.headers))
@@ -231,7 +246,7 @@ class _Pipe:
     """The body's way from the upstream socket to the client socket, chunk by chunk, inside
     the upstream's data callback. Per chunk: one write, a byte count, and a bound check."""
 
-    def __init__(self, gw: Gateway, ex: Exchange, proto: RelayProtocol,
+    def __init__(self, gw: Forwarding, ex: Exchange, proto: RelayProtocol,
                  client: asyncio.BaseTransport, observer: ResponseObserver,
                  upstream_chunked: bool, client_chunked: bool) -> None:
         self.gw, self.ex, self.proto, self.observer = gw, ex, proto, observer
@@ -292,7 +307,7 @@ class _Pipe:
         return done.exception()
 
 
-async def _end_after_death(gw: Gateway, request: web.Request, response: web.StreamResponse,
+async def _end_after_death(gw: Forwarding, request: web.Request, response: web.StreamResponse,
                            ex: Exchange, event_stream: bool, exc: BaseException) -> None:
     gw.metrics.upstream_errors.labels("mid_stream").inc()
     ex.outcome = "upstream_died"
@@ -300,8 +315,9 @@ async def _end_after_death(gw: Gateway, request: web.Request, response: web.Stre
     if event_stream:
         # The protocol's own error event (with chat's, then the normal end of the stream):
         # the client's loop exits cleanly and sees why.
-        event = stream_error_for(ex.route, f"the upstream engine stopped mid-stream ({exc!r})",
-                                 "upstream_disconnected")
+        protocol = ex.protocol or CHAT  # chat's event on a plain route that streams
+        event = protocol.stream_error(f"the upstream engine stopped mid-stream ({exc!r})",
+                                      "upstream_disconnected", 502)
         try:
             await response.write(event)
         except (ConnectionError, RuntimeError):
@@ -315,9 +331,8 @@ async def _end_after_death(gw: Gateway, request: web.Request, response: web.Stre
         request.transport.close()
 
 
-def _count(gw: Gateway, observed: Observed, ex: Exchange) -> None:
-    protocol = protocol_for(ex.route)
-    api = protocol.api.value if protocol is not None else None
+def _count(gw: Forwarding, observed: Observed, ex: Exchange) -> None:
+    api = ex.protocol.api.value if ex.protocol is not None else None
     if observed.prompt_tokens is not None:
         gw.metrics.prompt_tokens.inc(observed.prompt_tokens)
         if api is not None:
