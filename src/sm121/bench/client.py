@@ -24,7 +24,7 @@ from sm121.engines.client import EngineClient, raise_for_status
 from sm121.errors import Sm121Error
 from sm121.protocols.routes import Api, route_of
 from sm121.protocols.sse import SSEParser
-from sm121.protocols.stream_readers import take_chat_event
+from sm121.protocols.stream_readers import take_chat_event, take_chat_reply
 from sm121.protocols.token_ids import check_usage
 
 APIS = tuple(api.value for api in Api)  # messages and responses: bench agents only
@@ -227,13 +227,7 @@ class BenchClient:
             record.headers = dict(response.headers)
             payload = await response.json()
         record.finished = time.monotonic()
-        record.usage = payload.get("usage")
-        choice = (payload.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
-        record.text = choice.get("text") or message.get("content") or ""
-        record.tool_calls = list(message.get("tool_calls") or [])
-        record.finish_reason = choice.get("finish_reason")
-        counted = len(choice["token_ids"]) if choice.get("token_ids") is not None else None
+        counted = take_chat_reply(payload, record)
         tokens = check_usage(counted, record.usage, record.label) if counted is not None \
             else int((record.usage or {}).get("completion_tokens") or 0)
         record.chunk_times, record.chunk_tokens = [record.finished], [tokens]

@@ -2,9 +2,10 @@
 tool calls (assembled from their pieces, with ids for the next turn), usage (in chat's names),
 finish reason, and when each content event came with how many tokens it carried.
 
-- chat and completions (`take_chat_event`): every chunk carries its token ids (vLLM's
-  `return_token_ids`), so tokens are counted, never chunks (protocols/token_ids.py); tool
-  calls come in pieces keyed by index (`merge_tool_calls`).
+- chat and completions (`take_chat_event`; `take_chat_reply` for an unstreamed reply): every
+  chunk carries its token ids (vLLM's `return_token_ids`), so tokens are counted, never
+  chunks (protocols/token_ids.py); tool calls come in pieces keyed by index
+  (`merge_tool_calls`).
 - Messages and Responses (`MessagesReader`, `ResponsesReader`): these streams carry no token
   ids, so each content event is timed, the output is counted from usage, and the events are
   checked against that count (`events_match_usage`). vLLM sends one event per decoded piece
@@ -58,6 +59,19 @@ def take_chat_event(data: str, now: float, record: ReplyRecord) -> None:
     if payload.get("choices"):
         record.chunk_times.append(now)
         record.chunk_tokens.append(tokens)
+
+
+def take_chat_reply(payload: dict[str, Any], record: ReplyRecord) -> int | None:
+    """A whole (unstreamed) chat or completions reply: its text, tool calls, usage and finish
+    reason go on `record`; the token ids of its first choice, counted (None: it carries none,
+    so only usage can count it)."""
+    record.usage = payload.get("usage")
+    choice = (payload.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    record.text = choice.get("text") or message.get("content") or ""
+    record.tool_calls = list(message.get("tool_calls") or [])
+    record.finish_reason = choice.get("finish_reason")
+    return len(choice["token_ids"]) if choice.get("token_ids") is not None else None
 
 
 def merge_tool_calls(calls: list[dict[str, Any]], deltas: list[dict[str, Any]]) -> None:
