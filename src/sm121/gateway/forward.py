@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
+from prometheus_client import Histogram
 
 from sm121.errors import Sm121Error
 from sm121.gateway import upstream as up
@@ -82,8 +83,7 @@ class Forwarding:
 class Exchange:
     """One proxied request, as the forwarder needs it."""
 
-    protocol: Protocol | None  # found once from the route on arrival; None: a plain route
-    route: str  # the request's route: the TTFT label and the logs
+    protocol: Protocol | None  # its route's, handed over by the route table; None: a plain route
     path: str  # upstream path with its query string
     body: bytes | None
     started: float  # perf_counter at the request's arrival
@@ -224,7 +224,8 @@ async def _relay(gw: Forwarding, request: web.Request, proto: RelayProtocol, hea
     if writer is None or client is None:
         _client_gone(gw, ex)
         return response
-    pipe = _Pipe(gw, ex, proto, client, observer, head.chunked, getattr(writer, "chunked", False))
+    pipe = _Pipe(gw, ex, proto, client, observer, head.chunked, getattr(writer, "chunked", False),
+                 gw.metrics.ttft_for(request.path))
     proto.attach(pipe.sink)
     died = await pipe.run(writer)
     if ex.outcome == "client_gone":
@@ -248,8 +249,9 @@ class _Pipe:
 
     def __init__(self, gw: Forwarding, ex: Exchange, proto: RelayProtocol,
                  client: asyncio.BaseTransport, observer: ResponseObserver,
-                 upstream_chunked: bool, client_chunked: bool) -> None:
+                 upstream_chunked: bool, client_chunked: bool, ttft: Histogram) -> None:
         self.gw, self.ex, self.proto, self.observer = gw, ex, proto, observer
+        self.ttft = ttft  # the route's TTFT histogram
         self.client: asyncio.Transport = client  # type: ignore[assignment]
         self.as_is = upstream_chunked and client_chunked  # forward the framing untouched
         self.frame = client_chunked and not self.as_is
@@ -260,8 +262,7 @@ class _Pipe:
         if self.first and payload:
             self.first = False
             self.ex.on_first_byte()
-            self.gw.metrics.ttft_for(self.ex.route).observe(time.perf_counter()
-                                                            - self.ex.started)
+            self.ttft.observe(time.perf_counter() - self.ex.started)
             if self.ex.capture is not None:
                 self.ex.capture.note(first_byte=time.time())
         data = raw if self.as_is else (b"%x\r\n%b\r\n" % (len(payload), payload)
@@ -311,7 +312,7 @@ async def _end_after_death(gw: Forwarding, request: web.Request, response: web.S
                            ex: Exchange, event_stream: bool, exc: BaseException) -> None:
     gw.metrics.upstream_errors.labels("mid_stream").inc()
     ex.outcome = "upstream_died"
-    log.warning("upstream died mid-response on %s: %r", ex.route, exc)
+    log.warning("upstream died mid-response on %s: %r", request.path, exc)
     if event_stream:
         # The protocol's own error event (with chat's, then the normal end of the stream):
         # the client's loop exits cleanly and sees why.

@@ -207,7 +207,7 @@ def _exchange(request: web.Request, gw: Gateway, started: float, body: bytes | N
               protocol: Protocol | None) -> Exchange:
     request_id = secrets.token_hex(8)
     # As the client encoded it: a decoded %0D%0A would end the upstream's request line.
-    ex = Exchange(protocol=protocol, route=request.path, path=request.rel_url.raw_path_qs, body=body,
+    ex = Exchange(protocol=protocol, path=request.rel_url.raw_path_qs, body=body,
                   started=started,
                   extra_headers={REQUEST_ID_HEADER: request_id})
     if gw.capture is not None:
