@@ -38,7 +38,7 @@ from pathlib import Path
 import aiohttp
 
 from sm121.hosts.processes import group_members
-from sm121.sse import SSEParser
+from sm121.protocols.sse import SSEParser
 
 HERE = Path(__file__).resolve().parent
 LITELLM_VENV = HERE / ".venv-litellm"

@@ -43,7 +43,7 @@ from typing import Any
 import aiohttp
 
 from sm121 import paths
-from sm121.sse import SSEParser
+from sm121.protocols.sse import SSEParser
 
 SM121 = [sys.executable, "-m", "sm121.cli.main"]
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda",

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from sm121.gateway.observe import ResponseObserver
-from sm121.sse import SSEParser
+from sm121.protocols.sse import SSEParser
 
 DELTA = (b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,'
          b'"model":"tiny","choices":[{"index":0,"delta":{"content":" tok"},'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sm121.sse import SSEParser
+from sm121.protocols.sse import SSEParser
 
 STREAM = (b'data: {"text": "caf\xc3\xa9"}\n\n: keep-alive\n\nevent: error\ndata: a\r\ndata: b\r\n\r\n'
           b"data: [DONE]\n\n")

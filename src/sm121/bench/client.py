@@ -1,4 +1,5 @@
-"""The one streaming client of sm121 bench. It asks for token ids and usage, timestamps every
+"""The one streaming client of sm121 bench (the sending and timing; what the protocols' bodies
+and events look like is protocols/). It asks for token ids and usage, timestamps every
 chunk on a monotonic clock, counts ids (never chunks) and cross-checks them against usage.
 Every prompt is salted (and sent with `cache_salt` where the server takes it), so a
 measurement never silently hits the prefix cache. `stream=False` is the fallback for servers
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import secrets
 import time
 from collections.abc import Callable
@@ -18,15 +18,17 @@ from typing import Any
 
 import aiohttp
 
-from sm121.bench.tokens import check_usage, chunk_tokens
 from sm121.engines.api_key import api_key as engine_api_key
 from sm121.engines.api_key import bearer
 from sm121.engines.client import EngineClient, raise_for_status
 from sm121.errors import Sm121Error
-from sm121.sse import SSEParser
+from sm121.protocols.routes import Api, route_of
+from sm121.protocols.sse import SSEParser
+from sm121.protocols.stream_readers import take_chat_event, take_chat_reply
+from sm121.protocols.token_ids import check_usage
 
-APIS = ("completions", "chat", "messages", "responses")  # the last two: bench agents only
-_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+APIS = tuple(api.value for api in Api)  # messages and responses: bench agents only
+PROMPT_APIS = (Api.COMPLETIONS.value, Api.CHAT.value)  # what complete() and chat() send over
 
 
 @dataclass
@@ -149,7 +151,7 @@ class BenchClient:
             body.update(self.cache_salt_field(tag))
         # A Messages or Responses run (bench agents) sends its helper requests (the probe,
         # prompts of exact length) over chat: the same engine, with token ids to count.
-        api = self.api if self.api in _PATHS else "chat"
+        api = self.api if self.api in PROMPT_APIS else "chat"
         if api == "chat":
             if not isinstance(prompt, str):
                 raise Sm121Error(f"{label}: a prompt of token ids cannot be sent over chat",
@@ -180,9 +182,9 @@ class BenchClient:
                     headers: dict[str, str] | None = None) -> StreamRecord:
         record.label, record.submitted = label, time.monotonic()
         if self.stream:
-            await self._stream(_PATHS[api], body, record, headers)
+            await self._stream(route_of(api), body, record, headers)
         else:
-            await self._whole(_PATHS[api], body, record, headers)
+            await self._whole(route_of(api), body, record, headers)
         return record
 
     async def _stream(self, path: str, body: dict[str, Any], record: StreamRecord,
@@ -190,7 +192,7 @@ class BenchClient:
         body.update(stream=True, return_token_ids=True,
                     stream_options={"include_usage": True})
         await self.stream_events(path, body, record, headers,
-                                 lambda data, now: _take_event(data, now, record))
+                                 lambda data, now: take_chat_event(data, now, record))
         check_usage(record.tokens, record.usage, record.label)
 
     async def stream_events(self, path: str, body: dict[str, Any], record: StreamRecord,
@@ -225,13 +227,7 @@ class BenchClient:
             record.headers = dict(response.headers)
             payload = await response.json()
         record.finished = time.monotonic()
-        record.usage = payload.get("usage")
-        choice = (payload.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
-        record.text = choice.get("text") or message.get("content") or ""
-        record.tool_calls = list(message.get("tool_calls") or [])
-        record.finish_reason = choice.get("finish_reason")
-        counted = len(choice["token_ids"]) if choice.get("token_ids") is not None else None
+        counted = take_chat_reply(payload, record)
         tokens = check_usage(counted, record.usage, record.label) if counted is not None \
             else int((record.usage or {}).get("completion_tokens") or 0)
         record.chunk_times, record.chunk_tokens = [record.finished], [tokens]
@@ -256,36 +252,3 @@ class BenchClient:
         async with self.session.get(f"{self.base_url}{path}") as response:
             return await response.text() if response.status == 200 else None
 
-
-def _take_event(data: str, now: float, record: StreamRecord) -> None:
-    if data == "[DONE]" or not data.strip():
-        return
-    payload = json.loads(data)
-    if "error" in payload:
-        raise Sm121Error(f"{record.label}: the server reported an error mid-stream: "
-                         f"{json.dumps(payload['error'])[:300]}")
-    if payload.get("usage"):
-        record.usage = payload["usage"]
-    tokens = chunk_tokens(payload)
-    for choice in payload.get("choices") or []:
-        delta = choice.get("delta") or {}
-        record.text += choice.get("text") or delta.get("content") or ""
-        _merge_tool_calls(record.tool_calls, delta.get("tool_calls") or [])
-        record.finish_reason = choice.get("finish_reason") or record.finish_reason
-    if payload.get("choices"):
-        record.chunk_times.append(now)
-        record.chunk_tokens.append(tokens)
-
-
-def _merge_tool_calls(calls: list[dict[str, Any]], deltas: list[dict[str, Any]]) -> None:
-    """Streamed tool calls come in pieces keyed by index: the first names the function, the
-    rest append to its arguments."""
-    for piece in deltas:
-        index = int(piece.get("index", len(calls)))
-        while len(calls) <= index:
-            calls.append({"id": None, "type": "function",
-                          "function": {"name": "", "arguments": ""}})
-        call, function = calls[index], piece.get("function") or {}
-        call["id"] = piece.get("id") or call["id"]
-        call["function"]["name"] += function.get("name") or ""
-        call["function"]["arguments"] += function.get("arguments") or ""

@@ -16,15 +16,15 @@ from sm121.gateway import handlers
 from sm121.gateway.config import GatewayConfig
 from sm121.gateway.handlers import GATEWAY
 from sm121.gateway.http_log import http_log
-from sm121.gateway.protocols import GENERATION_ROUTES, refusal_reply
-from sm121.gateway.replies import Refused, error_reply
+from sm121.gateway.replies import Refused, error_reply, refusal_reply
 from sm121.gateway.state import Gateway
+from sm121.protocols.routes import COUNT_TOKENS_ROUTE, GENERATION_ROUTES, PROTOCOLS, protocol_for
 
 log = logging.getLogger("sm121.gateway")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PASSTHROUGH_GET = ("/version",)
 # Engine routes that generate nothing: no policy, no admission, a replica of the body's model.
-PASSTHROUGH_POST = ("/tokenize", "/detokenize", "/v1/messages/count_tokens")
+PASSTHROUGH_POST = ("/tokenize", "/detokenize", COUNT_TOKENS_ROUTE)
 OWN_ROUTES = ("/v1/models", "/health", "/metrics", "/sm121/locality", "/sm121/upstreams")
 
 
@@ -33,8 +33,8 @@ def build_app(config: GatewayConfig) -> web.Application:
     app = web.Application(client_max_size=config.max_body_bytes,
                           middlewares=[_count_requests, _errors, _auth])
     app[GATEWAY] = gateway
-    for path in GENERATION_ROUTES:
-        app.router.add_post(path, handlers.generation)
+    for path, protocol in PROTOCOLS.items():  # every protocol of protocols/routes.py
+        app.router.add_post(path, handlers.generation_of(protocol))
     for path in PASSTHROUGH_GET:
         app.router.add_get(path, handlers.passthrough)
     for path in PASSTHROUGH_POST:
@@ -76,7 +76,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except Refused as refusal:
         gw.metrics.refused.labels(refusal.reason).inc()
-        return refusal_reply(request.path, refusal)
+        # Looked up here, on the refusal path only: a 401 is refused before any handler.
+        return refusal_reply(protocol_for(request.path), refusal)
     except web.HTTPNotFound:
         gw.metrics.refused.labels("not_found").inc()
         return error_reply(404, f"no route {request.path} on this gateway; it serves "

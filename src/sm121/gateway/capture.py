@@ -24,7 +24,7 @@ from typing import IO, Any, ParamSpec, TypeVar
 
 from sm121.gateway.redact import redacted_event, redacted_json
 from sm121.gateway.sessions import DEFAULT_SESSION_HEADER, client_digest
-from sm121.sse import SSEParser
+from sm121.protocols.sse import SSEParser
 
 log = logging.getLogger("sm121.gateway")
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie",

@@ -10,13 +10,17 @@ protocol's own spelling where they make sense:
 
 Tool defaults go only to requests that carry tools (vLLM refuses tool_choice without them);
 a value the client sent always wins, key by key. Completions has no tools and no template.
-Each function fills `body` in place and returns the names it supplied.
+Each function fills `body` in place and returns the names it supplied. The protocols' own
+facts are in protocols/routes.py; this rendering stays in the gateway, since it reads the
+recipe's policy (recipes/ is above protocols/).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from sm121.protocols.routes import Api, Protocol
 from sm121.recipes.schema import RequestDefaults
 
 # Anthropic's names for the chat tool_choice strings (vLLM maps them back the same way).
@@ -80,3 +84,15 @@ def _parallel_open(body: dict[str, Any]) -> bool:
 def _function_tools(tools: Any) -> bool:
     return (isinstance(tools, list) and bool(tools)
             and all(isinstance(t, dict) and t.get("type") == "function" for t in tools))
+
+
+Renderer = Callable[[dict[str, Any], RequestDefaults], list[str]]
+# One line per protocol: a fifth protocol adds its spelling here.
+RENDERERS: dict[Api, Renderer] = {Api.CHAT: chat_defaults, Api.COMPLETIONS: no_defaults,
+                                  Api.MESSAGES: messages_defaults, Api.RESPONSES: chat_defaults}
+
+
+def render_defaults(protocol: Protocol, body: dict[str, Any], defaults: RequestDefaults
+                    ) -> list[str]:
+    """Fill the recipe's defaults into `body` in `protocol`'s spelling; the names supplied."""
+    return RENDERERS[protocol.api](body, defaults)

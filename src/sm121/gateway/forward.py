@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
+from prometheus_client import Histogram
 
 from sm121.errors import Sm121Error
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import CaptureRecord
+from sm121.gateway.metrics import GatewayMetrics
 from sm121.gateway.observe import Observed, ResponseObserver
-from sm121.gateway.protocols import protocol_for, stream_error_for
 from sm121.gateway.relay import (
     Head,
     RelayProtocol,
@@ -43,7 +44,7 @@ from sm121.gateway.relay import (
 )
 from sm121.gateway.replicas import Replica, alone
 from sm121.gateway.replies import SSE_CONTENT_TYPE, error_reply
-from sm121.gateway.state import Gateway
+from sm121.protocols.routes import CHAT, Protocol
 
 log = logging.getLogger("sm121.gateway")
 # While the engine is down (a supervised restart takes about a boot), clients retry after this.
@@ -64,11 +65,25 @@ class _ConnectFailed(Sm121Error):
         return isinstance(self.cause, ConnectionRefusedError)
 
 
+@dataclass(frozen=True)
+class Forwarding:
+    """What forwarding reads of the gateway, and nothing more: the metrics it counts in, how
+    upstream requests are authorised (the engine's key; the client's Authorization kept
+    only when the gateway checks no keys of its own), the connect timeout its 503 names, and
+    the replicas (to tell whether a suspected one is the last in the rotation)."""
+
+    metrics: GatewayMetrics
+    upstream_api_key: str | None
+    keep_authorization: bool
+    connect_timeout_s: float
+    replicas: Callable[[], Iterable[Replica]]
+
+
 @dataclass
 class Exchange:
     """One proxied request, as the forwarder needs it."""
 
-    route: str
+    protocol: Protocol | None  # its route's, handed over by the route table; None: a plain route
     path: str  # upstream path with its query string
     body: bytes | None
     started: float  # perf_counter at the request's arrival
@@ -78,42 +93,42 @@ class Exchange:
     outcome: str = "ok"
 
 
-async def forward(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange
+async def forward(fw: Forwarding, replica: Replica, request: web.Request, ex: Exchange
                   ) -> web.StreamResponse:
-    headers = up.request_headers(request.headers, gw.config.upstream_api_key,
-                                 keep_authorization=not gw.config.api_keys)
+    headers = up.request_headers(request.headers, fw.upstream_api_key,
+                                 keep_authorization=fw.keep_authorization)
     # A HEAD never counts for or against the replica: any client may send them at will,
     # and each one's answer says nothing of the engine that /health does not.
     health = request.method != "HEAD"
     try:
         proto, head = await _send(replica.pool, request.method, ex.path, headers.items(),
-                                  ex.body, lambda: _count_retry(gw))
+                                  ex.body, lambda: _count_retry(fw))
     except _ConnectFailed as exc:
         if health and exc.refused:
             replica.failed("refused")  # proof: nothing listens on its port
         elif health:
-            replica.suspected("unreachable", last=alone(replica, gw.replicas.values()))
-        return _unreachable(gw, replica, ex, _connect_reason(exc, gw))
+            replica.suspected("unreachable", last=alone(replica, fw.replicas()))
+        return _unreachable(fw, replica, ex, _connect_reason(exc, fw))
     except (OSError, TimeoutError, UpstreamClosed) as exc:
         if health:  # the request was sent and the connection closed without an answer
             replica.failed("unreachable")
-        return _unreachable(gw, replica, ex, f"the connection closed before an answer "
+        return _unreachable(fw, replica, ex, f"the connection closed before an answer "
                             f"({str(exc) or type(exc).__name__}); it may be stopping")
     except ValueError as exc:  # a line break in the request line or a header: not sent
         ex.outcome = "bad_request"
         return error_reply(400, str(exc), "invalid_request_error", headers=ex.extra_headers)
     except asyncio.CancelledError:
-        _client_gone(gw, ex)  # while the engine was still in prefill
+        _client_gone(fw, ex)  # while the engine was still in prefill
         raise
     try:
-        response = await _relay(gw, request, proto, head, ex)
+        response = await _relay(fw, request, proto, head, ex)
         if health and ex.outcome == "upstream_died":
             replica.failed("died")
         elif health and ex.outcome != "client_gone":
             replica.record(head.status < 500)
         return response
     except asyncio.CancelledError:
-        _client_gone(gw, ex)
+        _client_gone(fw, ex)
         raise
     finally:
         # Closing (not reusing) an unfinished response drops the connection: the engine sees
@@ -163,29 +178,29 @@ async def _connect(pool: UpstreamPool, on_retry: Callable[[], None]
         raise _ConnectFailed(exc, 2) from exc
 
 
-def _count_retry(gw: Gateway) -> None:
-    gw.metrics.upstream_errors.labels("connect_retried").inc()  # looked up only when it happens
+def _count_retry(fw: Forwarding) -> None:
+    fw.metrics.upstream_errors.labels("connect_retried").inc()  # looked up only when it happens
 
 
-def _connect_reason(exc: _ConnectFailed, gw: Gateway) -> str:
+def _connect_reason(exc: _ConnectFailed, fw: Forwarding) -> str:
     if exc.refused:
         return ("it refused the connection: nothing listens on its port, so the engine is "
                 "stopped, crashed or still starting")
     tries = "once" if exc.attempts == 1 else f"{exc.attempts} times"
     if isinstance(exc.cause, TimeoutError):
-        return (f"no connection within {gw.config.upstream_connect_timeout_s:g} s, tried "
+        return (f"no connection within {fw.connect_timeout_s:g} s, tried "
                 f"{tries}; it may be overloaded or its host unreachable")
     return f"the connect failed ({exc}), tried {tries}"
 
 
-def _client_gone(gw: Gateway, ex: Exchange) -> None:
+def _client_gone(fw: Forwarding, ex: Exchange) -> None:
     if ex.outcome != "client_gone":
         ex.outcome = "client_gone"
-        gw.metrics.client_disconnects.inc()
+        fw.metrics.client_disconnects.inc()
 
 
-def _unreachable(gw: Gateway, replica: Replica, ex: Exchange, reason: str) -> web.Response:
-    gw.metrics.upstream_errors.labels("unreachable").inc()
+def _unreachable(fw: Forwarding, replica: Replica, ex: Exchange, reason: str) -> web.Response:
+    fw.metrics.upstream_errors.labels("unreachable").inc()
     ex.outcome = "upstream_unreachable"
     return error_reply(
         503, f"the upstream engine at {replica.url} is not reachable: {reason}; check "
@@ -193,7 +208,7 @@ def _unreachable(gw: Gateway, replica: Replica, ex: Exchange, reason: str) -> we
         headers={**ex.extra_headers, "Retry-After": RETRY_AFTER_S})
 
 
-async def _relay(gw: Gateway, request: web.Request, proto: RelayProtocol, head: Head,
+async def _relay(fw: Forwarding, request: web.Request, proto: RelayProtocol, head: Head,
                  ex: Exchange) -> web.StreamResponse:
     response = web.StreamResponse(status=head.status, reason=head.reason,
                                   headers=up.response_headers(head.headers))
@@ -207,20 +222,21 @@ async def _relay(gw: Gateway, request: web.Request, proto: RelayProtocol, head: 
     writer = await response.prepare(request)
     client = request.transport
     if writer is None or client is None:
-        _client_gone(gw, ex)
+        _client_gone(fw, ex)
         return response
-    pipe = _Pipe(gw, ex, proto, client, observer, head.chunked, getattr(writer, "chunked", False))
+    pipe = _Pipe(fw, ex, proto, client, observer, head.chunked, getattr(writer, "chunked", False),
+                 fw.metrics.ttft_for(request.path))
     proto.attach(pipe.sink)
     died = await pipe.run(writer)
     if ex.outcome == "client_gone":
         return response
     if died is not None:
-        await _end_after_death(gw, request, response, ex, event_stream, died)
+        await _end_after_death(fw, request, response, ex, event_stream, died)
         if not event_stream:
             return response
     await response.write_eof()
     observed = observer.finish()
-    _count(gw, observed, ex)
+    _count(fw, observed, ex)
     if ex.capture is not None:
         ex.capture.note(prompt_tokens=observed.prompt_tokens,
                         completion_tokens=observed.completion_tokens)
@@ -231,10 +247,11 @@ class _Pipe:
     """The body's way from the upstream socket to the client socket, chunk by chunk, inside
     the upstream's data callback. Per chunk: one write, a byte count, and a bound check."""
 
-    def __init__(self, gw: Gateway, ex: Exchange, proto: RelayProtocol,
+    def __init__(self, fw: Forwarding, ex: Exchange, proto: RelayProtocol,
                  client: asyncio.BaseTransport, observer: ResponseObserver,
-                 upstream_chunked: bool, client_chunked: bool) -> None:
-        self.gw, self.ex, self.proto, self.observer = gw, ex, proto, observer
+                 upstream_chunked: bool, client_chunked: bool, ttft: Histogram) -> None:
+        self.fw, self.ex, self.proto, self.observer = fw, ex, proto, observer
+        self.ttft = ttft  # the route's TTFT histogram
         self.client: asyncio.Transport = client  # type: ignore[assignment]
         self.as_is = upstream_chunked and client_chunked  # forward the framing untouched
         self.frame = client_chunked and not self.as_is
@@ -245,8 +262,7 @@ class _Pipe:
         if self.first and payload:
             self.first = False
             self.ex.on_first_byte()
-            self.gw.metrics.ttft_for(self.ex.route).observe(time.perf_counter()
-                                                            - self.ex.started)
+            self.ttft.observe(time.perf_counter() - self.ex.started)
             if self.ex.capture is not None:
                 self.ex.capture.note(first_byte=time.time())
         data = raw if self.as_is else (b"%x\r\n%b\r\n" % (len(payload), payload)
@@ -267,7 +283,7 @@ class _Pipe:
                 self.paused.set_result(None)
 
     def _gone(self) -> None:
-        _client_gone(self.gw, self.ex)
+        _client_gone(self.fw, self.ex)
         if self.proto.transport is not None:
             self.proto.transport.close()  # the engine aborts the request
 
@@ -292,16 +308,17 @@ class _Pipe:
         return done.exception()
 
 
-async def _end_after_death(gw: Gateway, request: web.Request, response: web.StreamResponse,
+async def _end_after_death(fw: Forwarding, request: web.Request, response: web.StreamResponse,
                            ex: Exchange, event_stream: bool, exc: BaseException) -> None:
-    gw.metrics.upstream_errors.labels("mid_stream").inc()
+    fw.metrics.upstream_errors.labels("mid_stream").inc()
     ex.outcome = "upstream_died"
-    log.warning("upstream died mid-response on %s: %r", ex.route, exc)
+    log.warning("upstream died mid-response on %s: %r", request.path, exc)
     if event_stream:
         # The protocol's own error event (with chat's, then the normal end of the stream):
         # the client's loop exits cleanly and sees why.
-        event = stream_error_for(ex.route, f"the upstream engine stopped mid-stream ({exc!r})",
-                                 "upstream_disconnected")
+        protocol = ex.protocol or CHAT  # chat's event on a plain route that streams
+        event = protocol.stream_error(f"the upstream engine stopped mid-stream ({exc!r})",
+                                      "upstream_disconnected", 502)
         try:
             await response.write(event)
         except (ConnectionError, RuntimeError):
@@ -315,18 +332,17 @@ async def _end_after_death(gw: Gateway, request: web.Request, response: web.Stre
         request.transport.close()
 
 
-def _count(gw: Gateway, observed: Observed, ex: Exchange) -> None:
-    protocol = protocol_for(ex.route)
-    api = protocol.api.value if protocol is not None else None
+def _count(fw: Forwarding, observed: Observed, ex: Exchange) -> None:
+    api = ex.protocol.api.value if ex.protocol is not None else None
     if observed.prompt_tokens is not None:
-        gw.metrics.prompt_tokens.inc(observed.prompt_tokens)
+        fw.metrics.prompt_tokens.inc(observed.prompt_tokens)
         if api is not None:
-            gw.metrics.api_tokens.labels(api, "prompt").inc(observed.prompt_tokens)
+            fw.metrics.api_tokens.labels(api, "prompt").inc(observed.prompt_tokens)
     if observed.completion_tokens is not None:
-        gw.metrics.completion_tokens.inc(observed.completion_tokens)
+        fw.metrics.completion_tokens.inc(observed.completion_tokens)
         if api is not None:
-            gw.metrics.api_tokens.labels(api, "completion").inc(observed.completion_tokens)
+            fw.metrics.api_tokens.labels(api, "completion").inc(observed.completion_tokens)
     if observed.events:
-        gw.metrics.stream_chunks.inc(observed.events)
+        fw.metrics.stream_chunks.inc(observed.events)
     if observed.error is not None and ex.outcome == "ok":
         ex.outcome = "upstream_error"

@@ -1,5 +1,6 @@
 """Route handlers: generation routes (model -> replica, policy, context check, admission,
-locality, forward; each read through its protocol's description, gateway/protocols.py), plain
+locality, forward; each read through its protocol's description, protocols/routes.py, found
+once from the route table and carried in the Exchange), plain
 pass-through routes, the union /v1/models, and the gateway's own /health, /metrics, upstreams
 and locality report."""
 
@@ -9,6 +10,7 @@ import functools
 import json
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,13 +21,13 @@ from sm121.gateway.limits import MAX_JSON_DEPTH, deeper_than
 from sm121.gateway.metrics import CONTENT_TYPE
 from sm121.gateway.policy import PolicyViolation, apply_policy
 from sm121.gateway.prompt_size import PromptSize, context_problem, estimate, needs_exact
-from sm121.gateway.protocols import Protocol, protocol_for
 from sm121.gateway.replicas import Replica
 from sm121.gateway.replies import Refused, error_reply
 from sm121.gateway.routing import Route
 from sm121.gateway.sessions import session_id
 from sm121.gateway.state import Gateway
 from sm121.locality.tokenize import TokenizeError, tokenize
+from sm121.protocols.routes import Protocol
 
 GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
 STRIPPED_HEADER = "X-Sm121-Stripped-Params"
@@ -34,12 +36,20 @@ UPSTREAM_HEADER = "X-Sm121-Upstream"  # which replica answered: affinity is visi
 QUEUE_WAIT_HEADER = "X-Sm121-Queue-Wait"  # seconds the request waited for admission
 
 
-async def generation(request: web.Request) -> web.StreamResponse:
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def generation_of(protocol: Protocol) -> Handler:
+    """The handler of `protocol`'s route: the route table hands it its protocol once, so no
+    request looks it up from its path."""
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await generation(request, protocol)
+    return handle
+
+
+async def generation(request: web.Request, protocol: Protocol) -> web.StreamResponse:
     gw = request.app[GATEWAY]
     started = time.perf_counter()
-    protocol = protocol_for(request.path)
-    if protocol is None:
-        raise RuntimeError(f"{request.path} is routed as a generation but has no protocol")
     raw = await read_body(request, gw)
     body = parse_object(raw)
     session = session_id(request.headers, body, gw.config.session_header)
@@ -55,7 +65,7 @@ async def generation(request: web.Request) -> web.StreamResponse:
         if route is None:
             raise RuntimeError("no replica left to try")  # pick was given a non-empty pool
         _count_route(route)
-        ex = _exchange(request, gw, started, payload)
+        ex = _exchange(request, gw, started, payload, protocol)
         ex.extra_headers[UPSTREAM_HEADER] = route.replica.name
         if stripped:
             ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
@@ -107,7 +117,7 @@ async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: 
                             api=prompt.protocol.api.value)
         if watch and gw.config.locality.enabled and prompt.view is not None:
             gw.watch.submit(session, prompt.view, prompt.nbytes, tokens)
-        return await forward(gw, replica, request, ex)
+        return await forward(gw.forwarding, replica, request, ex)
     finally:
         replica.finished()
         ticket.release()
@@ -127,9 +137,9 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     gw = request.app[GATEWAY]
     raw = await read_body(request, gw) if request.can_read_body else None
     replica = gw.any_replica(_model_of(raw))
-    ex = _exchange(request, gw, time.perf_counter(), raw)
+    ex = _exchange(request, gw, time.perf_counter(), raw, None)
     try:
-        return await forward(gw, replica, request, ex)
+        return await forward(gw.forwarding, replica, request, ex)
     finally:
         _finish_capture(ex)
 
@@ -193,10 +203,11 @@ async def locality_report(request: web.Request) -> web.Response:
     return web.json_response(request.app[GATEWAY].watch.report())
 
 
-def _exchange(request: web.Request, gw: Gateway, started: float, body: bytes | None) -> Exchange:
+def _exchange(request: web.Request, gw: Gateway, started: float, body: bytes | None,
+              protocol: Protocol | None) -> Exchange:
     request_id = secrets.token_hex(8)
     # As the client encoded it: a decoded %0D%0A would end the upstream's request line.
-    ex = Exchange(route=request.path, path=request.rel_url.raw_path_qs, body=body,
+    ex = Exchange(protocol=protocol, path=request.rel_url.raw_path_qs, body=body,
                   started=started,
                   extra_headers={REQUEST_ID_HEADER: request_id})
     if gw.capture is not None:

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sm121.usage_tokens import completion_tokens, prompt_tokens
+from sm121.protocols.usage import completion_tokens, prompt_tokens
 
 _MAX_JSON_COPY = 8 * 1024 * 1024  # a non-stream body larger than this is not parsed for usage
 _TAIL = 16 * 1024  # the last events of a stream: usage, finish, or an error

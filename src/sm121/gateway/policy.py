@@ -18,7 +18,8 @@ from enum import StrEnum
 from typing import Any
 
 from sm121.errors import Sm121Error
-from sm121.gateway.protocols import CHAT, Protocol
+from sm121.gateway.defaults import render_defaults
+from sm121.protocols.routes import CHAT, Protocol
 from sm121.recipes.schema import (
     ArgValue,
     ParamPolicy,
@@ -79,7 +80,7 @@ def apply_policy(body: dict[str, Any], policy: RequestPolicy, protocol: Protocol
     for name, _rule in offending:
         del body[name]
         outcome.changes[name] = Change.STRIPPED
-    for name in protocol.render_defaults(body, policy.defaults):
+    for name in render_defaults(protocol, body, policy.defaults):
         outcome.changes.setdefault(name, Change.SUPPLIED)
     return outcome
 

@@ -32,7 +32,7 @@ from sm121.gateway.redact_positions import (
     TOKEN_MAP_KEYS,
     Position,
 )
-from sm121.sse import SSEEvent
+from sm121.protocols.sse import SSEEvent
 
 MAX_DEPTH = 256  # the gateway lets through at most limits.MAX_JSON_DEPTH; a safety net
 # A structural string is one word: a role, a block type, an id, a model name, an event type.

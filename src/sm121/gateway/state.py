@@ -17,6 +17,7 @@ from sm121.gateway import registry
 from sm121.gateway import upstream as up
 from sm121.gateway.capture import Capture
 from sm121.gateway.config import GatewayConfig, UpstreamSpec
+from sm121.gateway.forward import Forwarding
 from sm121.gateway.health import HealthMonitor
 from sm121.gateway.metrics import GatewayMetrics
 from sm121.gateway.replicas import Replica
@@ -56,6 +57,10 @@ class Gateway:
                                      self.upstream_auth(), config.routing, self.refresh)
         self.stalls = StallWatch(lambda: self.session, lambda: list(self.replicas.values()),
                                  self.upstream_auth(), config.routing)
+        self.forwarding = Forwarding(
+            self.metrics, config.upstream_api_key, keep_authorization=not config.api_keys,
+            connect_timeout_s=config.upstream_connect_timeout_s,
+            replicas=lambda: self.replicas.values())
         self.set_upstreams(config.upstreams)
 
     @property

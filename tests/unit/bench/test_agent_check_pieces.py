@@ -11,8 +11,9 @@ from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported, Status, e
 from sm121.bench.agent_check.probe import Facts, Probe
 from sm121.bench.agent_check.report import markdown
 from sm121.bench.agent_check.runner import all_cases, report, run_case, select
-from sm121.bench.agent_check.tools import assemble_stream, check_call
+from sm121.bench.agent_check.tools import check_call
 from sm121.errors import Sm121Error
+from sm121.protocols.assembly import assemble_chat_tool_calls
 
 
 def call(arguments: object, name: str = "get_weather", id_: str | None = "c1") -> dict:
@@ -46,7 +47,7 @@ def test_stream_deltas_assemble_per_index() -> None:
         {"index": 1, "function": {"arguments": 'ne": "UTC"}'}},
     ]
     chunks = [{"choices": [{"delta": {"tool_calls": [d]}}]} for d in deltas]
-    calls = assemble_stream(chunks)
+    calls = assemble_chat_tool_calls(chunks)
     assert [c["id"] for c in calls] == ["a", "b"]
     assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Oslo", "unit": "c"}
     assert check_call(calls[1], {"get_time"})["arguments"] == {"zone": "UTC"}

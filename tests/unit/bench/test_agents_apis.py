@@ -8,15 +8,11 @@ import json
 
 import pytest
 
-from sm121.bench.agents.apis import (
-    _MessagesReader,
-    _ResponsesReader,
-    messages_body,
-    responses_body,
-)
 from sm121.bench.client import StreamRecord
-from sm121.chat_view import messages_to_chat, responses_to_chat
 from sm121.errors import Sm121Error
+from sm121.protocols.chat_view import messages_to_chat, responses_to_chat
+from sm121.protocols.requests import messages_body, responses_body
+from sm121.protocols.stream_readers import MessagesReader, ResponsesReader
 
 TOOLS = [{"type": "function", "function": {
     "name": "read_file_0", "description": "read_file_0: reads",
@@ -59,7 +55,7 @@ def _events(reader: object, events: list[dict]) -> None:
 
 def test_a_messages_stream_reads_into_the_chat_record() -> None:
     record = StreamRecord(label="t", submitted=0.0)
-    _events(_MessagesReader(record), [
+    _events(MessagesReader(record), [
         {"type": "message_start", "message": {"usage": {
             "input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 1}}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
@@ -84,7 +80,7 @@ def test_a_messages_stream_reads_into_the_chat_record() -> None:
 def test_a_messages_usage_without_cache_reads_says_nothing_of_reuse() -> None:
     """vLLM 0.21's Messages usage has no cache_read_input_tokens: reuse is unknown, not 0%."""
     record = StreamRecord(label="t", submitted=0.0)
-    _events(_MessagesReader(record), [
+    _events(MessagesReader(record), [
         {"type": "message_start", "message": {"usage": {"input_tokens": 10, "output_tokens": 1}}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}},
@@ -96,7 +92,7 @@ def test_a_messages_usage_without_cache_reads_says_nothing_of_reuse() -> None:
 
 def test_a_responses_stream_reads_into_the_chat_record() -> None:
     record = StreamRecord(label="t", submitted=0.0)
-    _events(_ResponsesReader(record), [
+    _events(ResponsesReader(record), [
         {"type": "response.created"},
         {"type": "response.output_text.delta", "delta": "he"},
         {"type": "response.output_text.delta", "delta": "llo"},
@@ -110,10 +106,10 @@ def test_a_responses_stream_reads_into_the_chat_record() -> None:
 
 def test_a_stream_without_usage_or_with_more_events_than_tokens_is_refused() -> None:
     with pytest.raises(Sm121Error, match="without usage"):
-        _events(_ResponsesReader(StreamRecord(label="t", submitted=0.0)),
+        _events(ResponsesReader(StreamRecord(label="t", submitted=0.0)),
                 [{"type": "response.output_text.delta", "delta": "x"}])
     with pytest.raises(Sm121Error, match="content events"):
-        _events(_ResponsesReader(StreamRecord(label="t", submitted=0.0)), [
+        _events(ResponsesReader(StreamRecord(label="t", submitted=0.0)), [
             {"type": "response.output_text.delta", "delta": "x"},
             {"type": "response.output_text.delta", "delta": "y"},
             {"type": "response.completed", "response": {"usage": {

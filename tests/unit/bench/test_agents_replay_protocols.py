@@ -17,9 +17,9 @@ from sm121.bench.agents.replay import replay
 from sm121.bench.client import BenchClient
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Context
-from sm121.chat_view import messages_to_chat, responses_to_chat
 from sm121.gateway.capture import Capture
 from sm121.gateway.sessions import session_id
+from sm121.protocols.chat_view import messages_to_chat, responses_to_chat
 
 TOOLS = [{"name": "read", "input_schema": {"type": "object", "properties": {
     "path": {"type": "string"}}}}]

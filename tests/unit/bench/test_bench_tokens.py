@@ -2,8 +2,8 @@
 
 import pytest
 
-from sm121.bench.tokens import check_usage, chunk_tokens
 from sm121.errors import Sm121Error
+from sm121.protocols.token_ids import check_usage, chunk_tokens
 
 
 def test_a_chunk_counts_its_token_ids_not_one_per_chunk():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sm121.gateway.policy import apply_policy
-from sm121.gateway.protocols import COMPLETIONS
+from sm121.protocols.routes import COMPLETIONS
 from sm121.recipes.schema import RequestDefaults, RequestPolicy
 
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sm121.gateway.prompt_size import PromptSize, context_problem, estimate, needs_exact
-from sm121.gateway.protocols import CHAT, COMPLETIONS, MESSAGES, RESPONSES
+from sm121.protocols.routes import CHAT, COMPLETIONS, MESSAGES, RESPONSES
 
 
 def test_short_prompt_needs_no_exact_count() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from sm121.chat_view import messages_to_chat, responses_to_chat
 from sm121.gateway.policy import Change, apply_policy
-from sm121.gateway.protocols import (
+from sm121.protocols.chat_view import messages_to_chat, responses_to_chat
+from sm121.protocols.routes import (
     CHAT,
     COMPLETIONS,
     GENERATION_ROUTES,
@@ -15,7 +15,6 @@ from sm121.gateway.protocols import (
     RESPONSES,
     Api,
     protocol_for,
-    stream_error_for,
 )
 from sm121.recipes.schema import RequestDefaults, RequestPolicy
 
@@ -162,14 +161,13 @@ def test_what_has_no_chat_form_gets_no_view() -> None:
 
 
 def test_each_protocol_reports_a_dead_upstream_in_its_own_stream_error() -> None:
-    chat = stream_error_for(CHAT.route, "gone", "upstream_disconnected")
+    chat = CHAT.stream_error("gone", "upstream_disconnected", 502)
     assert chat.endswith(b"data: [DONE]\n\n") and chat.startswith(b"data: {")
-    messages = stream_error_for(MESSAGES.route, "gone", "upstream_disconnected")
+    messages = MESSAGES.stream_error("gone", "upstream_disconnected", 502)
     event, data = messages.decode().strip().split("\n")
     assert event == "event: error"
     assert json.loads(data.removeprefix("data: ")) == {
         "type": "error", "error": {"type": "upstream_disconnected", "message": "gone"}}
-    responses = stream_error_for(RESPONSES.route, "gone", "upstream_disconnected").decode()
+    responses = RESPONSES.stream_error("gone", "upstream_disconnected", 502).decode()
     assert responses.startswith("event: error\ndata: ")
     assert json.loads(responses.split("data: ", 1)[1])["message"] == "gone"
-    assert stream_error_for("/tokenize", "gone", "x") == stream_error_for(CHAT.route, "gone", "x")

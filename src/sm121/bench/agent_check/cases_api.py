@@ -9,6 +9,7 @@ from sm121.bench.agent_check.cases_tools import CHAT, accepted, completion
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.agent_check.probe import Probe
 from sm121.bench.agent_check.tools import TOOLS
+from sm121.protocols.routes import MESSAGES, RESPONSES
 
 PROMPT = [{"role": "user", "content": "Write a short note about prefix caching."}]
 THINK_MARKERS = ("<think>", "</think>")
@@ -110,8 +111,8 @@ async def tokenize_with_tools(p: Probe) -> str:
 
 
 async def responses_api(p: Probe) -> str:
-    reply = await p.post("/v1/responses", {"model": p.model, "input": "Say hello.",
-                                           "max_output_tokens": 16, "temperature": 0})
+    reply = await p.post(RESPONSES.route, {"model": p.model, "input": "Say hello.",
+                                             "max_output_tokens": 16, "temperature": 0})
     if reply.status == 404:
         raise CaseUnsupported("the server has no /v1/responses")
     data = reply.json()
@@ -133,8 +134,8 @@ async def responses_api(p: Probe) -> str:
 
 
 async def anthropic_messages(p: Probe) -> str:
-    reply = await p.post("/v1/messages", {"model": p.model, "max_tokens": 16,
-                                          "messages": [{"role": "user", "content": "Hello"}]})
+    reply = await p.post(MESSAGES.route, {"model": p.model, "max_tokens": 16,
+                                            "messages": [{"role": "user", "content": "Hello"}]})
     if reply.status in (404, 405):
         raise CaseUnsupported("the server offers no Anthropic-style /v1/messages")
     data = reply.json()

@@ -11,12 +11,13 @@ from sm121.bench.agent_check.cases_api import stop_word
 from sm121.bench.agent_check.cases_limits import TextAsk, long_input, overflow
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.agent_check.probe import Probe, Reply
-from sm121.bench.agent_check.streams import assemble_messages_stream, message_tool_uses
 from sm121.bench.agent_check.tools import ASK, SCHEMAS, check_call
-from sm121.usage_tokens import prompt_tokens
+from sm121.protocols.assembly import assemble_messages_stream, message_tool_uses
+from sm121.protocols.routes import COUNT_TOKENS_ROUTE, MESSAGES
+from sm121.protocols.usage import prompt_tokens
 
-ROUTE = "/v1/messages"
-COUNT = "/v1/messages/count_tokens"
+ROUTE = MESSAGES.route
+COUNT = COUNT_TOKENS_ROUTE
 CALL_TOKENS = 96
 TOOLS = [{"name": name, "description": description, "input_schema": SCHEMAS[name]}
          for name, description in (("get_weather", "Current weather in a city."),

@@ -17,10 +17,11 @@ from sm121.bench.agent_check.cases_limits import TextAsk, long_input, overflow
 from sm121.bench.agent_check.cases_tools import CHAT
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.agent_check.probe import Probe, Reply
-from sm121.bench.agent_check.streams import assemble_responses_stream, response_calls
 from sm121.bench.agent_check.tools import ASK, SCHEMAS, check_call
+from sm121.protocols.assembly import assemble_responses_stream, response_calls
+from sm121.protocols.routes import RESPONSES
 
-ROUTE = "/v1/responses"
+ROUTE = RESPONSES.route
 CALL_TOKENS = 96
 TOOLS = [{"type": "function", "name": name, "description": description,
           "parameters": SCHEMAS[name]}

@@ -11,14 +11,15 @@ from sm121.bench.agent_check.tools import (
     ASK,
     SCHEMAS,
     TOOLS,
-    assemble_stream,
     check_call,
     named,
     tool_calls,
 )
 from sm121.engines.registry import adapters
+from sm121.protocols import routes
+from sm121.protocols.assembly import assemble_chat_tool_calls
 
-CHAT = "/v1/chat/completions"
+CHAT = routes.CHAT.route
 # Enough for one or two calls with these closed schemas.
 CALL_TOKENS = 96
 PARSER_HINT = ("the server has no tool calling: start vLLM with --enable-auto-tool-choice "
@@ -102,7 +103,7 @@ async def streamed_tool_call(p: Probe) -> str:
                          f"{str(streamed.error_body)[:300]}")
     if not streamed.done:
         raise CaseFailed("the stream ended without [DONE]")
-    assembled = [check_call(c, {"get_weather"}) for c in assemble_stream(streamed.chunks)]
+    assembled = [check_call(c, {"get_weather"}) for c in assemble_chat_tool_calls(streamed.chunks)]
     if not assembled:
         raise CaseFailed("the stream carried no tool-call deltas")
     if assembled != whole:

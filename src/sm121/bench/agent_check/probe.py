@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 
 from sm121.bench.agent_check.model import Exchange
-from sm121.sse import SSEParser
+from sm121.protocols.sse import SSEParser
 
 
 @dataclass

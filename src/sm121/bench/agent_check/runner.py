@@ -25,6 +25,7 @@ from sm121.bench.agent_check.probe import Facts, Probe
 from sm121.engines.client import EngineClient, max_model_len
 from sm121.errors import Sm121Error
 from sm121.progress import Progress, quiet
+from sm121.protocols.assembly import MalformedStream
 
 Case = Callable[[Probe], Awaitable[str]]
 CASE_TIMEOUT_S = 900.0  # the near-limit prefill of a 65K prompt on a loaded CPU is minutes
@@ -112,7 +113,7 @@ async def run_case(name: str, case: Case, probe: Probe) -> CaseResult:
     try:
         reason = await asyncio.wait_for(case(probe), CASE_TIMEOUT_S)
         return CaseResult(name, Status.PASS, reason, probe.evidence)
-    except CaseFailed as exc:
+    except (CaseFailed, MalformedStream) as exc:
         return CaseResult(name, Status.FAIL, str(exc), probe.evidence)
     except CaseUnsupported as exc:
         return CaseResult(name, Status.UNSUPPORTED, str(exc), probe.evidence)

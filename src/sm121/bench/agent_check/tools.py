@@ -67,24 +67,3 @@ def check_call(call: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
         raise CaseFailed(f"{name}: the tool call has no id (a tool result cannot refer to it)")
     return {"name": name, "arguments": arguments}
 
-
-def assemble_stream(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tool-call deltas of a chat stream, joined per index the way the openai SDK does:
-    id and name arrive once, arguments arrive in pieces."""
-    calls: dict[int, dict[str, Any]] = {}
-    for chunk in chunks:
-        for choice in chunk.get("choices") or []:
-            for delta in (choice.get("delta") or {}).get("tool_calls") or []:
-                call = calls.setdefault(int(delta.get("index", 0)),
-                                        {"id": None, "type": "function",
-                                         "function": {"name": None, "arguments": ""}})
-                call["id"] = call["id"] or delta.get("id")
-                function = delta.get("function") or {}
-                call["function"]["name"] = call["function"]["name"] or function.get("name")
-                call["function"]["arguments"] += function.get("arguments") or ""
-    return [calls[i] for i in sorted(calls)]
-
-
-def stream_text(chunks: list[dict[str, Any]], field: str = "content") -> str:
-    return "".join(((choice.get("delta") or {}).get(field) or "")
-                   for chunk in chunks for choice in chunk.get("choices") or [])

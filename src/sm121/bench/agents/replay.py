@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.agents.apis import PATHS, send_turn
+from sm121.bench.agents.apis import send_turn
 from sm121.bench.agents.capture_log import (
     Captured,
     by_session,
@@ -43,7 +43,8 @@ from sm121.bench.agents.summary import summarize_agents
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
-from sm121.chat_view import messages_to_chat, responses_to_chat
+from sm121.protocols.chat_view import messages_to_chat, responses_to_chat
+from sm121.protocols.requests import PATHS
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,20 @@
-"""Streamed replies of Anthropic Messages and the Responses API, assembled the way their SDKs
-do: tool-use input from `input_json_delta` pieces, function-call arguments from
-`response.function_call_arguments.delta` pieces, usage from the events that carry it."""
+"""Streamed replies of Anthropic Messages and the Responses API, assembled whole the way their
+SDKs do: tool-use input from `input_json_delta` pieces, function-call arguments from
+`response.function_call_arguments.delta` pieces, usage from the events that carry it; and the
+tool calls of a whole reply in chat's form. agent-check compares these with the unstreamed
+reply; bench's event-by-event reading is protocols/stream_readers.py."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from sm121.bench.agent_check.model import CaseFailed
+from sm121.errors import Sm121Error
+
+
+class MalformedStream(Sm121Error):
+    """A stream that does not assemble: an error event, deltas for an item never added,
+    tool input that is not JSON."""
 
 
 def message_tool_uses(content: list[Any]) -> list[dict[str, Any]]:
@@ -46,7 +53,7 @@ def assemble_messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "message_stop":
             reply["stopped"] = True
         elif kind == "error":
-            raise CaseFailed(f"the stream reported an error: {str(event)[:300]}")
+            raise MalformedStream(f"the stream reported an error: {str(event)[:300]}")
     for index in sorted(blocks):
         block = blocks[index]
         if block.get("type") == "tool_use":
@@ -54,7 +61,7 @@ def assemble_messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
             try:
                 block["input"] = json.loads(joined) if joined else block.get("input") or {}
             except json.JSONDecodeError as exc:
-                raise CaseFailed(f"tool_use input deltas {joined[:120]!r} are not JSON") from exc
+                raise MalformedStream(f"tool_use input deltas {joined[:120]!r} are not JSON") from exc
         reply["content"].append(block)
     return reply
 
@@ -83,13 +90,32 @@ def assemble_responses_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "response.function_call_arguments.delta":
             call = calls.get(str(event.get("item_id")))
             if call is None:
-                raise CaseFailed(f"arguments delta for an item never added: {str(event)[:200]}")
+                raise MalformedStream(f"arguments delta for an item never added: {str(event)[:200]}")
             call["arguments"] += str(event.get("delta") or "")
         elif kind in ("response.completed", "response.incomplete"):
             final = event.get("response") or {}
         elif kind in ("error", "response.failed"):
-            raise CaseFailed(f"the stream reported an error: {str(event)[:300]}")
+            raise MalformedStream(f"the stream reported an error: {str(event)[:300]}")
     assembled = [{"id": c["call_id"], "type": "function",
                   "function": {"name": c["name"], "arguments": c["arguments"]}}
                  for c in calls.values()]
     return {"calls": assembled, "response": final}
+
+
+def assemble_chat_tool_calls(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool-call deltas of a chat stream, joined per index the way the openai SDK does:
+    id and name arrive once, arguments arrive in pieces (bench's event-by-event reading is
+    stream_readers.merge_tool_calls)."""
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        for choice in chunk.get("choices") or []:
+            for delta in (choice.get("delta") or {}).get("tool_calls") or []:
+                call = calls.setdefault(int(delta.get("index", 0)),
+                                        {"id": None, "type": "function",
+                                         "function": {"name": None, "arguments": ""}})
+                call["id"] = call["id"] or delta.get("id")
+                function = delta.get("function") or {}
+                call["function"]["name"] = call["function"]["name"] or function.get("name")
+                call["function"]["arguments"] += function.get("arguments") or ""
+    return [calls[i] for i in sorted(calls)]
+

@@ -1,9 +1,10 @@
 """The generation routes' protocols, described once: chat completions, completions, Anthropic
-Messages (Claude Code) and Responses (Codex). Every step of the request path reads the
-description of its route instead of assuming chat: the policy renders the recipe's defaults in
-the protocol's spelling, the context check and the long-prompt lane count the protocol's
-prompt, the locality watch compares it, the token metrics and the capture name the protocol,
-and an upstream that dies mid-stream is reported in the protocol's own error event.
+Messages (Claude Code) and Responses (Codex). The gateway finds a request's description once,
+from its route, and every step reads it instead of assuming chat: the policy renders the
+recipe's defaults in the protocol's spelling (gateway/defaults.py, by `api`), the context check
+and the long-prompt lane count the protocol's prompt, the locality watch compares it, the
+token metrics and the capture name the protocol, and an upstream that dies mid-stream is
+reported in the protocol's own error event. bench and agent-check take the routes from here.
 
 - chat (`/v1/chat/completions`): usage in `usage` (a stream's last chunk, when it asks
   stream_options.include_usage); a stream ends `data: [DONE]`, an error is `data: {"error"}`;
@@ -28,13 +29,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from aiohttp import web
-
-from sm121 import chat_view
-from sm121.gateway import defaults
-from sm121.gateway.replies import Refused, error_body
-from sm121.recipes.schema import RequestDefaults
-from sm121.usage_tokens import is_count
+from sm121.protocols import chat_view
+from sm121.protocols.usage import is_count
 
 
 class Api(StrEnum):
@@ -45,7 +41,6 @@ class Api(StrEnum):
 
 
 ChatView = Callable[[Mapping[str, Any]], dict[str, Any] | None]
-Defaults = Callable[[dict[str, Any], RequestDefaults], list[str]]
 StreamError = Callable[[str, str, int], bytes]
 
 
@@ -56,7 +51,6 @@ class Protocol:
     output_fields: tuple[str, ...]  # what bounds the reply's length
     prompt_field: str  # names the prompt in a context-length error
     chat_view: ChatView  # its prompt in chat-completions form, for /tokenize and locality
-    render_defaults: Defaults
     stream_error: StreamError
     error_body: Callable[[int, str, str, str | None, str | None], dict[str, Any]]
 
@@ -76,7 +70,10 @@ class Protocol:
 
 def openai_error(status: int, message: str, kind: str, param: str | None = None,
                  code: str | None = None) -> dict[str, Any]:
-    return error_body(status, message, kind, param, code)
+    """The OpenAI shape the engine itself uses, so clients parse the gateway's the same:
+    {"error": {"message", "type", "param", "code"}}."""
+    return {"error": {"message": message, "type": kind, "param": param,
+                      "code": code or status}}
 
 
 def anthropic_error(status: int, message: str, kind: str, param: str | None = None,
@@ -115,22 +112,21 @@ def _completions_itself(body: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(body) if "prompt" in body else None
 
 
-# Where each protocol's usage is, and how its stream ends: the module docstring (observe.py
-# reads every shape).
+# Where each protocol's usage is, and how its stream ends: the module docstring (the gateway's
+# observe.py and protocols/usage.py read every shape).
 CHAT = Protocol(Api.CHAT, "/v1/chat/completions", ("max_completion_tokens", "max_tokens"),
-                "messages", _chat_itself, defaults.chat_defaults, openai_stream_error,
-                openai_error)
+                "messages", _chat_itself, openai_stream_error, openai_error)
 COMPLETIONS = Protocol(Api.COMPLETIONS, "/v1/completions", ("max_tokens",), "prompt",
-                       _completions_itself, defaults.no_defaults, openai_stream_error,
-                       openai_error)
+                       _completions_itself, openai_stream_error, openai_error)
 MESSAGES = Protocol(Api.MESSAGES, "/v1/messages", ("max_tokens",), "messages",
-                    chat_view.messages_to_chat, defaults.messages_defaults,
-                    anthropic_stream_error, anthropic_error)
+                    chat_view.messages_to_chat, anthropic_stream_error, anthropic_error)
 RESPONSES = Protocol(Api.RESPONSES, "/v1/responses", ("max_output_tokens",), "input",
-                     chat_view.responses_to_chat, defaults.chat_defaults,
-                     responses_stream_error, openai_error)
+                     chat_view.responses_to_chat, responses_stream_error, openai_error)
 PROTOCOLS: dict[str, Protocol] = {p.route: p for p in (CHAT, COMPLETIONS, MESSAGES, RESPONSES)}
+BY_API: dict[Api, Protocol] = {p.api: p for p in PROTOCOLS.values()}
 GENERATION_ROUTES = tuple(PROTOCOLS)
+# Anthropic's token count beside Messages: no generation, so a plain route (no protocol).
+COUNT_TOKENS_ROUTE = "/v1/messages/count_tokens"
 
 
 def protocol_for(route: str) -> Protocol | None:
@@ -138,17 +134,6 @@ def protocol_for(route: str) -> Protocol | None:
     return PROTOCOLS.get(route)
 
 
-def refusal_reply(route: str, refusal: Refused) -> web.Response:
-    """The gateway's own answer to a request on `route`, in its protocol's shape (Anthropic's
-    on /v1/messages: {"type": "error", "error": {"type", "message"}}; OpenAI's elsewhere), for
-    every refusal (401, 404, 413, policy, context)."""
-    protocol = PROTOCOLS.get(route)
-    shape = protocol.error_body if protocol is not None else openai_error
-    body = shape(refusal.status, refusal.message, refusal.kind, refusal.param, refusal.code)
-    return web.json_response(body, status=refusal.status, headers=refusal.headers)
-
-
-def stream_error_for(route: str, message: str, kind: str, status: int = 502) -> bytes:
-    """The error event a client on `route` understands (chat's for non-generation routes)."""
-    protocol = PROTOCOLS.get(route, CHAT)
-    return protocol.stream_error(message, kind, status)
+def route_of(api: str) -> str:
+    """The route of a protocol by its name (`chat`, `completions`, `messages`, `responses`)."""
+    return BY_API[Api(api)].route
