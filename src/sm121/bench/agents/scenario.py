@@ -11,7 +11,9 @@ import time
 from typing import Any
 
 from sm121.bench.agents.conversation import tool_definitions, tools_as_text
+from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.session import (
+    Record,
     RunPlan,
     background_prompt,
     open_conversation,
@@ -90,13 +92,14 @@ async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     await run_together(*jobs)
     deltas = counter_deltas(before, await read_counters(client))
     summary = summarize_agents(ctx.results.data["samples"], p["slo"])
-    return {**summary, "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
+    # the scenario table's contract: the summary as the results file keeps it
+    return {**summary.model_dump(), "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
             "wall_s": time.monotonic() - plan.t0}
 
 
-def _recorder(ctx: Context, total: int) -> Any:
-    def record(sample: dict[str, Any]) -> None:
-        ctx.add(sample)
+def _recorder(ctx: Context, total: int) -> Record:
+    def record(sample: TurnSample) -> None:
+        ctx.add(sample.to_record())
         done = sum(1 for s in ctx.results.data["samples"] if s.get("kind") == "turn")
         ctx.progress(f"agents: {done} turns", done, total or done)
 
