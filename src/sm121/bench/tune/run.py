@@ -26,6 +26,7 @@ from sm121.bench.tune.knobs import knobs_of
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
 from sm121.bench.tune.request import TuneRequest, agent_params
+from sm121.bench.tune.result import ConfirmPlan, PlanRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
@@ -63,12 +64,12 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, knee, say)
     result = choose(request, state, found, knee, ab.data)
-    state.set(result=result)
+    state.set(result=result.model_dump(mode="json"))
     report = write_report(request.out, knee, ab.data, state.data)
     state.set(report=str(report))
-    if request.write and result.get("chosen"):
+    if request.write and result.chosen:
         text = _recipe_text(recipe.name, loaded.builtin, loaded.source)
-        profile = tuned_profile(request, state.data, found, knee, report)
+        profile = tuned_profile(request, result, found, report)
         path = write_tuned(recipe.name, text, profile)
         needs = trust_needs(load_recipe(recipe.name).recipe, "tuned", builtin=False)
         # Shown as $SM121_HOME/..., so a committed report names no machine's folders.
@@ -154,11 +155,11 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     est = _estimates(request, knee, results.data)
     remaining = len(arms) - index
     chosen = plan(left, est, remaining, request.reps, request.sweep_points, least=1)
-    state.data.setdefault("plans", []).append({
-        "before": name, "left_s": round(left), "boot_s": round(est.boot_s, 1),
-        "rep_s": round(est.rep_s, 1), "arms_left": remaining, "arms": chosen.candidates,
-        "reps": chosen.reps, "probes": chosen.sweep_points, "fits": chosen.fits,
-        "estimate_s": round(chosen.seconds)})
+    state.data.setdefault("plans", []).append(PlanRecord(
+        before=name, left_s=round(left), boot_s=round(est.boot_s, 1),
+        rep_s=round(est.rep_s, 1), arms_left=remaining, arms=chosen.candidates,
+        reps=chosen.reps, probes=chosen.sweep_points, fits=chosen.fits,
+        estimate_s=round(chosen.seconds)).model_dump(mode="json"))
     state.save()
     if not chosen.fits and len(_measured(results)) >= 2:
         say(f"{name} and {remaining - 1} more: not measured, {left:.0f} s of the budget left "
@@ -206,7 +207,7 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
             break
         state.add_sweep_point(name, point)
     found = capacity(results.data["samples"], name, request.agents, state.sweep(name))
-    state.data.setdefault("capacity", {})[name] = found.to_json()
+    state.data.setdefault("capacity", {})[name] = found.record().model_dump(mode="json")
     say(f"  {name}: capacity {found.text}")
     state.save()
 
@@ -224,12 +225,13 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
         return
     result = choose(request, state, arms, knee, results.data)
     defaults = {c.name for c in arms if "defaults" in c.role}
-    pair = finalists(result["ranking"], result.get("baseline"), defaults)
+    pair = finalists(result.ranking, result.baseline, defaults)
     if len(pair) < 2:
         return
-    rows = {r["name"]: r for r in result["table"]}
-    other = second_n(request.agents, [rows[n]["capacity"] for n in pair])
-    state.set(confirm_plan={"finalists": pair, "second_n": other, "boots": request.boots})
+    rows = {r.name: r for r in result.table}
+    other = second_n(request.agents, [rows[n].capacity for n in pair])
+    state.set(confirm_plan=ConfirmPlan(finalists=pair, second_n=other,
+                                       boots=request.boots).model_dump(mode="json"))
     say(f"confirming {pair[0]} against {pair[1]}: up to {request.boots} boots each, "
         f"N={request.agents}" + (f" and N={other}" if other else ""))
     while (name := next_boot({n: _boots_of(results, n) for n in pair}, pair,
@@ -256,8 +258,7 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
             except Sm121Error as exc:
                 say(f"  {name}: N={other} failed: {exc}")
                 return
-            state.data.setdefault("confirm", {}).setdefault(name, []).append(point)
-            state.save()
+            state.add_confirmation(name, point)
 
         boot_and_measure(replace(ab_request, reps=1, reps_per_boot=1), results, index, name,
                          [rep], say, after=after)
