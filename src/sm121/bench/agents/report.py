@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from sm121.bench.agents import plots
 from sm121.bench.agents.choose import largest_meeting
+from sm121.bench.agents.entries import AbEntry, ab_entries, sweep_entries
 from sm121.bench.agents.records import bars_of
 from sm121.bench.agents.summary import flatten, summarize_agents
 from sm121.bench.agents.summary_model import (
@@ -146,21 +149,21 @@ def scenario_section(data: dict[str, Any], files: list[Path]) -> list[str]:
             *[f"![{f.stem}]({f.name})" for f in files], ""]
 
 
-def ab_groups(data: dict[str, Any]) -> dict[str, plots.Groups]:
+def ab_groups(entries: list[AbEntry], profiles: list[str]) -> dict[str, plots.Groups]:
     """One run per profile for the timeline (the first measured rep), all reps for the CDF."""
     first: plots.Groups = {}
-    every: plots.Groups = {p: [] for p in data["params"]["profiles"]}
-    for entry in data["samples"]:
-        if entry.get("error"):
+    every: plots.Groups = {p: [] for p in profiles}
+    for entry in entries:
+        if entry.error:
             continue
-        bars = bars_of(entry["samples"])
-        first.setdefault(entry["profile"], bars)
-        every[entry["profile"]].extend(bars)
+        bars = entry.bars()
+        first.setdefault(entry.profile, bars)
+        every[entry.profile].extend(bars)
     return {"first": first, "every": every}
 
 
 def _ab_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    groups = ab_groups(data)
+    groups = ab_groups(ab_entries(data), data["params"]["profiles"])
     return [plots.timeline(groups["first"], out / f"{stem}-timeline.png"),
             plots.ttft_cdf(groups["every"], out / f"{stem}-ttft-cdf.png"),
             plots.reuse_per_turn(groups["every"], out / f"{stem}-reuse.png")]
@@ -171,13 +174,13 @@ def ab_section(data: dict[str, Any], files: list[Path]) -> list[str]:
     lines = [f"**Best profile by goodput: {verdict.get('best', '-')}**. "
              f"{verdict.get('why', '')}", ""] if verdict else []
     rows = []
-    for entry in data["samples"]:
-        if entry.get("error"):
-            rows.append([entry["profile"], str(entry["rep"] + 1), "failed", "-", "-", "-", "-",
-                         "-"])
+    entries = ab_entries(data)
+    for entry in entries:
+        if entry.error:
+            rows.append([entry.profile, str(entry.rep + 1), "failed", "-", "-", "-", "-", "-"])
             continue
-        m = RunMetrics.model_validate(entry["metrics"])
-        rows.append([entry["profile"], str(entry["rep"] + 1), fmt(m.goodput, "pct"),
+        m = entry.metrics or RunMetrics()
+        rows.append([entry.profile, str(entry.rep + 1), fmt(m.goodput, "pct"),
                      fmt(m.ttft_p50_s, "s"), fmt(m.ttft_p95_s, "s"),
                      fmt(m.ttft_p95_judged_s, "s"), fmt(m.ttft_p95_during_background_s, "s"),
                      fmt(m.background_ttft_s, "s")])
@@ -185,12 +188,11 @@ def ab_section(data: dict[str, Any], files: list[Path]) -> list[str]:
     lines += _table(["profile", "rep", "goodput", "TTFT p50", "TTFT p95 (all)",
                      "TTFT p95 (judged)", "judged TTFT p95 during background",
                      "background TTFT"], rows)
-    lines += [f"Failed: rep {e['rep'] + 1} {e['profile']}: {e['error']}"
-              for e in data["samples"] if e.get("error")]
-    served: dict[str, dict[str, Any]] = {}
-    for entry in data["samples"]:
-        if not entry.get("error"):
-            served.setdefault(entry["profile"], entry.get("engine_args") or {})
+    lines += [f"Failed: rep {e.rep + 1} {e.profile}: {e.error}" for e in entries if e.error]
+    served: dict[str, dict[str, JsonValue]] = {}
+    for entry in entries:
+        if not entry.error:
+            served.setdefault(entry.profile, entry.engine_args or {})
     lines += ["", "Engine args per profile (as served by sm121):", ""] + [
         f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
                                  if k.startswith(("max-num", "long-prefill", "tool")))
@@ -200,8 +202,7 @@ def ab_section(data: dict[str, Any], files: list[Path]) -> list[str]:
 
 def _points(data: dict[str, Any]) -> list[tuple[int, RunMetrics]]:
     """(N, that run's headline metrics) per measured N of a sweep."""
-    return [(int(s["agents"]), RunMetrics.model_validate(s["metrics"]))
-            for s in data["samples"] if not s.get("error")]
+    return [(e.agents, e.metrics or RunMetrics()) for e in sweep_entries(data) if not e.error]
 
 
 def _sweep_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
