@@ -80,8 +80,9 @@ async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     plan = RunPlan(client, workload, 0.0, tools if mode == "api" else None, turns, None,
                    record=_recorder(ctx, total), agents=n_agents)
     firsts = [await open_conversation(plan, i, 0, tools_text) for i in range(n_agents)]
-    background = None if workload.background is None else \
-        await background_prompt(client, int(workload.fitted["background_tokens"]))
+    background_tokens = workload.fitted.background_tokens if workload.fitted else None
+    background = None if workload.background is None or background_tokens is None else \
+        await background_prompt(client, background_tokens)
     before = await read_counters(client)
     ctx.t0 = plan.t0 = time.monotonic()
     plan.deadline = plan.t0 + duration if duration else None

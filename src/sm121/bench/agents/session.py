@@ -148,8 +148,10 @@ async def run_session(plan: RunPlan, agent: int, first: Conversation, tools_text
     """Turns until --turns or the deadline; a conversation that fills its context share is
     followed by a fresh one (a new salt), as an agent starts a new task."""
     conv, conversation, done = first, 0, 0
-    per_conversation = plan.turns or turns_that_fit(plan.workload,
-                                                    int(plan.workload.fitted["max_model_len"]))
+    fitted = plan.workload.fitted
+    if fitted is None:
+        raise ValueError("a session's workload is fitted to the server first (workload.fit)")
+    per_conversation = plan.turns or turns_that_fit(plan.workload, fitted.max_model_len)
     while plan.more(done):
         if conv.turn >= per_conversation:
             conversation += 1
