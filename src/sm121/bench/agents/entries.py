@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, field_validator
 
 from sm121.bench.agents.records import TurnSample, bars_of
 from sm121.bench.agents.summary_model import RunMetrics
@@ -19,6 +19,11 @@ class RunEntry(BaseModel):
     samples: list[dict[str, Any]] = []  # the run's raw records (config, turns, background)
     metrics: RunMetrics | None = None
 
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _no_metrics(cls, value: Any) -> Any:
+        return value or None  # `{}`: not measured, as a missing key
+
     def bars(self) -> list[TurnSample]:
         return bars_of(self.samples)
 
@@ -28,6 +33,7 @@ class AbEntry(RunEntry):
 
     profile: str
     rep: int
+    run_id: str | None = None  # the boot it ran on
     engine_args: dict[str, JsonValue] | None = None  # as served (any JSON an engine takes)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from sm121.bench.agents.entries import AbEntry, ab_entries
 from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.stats import clopper_pearson
 from sm121.bench.tune import conditions
@@ -43,10 +44,10 @@ def _kv(ab: dict[str, Any]) -> dict[str, int | None]:
     return found
 
 
-def _runs(samples: list[dict[str, Any]], name: str) -> list[tuple[str | None, RunMetrics]]:
-    """(run id, headline metrics) of the arm's measured repetitions (the A/B's entries)."""
-    return [(s.get("run_id"), RunMetrics.model_validate(s["metrics"])) for s in samples
-            if s["profile"] == name and not s.get("error") and s.get("metrics")]
+def _runs(entries: list[AbEntry], name: str) -> list[tuple[str | None, RunMetrics]]:
+    """(run id, headline metrics) of the arm's measured repetitions."""
+    return [(e.run_id, e.metrics) for e in entries
+            if e.profile == name and not e.error and e.metrics]
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -54,17 +55,16 @@ def _median(values: list[float | None]) -> float | None:
     return median(kept) if kept else None
 
 
-def capacity(samples: list[dict[str, Any]], name: str, target: int,
-             probes: list[Probe]) -> Bracket:
-    met = met_at_target(samples, name)
+def capacity(entries: list[AbEntry], name: str, target: int, probes: list[Probe]
+             ) -> Bracket:
+    met = met_at_target(entries, name)
     outcomes = ([(target, met)] if met is not None else []) + \
         [(p.agents, p.slo_met) for p in probes]
     return bracket(outcomes)
 
 
-def row(name: str, samples: list[dict[str, Any]], target: int, probes: list[Probe]
-        ) -> ArmRow | None:
-    runs = _runs(samples, name)
+def row(name: str, entries: list[AbEntry], target: int, probes: list[Probe]) -> ArmRow | None:
+    runs = _runs(entries, name)
     if not runs:
         return None
     m = [metrics for _, metrics in runs]
@@ -73,7 +73,7 @@ def row(name: str, samples: list[dict[str, Any]], target: int, probes: list[Prob
     ci = clopper_pearson(good, judged) if judged else None
     ttft = _median([x.background_ttft_s for x in m])
     tokens = _median([x.background_prompt_tokens for x in m])
-    found = capacity(samples, name, target, probes)
+    found = capacity(entries, name, target, probes)
     return ArmRow(name=name, reps=len(runs), boots=sorted({r for r, _ in runs if r}),
                   goodput=_median([x.goodput for x in m]),
                   goodput_min=min((x.goodput for x in m if x.goodput is not None),
@@ -112,11 +112,11 @@ def rank(table: list[ArmRow], bound: float = COST_TARGET) -> list[ArmRow]:
     return sorted(table, key=key)
 
 
-def _boot_values(row: ArmRow, samples: list[dict[str, Any]], target: int,
+def _boot_values(row: ArmRow, entries: list[AbEntry], target: int,
                  metric: str) -> dict[int, list[float]]:
     """N -> one value per boot (the boot's median at that N)."""
     per: dict[tuple[int, str], list[float]] = {}
-    for run_id, metrics in _runs(samples, row.name):
+    for run_id, metrics in _runs(entries, row.name):
         value = metrics.value(metric)
         if value is not None:
             per.setdefault((target, run_id or "?"), []).append(value)
@@ -133,7 +133,7 @@ def _boot_values(row: ArmRow, samples: list[dict[str, Any]], target: int,
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
            knee: dict[str, Any], ab: dict[str, Any]) -> TuneResult:
     """`knee` and `ab`: their results files' data (the JSON edge)."""
-    samples = ab["samples"]
+    samples = ab_entries(ab)
     knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
     table = [r for c in found if (r := row(c.name, samples, request.agents,
                                            state.sweep(c.name)))]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.ab import AbRequest, boot_and_measure, measured_pairs, open_results
+from sm121.bench.agents.entries import ab_entries
 from sm121.bench.boot import Boot
 from sm121.bench.knee_run import knee_on_recipe
 from sm121.bench.results import ResultsFile, load_results
@@ -187,7 +188,7 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
     each only when the budget still holds it."""
     for _ in range(probes):
         done = state.sweep(name)
-        found = capacity(results.data["samples"], name, request.agents, done)
+        found = capacity(ab_entries(results.data), name, request.agents, done)
         if not found.tested:
             return  # no verdict at the target N (its runs failed)
         n = next_probe(found.tested, request.largest_n, resolution_for(request.agents))
@@ -206,7 +207,7 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
             say(f"  {name}: N={n} failed: {exc}")
             break
         state.add_sweep_point(name, point)
-    found = capacity(results.data["samples"], name, request.agents, state.sweep(name))
+    found = capacity(ab_entries(results.data), name, request.agents, state.sweep(name))
     state.data.setdefault("capacity", {})[name] = found.record().model_dump(mode="json")
     say(f"  {name}: capacity {found.text}")
     state.save()

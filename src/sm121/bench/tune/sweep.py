@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.agents.entries import AbEntry
 from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.boot import Boot, steps
 from sm121.bench.runner import Target, run_scenario
@@ -17,11 +18,10 @@ from sm121.bench.tune.result import Probe
 Say = Callable[[str], None]
 
 
-def met_at_target(samples: list[dict[str, Any]], name: str) -> bool | None:
-    """Whether the candidate met the SLO at the target N: a majority of its repetitions.
-    `samples`: the A/B's entries, as its results file keeps them."""
-    met = [bool(RunMetrics.model_validate(s["metrics"]).slo_met) for s in samples
-           if s["profile"] == name and not s.get("error") and s.get("metrics")]
+def met_at_target(entries: list[AbEntry], name: str) -> bool | None:
+    """Whether the candidate met the SLO at the target N: a majority of its repetitions."""
+    met = [bool(e.metrics.slo_met) for e in entries
+           if e.profile == name and not e.error and e.metrics]
     return None if not met else sum(met) * 2 > len(met)
 
 
