@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 
 from sm121.bench.agents.choose import verdict
+from sm121.bench.agents.entries import SweepEntry
 from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.slo import evaluate, parse_slo
 from sm121.bench.agents.summary import flatten, overlaps_background, summarize_agents
+from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.agents.sweep import largest_meeting
 from sm121.errors import Sm121Error
 
@@ -106,7 +108,7 @@ def test_the_verdict_names_the_profile_with_the_best_goodput_and_why():
 
 def test_the_largest_n_needs_every_smaller_n_to_meet_the_slo():
     def point(n, met):
-        return {"agents": n, "metrics": {"slo_met": met}}
+        return SweepEntry(agents=n, metrics=RunMetrics(slo_met=met))
 
     assert largest_meeting([point(1, True), point(2, True), point(4, False)]) == 2
     assert largest_meeting([point(1, True), point(2, False), point(4, True)]) == 1

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sm121.bench.agents.entries import SweepEntry
 from sm121.bench.agents.summary_model import RunMetrics
 
 
@@ -69,12 +70,12 @@ def verdict(samples: list[dict[str, Any]], profiles: list[str]) -> dict[str, Any
     return choose_profile(runs).model_dump()
 
 
-def largest_meeting(points: list[dict[str, Any]]) -> int | None:
+def largest_meeting(points: list[SweepEntry]) -> int | None:
     """The largest N that meets the SLO with every smaller N meeting it too: a lucky run
-    above a failing one is not capacity. `points`: a sweep's entries (N and its metrics)."""
+    above a failing one is not capacity."""
     best = None
-    for point in sorted(points, key=lambda p: p["agents"]):
-        if not RunMetrics.model_validate(point["metrics"]).slo_met:
+    for point in sorted(points, key=lambda p: p.agents):
+        if not (point.metrics and point.metrics.slo_met):
             break
-        best = int(point["agents"])
+        best = point.agents
     return best

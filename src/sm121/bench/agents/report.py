@@ -57,7 +57,7 @@ def recompute(data: dict[str, Any]) -> dict[str, Any]:
         data["summary"] = compare_with(get(data["scenario"]), measured,
                                        data["params"]["profiles"])
     if data["kind"] == "sweep":
-        data.setdefault("summary", {})["largest_n"] = largest_meeting(data["samples"])
+        data.setdefault("summary", {})["largest_n"] = largest_meeting(sweep_entries(data))
     return data
 
 
