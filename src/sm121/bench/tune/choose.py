@@ -131,8 +131,9 @@ def _boot_values(row: ArmRow, entries: list[AbEntry], target: int,
 
 
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
-           knee: dict[str, Any], ab: dict[str, Any]) -> TuneResult:
-    """`knee` and `ab`: their results files' data (the JSON edge)."""
+           ab: dict[str, Any], engine: str) -> TuneResult:
+    """`ab`: the A/B's results file data (the JSON edge); `engine`: the engine and version
+    the sitting measured (conditions.engine_version of the knee's server)."""
     samples = ab_entries(ab)
     knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
     table = [r for c in found if (r := row(c.name, samples, request.agents,
@@ -161,8 +162,7 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     return TuneResult(table=table, ranking=[r.name for r in ranked], chosen=chosen,
                       baseline=baseline, reference=reference, claims=claims,
                       binding=binding(table), cost_bound=COST_TARGET,
-                      device=conditions.device(), engine=conditions.engine_version(
-                          knee.get("server") or {}), date=conditions.today())
+                      device=conditions.device(), engine=engine, date=conditions.today())
 
 
 def _file(probe: Probe) -> str:
