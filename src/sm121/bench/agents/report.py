@@ -11,8 +11,9 @@ from pydantic import JsonValue
 
 from sm121.bench.agents import plots
 from sm121.bench.agents.choose import largest_meeting
-from sm121.bench.agents.entries import AbEntry, ab_entries, sweep_entries
+from sm121.bench.agents.entries import AbEntry, sweep_entries
 from sm121.bench.agents.records import bars_of
+from sm121.bench.agents.results_view import AbResults, SweepResults, read_ab, read_sweep
 from sm121.bench.agents.summary import flatten, summarize_agents
 from sm121.bench.agents.summary_model import (
     AgentsSummary,
@@ -136,7 +137,7 @@ def _replay_lines(extras: RunExtras) -> list[str]:
 
 
 def _scenario_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    groups = {stem: bars_of(data["samples"])}
+    groups: plots.Groups = {stem: bars_of(data["samples"])}
     return [plots.timeline(groups, out / f"{stem}-timeline.png"),
             plots.ttft_cdf(groups, out / f"{stem}-ttft-cdf.png"),
             plots.reuse_per_turn(groups, out / f"{stem}-reuse.png")]
@@ -163,18 +164,19 @@ def ab_groups(entries: list[AbEntry], profiles: list[str]) -> dict[str, plots.Gr
 
 
 def _ab_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    groups = ab_groups(ab_entries(data), data["params"]["profiles"])
+    ab = read_ab(data)
+    groups = ab_groups(ab.entries, ab.profiles)
     return [plots.timeline(groups["first"], out / f"{stem}-timeline.png"),
             plots.ttft_cdf(groups["every"], out / f"{stem}-ttft-cdf.png"),
             plots.reuse_per_turn(groups["every"], out / f"{stem}-reuse.png")]
 
 
-def ab_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    verdict = (data.get("summary") or {}).get("verdict") or {}
-    lines = [f"**Best profile by goodput: {verdict.get('best', '-')}**. "
-             f"{verdict.get('why', '')}", ""] if verdict else []
+def ab_section(ab: AbResults, files: list[Path]) -> list[str]:
+    verdict = ab.verdict
+    lines = [f"**Best profile by goodput: {verdict.best}**. {verdict.why}", ""] \
+        if verdict else []
     rows = []
-    entries = ab_entries(data)
+    entries = ab.entries
     for entry in entries:
         if entry.error:
             rows.append([entry.profile, str(entry.rep + 1), "failed", "-", "-", "-", "-", "-"])
@@ -200,20 +202,19 @@ def ab_section(data: dict[str, Any], files: list[Path]) -> list[str]:
     return lines + [""] + [f"![{f.stem}]({f.name})" for f in files] + [""]
 
 
-def _points(data: dict[str, Any]) -> list[tuple[int, RunMetrics]]:
+def _points(sweep: SweepResults) -> list[tuple[int, RunMetrics]]:
     """(N, that run's headline metrics) per measured N of a sweep."""
-    return [(e.agents, e.metrics or RunMetrics()) for e in sweep_entries(data) if not e.error]
+    return [(e.agents, e.metrics or RunMetrics()) for e in sweep.entries if not e.error]
 
 
 def _sweep_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    return [plots.knee(_points(data), out / f"{stem}-knee.png")]
+    return [plots.knee(_points(read_sweep(data)), out / f"{stem}-knee.png")]
 
 
-def sweep_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    points = _points(data)
-    summary = data.get("summary") or {}
-    lines = [f"Largest N meeting `{summary.get('slo')}`: **{summary.get('largest_n', '-')}**.",
-             ""]
+def sweep_section(sweep: SweepResults, files: list[Path]) -> list[str]:
+    points = _points(sweep)
+    largest = sweep.largest_n if sweep.has_largest_n else "-"
+    lines = [f"Largest N meeting `{sweep.slo}`: **{largest}**.", ""]
     lines += _table(["N", "goodput", "SLO met", "TTFT p50", "TTFT p95", "decode p50"], [
         [str(n), fmt(p.goodput, "pct"), "yes" if p.slo_met else "no",
          fmt(p.ttft_p50_s, "s"), fmt(p.ttft_p95_s, "s"), fmt(p.decode_p50)]
@@ -229,8 +230,12 @@ def plots_of(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
 
 def section(data: dict[str, Any], files: list[Path]) -> list[str]:
     """The registry's section: the headline table, then the run, A/B or sweep in detail."""
-    text = {"ab": ab_section, "sweep": sweep_section}.get(data["kind"], scenario_section)
-    return _table(*table_rows(data)) + text(data, files)
+    head = _table(*table_rows(data))
+    if data["kind"] == "ab":
+        return head + ab_section(read_ab(data), files)
+    if data["kind"] == "sweep":
+        return head + sweep_section(read_sweep(data), files)
+    return head + scenario_section(data, files)
 
 
 def timestamp_ratio(runs: list[dict[str, Any]]) -> list[str]:
