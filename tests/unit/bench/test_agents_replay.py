@@ -20,6 +20,7 @@ from sm121.bench.agents.capture_log import (
     redacted_chars,
     schedule,
 )
+from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.replay import filler_chars, replay
 from sm121.bench.client import BenchClient
 from sm121.bench.results import ResultsFile
@@ -83,9 +84,9 @@ def test_gap_errors_compare_each_gap_with_the_wanted_one():
     rows = [{"wanted_gap_s": 1.0, "replay_gap_s": 1.05}, {"wanted_gap_s": 2.0,
                                                           "replay_gap_s": 2.6},
             {"wanted_gap_s": None, "replay_gap_s": None}]
-    result = gap_errors(rows)
-    assert result["gaps"] == 2 and result["within_10pct"] == 1
-    assert result["max_rel_error"] == pytest.approx(0.3)
+    result = gap_errors([TurnSample.model_validate(r) for r in rows])
+    assert result.gaps == 2 and result.within_10pct == 1
+    assert result.max_rel_error == pytest.approx(0.3)
 
 
 def test_regenerated_text_has_the_captured_length():

@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from sm121.bench.agents.choose import verdict
+from sm121.bench.agents.entries import SweepEntry
+from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.slo import evaluate, parse_slo
 from sm121.bench.agents.summary import flatten, overlaps_background, summarize_agents
+from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.agents.sweep import largest_meeting
 from sm121.errors import Sm121Error
 
@@ -17,6 +20,10 @@ def turn(ttft, decode=50.0, agent=0, index=1, reuse=0.95, submitted=0.0):
             "decode_tok_s": decode, "reuse": reuse, "submitted": submitted,
             "first_token": submitted + ttft, "finished": submitted + ttft + 1,
             "prompt_tokens": 1000, "usage_checked": True, "prompt_exact": True}
+
+
+def typed(record):
+    return TurnSample.model_validate(record)
 
 
 def test_terms_parse_with_units_and_bad_terms_are_named():
@@ -31,21 +38,22 @@ def test_terms_parse_with_units_and_bad_terms_are_named():
 
 
 def test_goodput_counts_turns_meeting_every_term():
-    turns = [turn(0.5, 30), turn(1.5, 10), turn(3.0, 40), turn(0.2, 25)]
+    turns = [typed(turn(0.5, 30)), typed(turn(1.5, 10)), typed(turn(3.0, 40)),
+             typed(turn(0.2, 25))]
     result = evaluate(parse_slo("ttft_p50=1s,decode_p50=20"), turns)
     # meet both: 0.5/30 and 0.2/25; 1.5 s fails TTFT (and decode), 3.0 s fails TTFT
-    assert (result["good_turns"], result["goodput"]) == (2, 0.5)
-    ttft, decode = result["terms"]
-    assert ttft["observed"] == pytest.approx(1.0)  # median of 0.2, 0.5, 1.5, 3.0
-    assert ttft["met"] and decode["met"] and result["met"]
-    assert (ttft["turns_meeting"], decode["turns_meeting"]) == (2, 3)
+    assert (result.good_turns, result.goodput) == (2, 0.5)
+    ttft, decode = result.terms
+    assert ttft.observed == pytest.approx(1.0)  # median of 0.2, 0.5, 1.5, 3.0
+    assert ttft.met and decode.met and result.met
+    assert (ttft.turns_meeting, decode.turns_meeting) == (2, 3)
     strict = evaluate(parse_slo("ttft_p95=1s"), turns)
-    assert not strict["met"] and strict["goodput"] == 0.5
-    assert evaluate(parse_slo("ttft_p95=1s"), [])["goodput"] is None
+    assert not strict.met and strict.goodput == 0.5
+    assert evaluate(parse_slo("ttft_p95=1s"), []).goodput is None
 
 
 def test_a_turn_without_a_value_does_not_meet_the_term():
-    assert evaluate(parse_slo("decode_p50=1"), [turn(0.1, None)])["good_turns"] == 0
+    assert evaluate(parse_slo("decode_p50=1"), [typed(turn(0.1, None))]).good_turns == 0
 
 
 def test_turns_waiting_during_the_background_prefill_are_split_out():
@@ -54,19 +62,20 @@ def test_turns_waiting_during_the_background_prefill_are_split_out():
     during = turn(8.0, submitted=12.0)  # waited inside the prefill
     before = turn(0.5, submitted=2.0)
     after = turn(0.4, submitted=21.0)
-    assert overlaps_background(during, background)
-    assert not overlaps_background(before, background)
-    assert not overlaps_background(after, background)
+    assert overlaps_background(typed(during), typed(background))
+    assert not overlaps_background(typed(before), typed(background))
+    assert not overlaps_background(typed(after), typed(background))
     samples = [{"kind": "config", "slo": "ttft_p95=2s", "workload": {"name": "w"}},
                during, before, after, background]
     summary = summarize_agents(samples)
-    assert summary["background"]["turns_during"] == 1
-    assert summary["background"]["ttft_during"]["p50"] == 8.0
+    assert summary.background is not None
+    assert summary.background.turns_during == 1
+    assert summary.background.ttft_during.p50 == 8.0
     flat = flatten(samples)
     assert flat["ttft_p95_during_background_s"] == 8.0
     assert flat["background_ttft_s"] == 10.0
     assert flat["goodput"] == pytest.approx(2 / 3)
-    assert summary["turns"] == 3  # the background job is not an agent turn
+    assert summary.turns == 3  # the background job is not an agent turn
 
 
 def test_summary_by_turn_and_per_agent():
@@ -74,11 +83,11 @@ def test_summary_by_turn_and_per_agent():
                turn(2.0, agent=0, index=0, reuse=0.0), turn(3.0, agent=1, index=0, reuse=0.0),
                turn(0.2, 40, agent=0, index=1), turn(0.3, 20, agent=1, index=1, reuse=0.97)]
     summary = summarize_agents(samples)
-    first, second = summary["by_turn"]
-    assert (first["n"], first["reuse_mean"]) == (2, 0.0)
-    assert second["reuse_mean"] == pytest.approx(0.96)
-    assert summary["reuse_after_first"]["min"] == 0.95
-    assert [a["agent"] for a in summary["per_agent"]] == [0, 1]
+    first, second = summary.by_turn
+    assert (first.n, first.reuse_mean) == (2, 0.0)
+    assert second.reuse_mean == pytest.approx(0.96)
+    assert summary.reuse_after_first.min == 0.95
+    assert [a.agent for a in summary.per_agent] == [0, 1]
 
 
 def _ab_sample(profile, goodput, ttft_p95):
@@ -99,7 +108,7 @@ def test_the_verdict_names_the_profile_with_the_best_goodput_and_why():
 
 def test_the_largest_n_needs_every_smaller_n_to_meet_the_slo():
     def point(n, met):
-        return {"agents": n, "metrics": {"slo_met": met}}
+        return SweepEntry(agents=n, metrics=RunMetrics(slo_met=met))
 
     assert largest_meeting([point(1, True), point(2, True), point(4, False)]) == 2
     assert largest_meeting([point(1, True), point(2, False), point(4, True)]) == 1

@@ -40,16 +40,18 @@ def test_fit_keeps_sizes_that_fit_and_shrinks_all_by_one_factor_otherwise():
     coding = load_workload("coding-agent")
     roomy = fit(coding, 131072, 6)
     assert roomy.system_prompt_tokens == coding.system_prompt_tokens
-    assert roomy.fitted["scale"] == 1.0
+    assert roomy.fitted is not None and roomy.fitted.scale == 1.0
     tight = fit(coding, 8192, 6)
-    factor = tight.fitted["scale"]
+    assert tight.fitted is not None
+    factor = tight.fitted.scale
     assert 0 < factor < 1
     assert tight.system_prompt_tokens == int(coding.system_prompt_tokens * factor)
     assert tight.needed(6) <= 0.9 * 8192
     batch = fit(load_workload("coding-agent-with-batch"), 65536, 6)
-    assert batch.fitted["background_tokens"] <= 0.75 * 65536
-    assert fit(load_workload("coding-agent-with-batch"), 1 << 20, 6).fitted[
-        "background_tokens"] == 100_000
+    assert batch.fitted is not None and batch.fitted.background_tokens is not None
+    assert batch.fitted.background_tokens <= 0.75 * 65536
+    large = fit(load_workload("coding-agent-with-batch"), 1 << 20, 6).fitted
+    assert large is not None and large.background_tokens == 100_000
 
 
 def test_turns_that_fit_grow_with_the_context():

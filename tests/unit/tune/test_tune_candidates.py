@@ -2,6 +2,7 @@
 
 from sm121.bench.tune.budget import Estimates, candidate_cost, plan
 from sm121.bench.tune.pick import binding
+from sm121.bench.tune.result import ArmRow
 
 
 def test_budget_keeps_reps_before_candidates():
@@ -17,21 +18,21 @@ def test_budget_keeps_reps_before_candidates():
 
 
 def _row(name, goodput, cost, kv=100):
-    return {"name": name, "goodput": goodput, "prefill_cost": cost, "kv_tokens": kv}
+    return ArmRow(name=name, goodput=goodput, prefill_cost=cost, kv_tokens=kv)
 
 
 def test_when_no_candidate_meets_both_the_binding_bound_is_named_with_its_margin():
     table = [_row("cheap", 0.80, 0.01), _row("good", 0.98, 0.12)]
     result = binding(table)
-    assert not result["met"]
-    assert "the cost bound binds" in result["text"] and "7.0% over 5%" in result["text"]
-    assert "the goodput bound binds" in result["text"] and "15.0% short" in result["text"]
+    assert not result.met
+    assert "the cost bound binds" in result.text and "7.0% over 5%" in result.text
+    assert "the goodput bound binds" in result.text and "15.0% short" in result.text
 
 
 def test_an_arm_with_an_unpriced_prefill_or_no_goodput_is_named_not_formatted():
     # on a loaded box an arm can meet goodput while its long prefill went unpriced (the job
     # missed the agents' window): the text says so instead of raising on None
     table = [_row("good", 0.98, None), _row("cheap", None, 0.01)]
-    text = binding(table)["text"]
+    text = binding(table).text
     assert "(good) its long prefill was not priced" in text
     assert "(cheap) reaches not measured" in text

@@ -3,6 +3,9 @@ from the repetitions already measured (sm121/bench/tune)."""
 
 import pytest
 
+from sm121.bench.agents.entries import AbEntry
+from sm121.bench.agents.summary_model import RunMetrics
+from sm121.bench.tune.result import Probe
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
 from sm121.errors import Sm121Error
@@ -14,11 +17,11 @@ REQUEST = {"recipe": "tiny-cpu", "workload": "coding-agent-with-batch", "slo": "
 def test_state_resumes_with_the_same_question_and_accumulates_time(tmp_path):
     first = TuneState(tmp_path, REQUEST)
     first.set(candidates=[{"name": "agent"}])
-    first.add_sweep_point("agent", {"agents": 6, "slo_met": True})
+    first.add_sweep_point("agent", Probe(agents=6, slo_met=True))
     spent = first.data["elapsed_s"]
     again = TuneState(tmp_path, {**REQUEST, "budget_s": 900})  # a new budget is allowed
     assert again.data["resumed"] == 1 and again.data["candidates"] == [{"name": "agent"}]
-    assert again.sweep("agent") == [{"agents": 6, "slo_met": True}]
+    assert again.sweep("agent") == [Probe(agents=6, slo_met=True)]
     assert again.elapsed_s >= spent and again.data["request"]["budget_s"] == 900
     with pytest.raises(Sm121Error, match="not of"):
         TuneState(tmp_path, {**REQUEST, "agents": 8})
@@ -27,8 +30,9 @@ def test_state_resumes_with_the_same_question_and_accumulates_time(tmp_path):
 
 
 def test_the_target_is_met_by_a_majority_of_the_repetitions():
-    samples = [{"profile": "a", "metrics": {"slo_met": m}} for m in (True, True, False)]
-    samples.append({"profile": "a", "error": "boom", "metrics": {}})
+    samples = [AbEntry(profile="a", rep=rep, metrics=RunMetrics(slo_met=met))
+               for rep, met in enumerate((True, True, False))]
+    samples.append(AbEntry(profile="a", rep=3, error="boom", metrics=RunMetrics()))
     assert met_at_target(samples, "a") is True
     assert met_at_target(samples[1:3], "a") is False  # a tie is not a majority
     assert met_at_target(samples, "b") is None

@@ -10,6 +10,7 @@ from sm121.bench.tune.candidates import DEFAULTS, Candidate, arms
 from sm121.bench.tune.capacity import bracket, next_probe
 from sm121.bench.tune.choose import price_prefill, rank
 from sm121.bench.tune.claims import claim
+from sm121.bench.tune.result import ArmRow, Binding, CapacityRecord, Probe, TuneResult
 from sm121.engines.registry import adapter_for
 from sm121.recipes.schema import EngineKind
 
@@ -92,37 +93,37 @@ def test_the_plan_is_made_again_from_measured_times():
 
 
 def _row(name, ttft, lo, hi, ci=(0.9, 1.0)):
-    return {"name": name, "background_ttft_s": ttft, "capacity": {"lo": lo, "hi": hi},
-            "goodput_ci": list(ci)}
+    return ArmRow(name=name, background_ttft_s=ttft, goodput_ci=ci,
+                  capacity=CapacityRecord(lo=lo, hi=hi, text="", tested=[]))
 
 
 def test_the_prefill_is_priced_against_the_reference_in_situ_and_arms_rank_by_capacity():
     table = [_row("base", 7.28, 8, 12), _row("ref", 7.0, 8, 16), _row("big", 7.7, 16, 24),
              _row("top", 7.1, 16, None)]
     price_prefill(table, "ref")
-    cost = {r["name"]: r["prefill_cost"] for r in table}
+    cost = {r.name: r.prefill_cost for r in table}
     assert cost["ref"] == 0 and cost["base"] == pytest.approx(0.04)
     assert cost["big"] == pytest.approx(0.10)
-    assert [r["name"] for r in rank(table)] == ["top", "ref", "base", "big"]  # big: over 5%
+    assert [r.name for r in rank(table)] == ["top", "ref", "base", "big"]  # big: over 5%
     price_prefill(table, None)
-    assert all(r["prefill_cost"] is None and r["prefill_reference"] is None for r in table)
+    assert all(r.prefill_cost is None and r.prefill_reference is None for r in table)
 
 
 def test_a_claim_needs_three_boots_one_knob_and_the_same_direction_at_two_ns():
     a = {8: [0.30, 0.32, 0.31], 16: [0.40, 0.42, 0.41]}
     b = {8: [0.50, 0.52, 0.51], 16: [0.90, 0.95, 0.92]}
     shown = claim("a", "b", a, b, ["max-num-batched-tokens"])
-    assert shown["shown"] and shown["winner"] == "a" and "a beats b" in shown["text"]
+    assert shown.shown and shown.winner == "a" and "a beats b" in shown.text
     one_boot = claim("a", "b", {8: [0.3]}, {8: [0.5]}, ["max-num-batched-tokens"])
-    assert not one_boot["shown"] and "3 each needed" in one_boot["text"]
-    assert "no difference shown" in one_boot["text"]
+    assert not one_boot.shown and "3 each needed" in one_boot.text
+    assert "no difference shown" in one_boot.text
     two_knobs = claim("a", "b", a, b, ["max-num-batched-tokens", "max-num-seqs"])
-    assert not two_knobs["shown"] and "2 knobs differ" in two_knobs["text"]
+    assert not two_knobs.shown and "2 knobs differ" in two_knobs.text
     one_n = claim("a", "b", {8: a[8]}, {8: b[8]}, ["max-num-seqs"])
-    assert not one_n["shown"] and "2 Ns needed" in one_n["text"]
+    assert not one_n.shown and "2 Ns needed" in one_n.text
     noisy = claim("a", "b", {8: [0.3, 0.9, 0.5], 16: [0.3, 0.9, 0.5]},
                   {8: [0.5, 0.4, 0.6], 16: [0.5, 0.4, 0.6]}, ["max-num-seqs"])
-    assert not noisy["shown"] and "includes 0" in noisy["text"]
+    assert not noisy.shown and "includes 0" in noisy.text
 
 
 def test_the_budget_left_confirms_the_chosen_arm_against_the_baseline_interleaved():
@@ -133,9 +134,12 @@ def test_the_budget_left_confirms_the_chosen_arm_against_the_baseline_interleave
     assert finalists(["vllm-defaults", "agent", "chunk-4096"], "agent", {"vllm-defaults"}) == [
         "agent", "chunk-4096"]  # the baseline chosen: against the runner-up
     assert finalists(["agent"], "agent", set()) == ["agent"]
-    assert second_n(8, [{"lo": 20}, {"lo": 12}]) == 12
-    assert second_n(8, [{"lo": 8}, {"lo": 8}]) == 4  # no other N held by both: half
-    assert second_n(1, [{"lo": 1}]) is None
+    def lo(n):
+        return CapacityRecord(lo=n, hi=None, text="", tested=[])
+
+    assert second_n(8, [lo(20), lo(12)]) == 12
+    assert second_n(8, [lo(8), lo(8)]) == 4  # no other N held by both: half
+    assert second_n(1, [lo(1)]) is None
     order = ["a", "b"]
     seen = []
     boots = {"a": 1, "b": 1}
@@ -153,15 +157,17 @@ def test_the_written_profile_says_only_what_was_measured_and_names_its_runs(tmp_
     chosen = next(a for a in found if a.name == "chunk-4096")
     request = TuneRequest("tiny-cpu", "coding-agent-with-batch", "ttft_p95=2s", 2, tmp_path,
                           8000, 600, max_agents=4)
-    row = {"name": chosen.name, "boots": ["run-7"], "reps": 3, "good_turns": 30,
-           "judged_turns": 32, "goodput": 0.9375, "goodput_ci": [0.79, 0.99],
-           "capacity": bracket([(2, True), (4, False), (3, True)]).to_json(),
-           "probes": [{"agents": 4, "slo_met": False, "results_file": "/x/capacity/a.json"},
-                      {"agents": 3, "slo_met": True, "results_file": "/x/capacity/b.json"}],
-           "prefill_rate": 15010.0, "prefill_cost": 0.014, "prefill_reference": "chunk-8192"}
-    data = {"result": {"chosen": chosen.name, "table": [row], "ranking": [chosen.name],
-                       "device": "CPU", "engine": "vLLM 0.32", "date": "2026-12-03"}}
-    profile = tuned_profile(request, data, found, {}, tmp_path / "report.md")
+    row = ArmRow(name=chosen.name, boots=["run-7"], reps=3, good_turns=30, judged_turns=32,
+                 goodput=0.9375, goodput_ci=(0.79, 0.99),
+                 capacity=bracket([(2, True), (4, False), (3, True)]).record(),
+                 probes=[Probe(agents=4, slo_met=False, results_file="/x/capacity/a.json"),
+                         Probe(agents=3, slo_met=True, results_file="/x/capacity/b.json")],
+                 prefill_rate=15010.0, prefill_cost=0.014, prefill_reference="chunk-8192")
+    result = TuneResult(table=[row], ranking=[chosen.name], chosen=chosen.name,
+                        baseline="agent", reference="chunk-8192", claims=[],
+                        binding=Binding(met=False, candidates=[], text=""), cost_bound=0.05,
+                        device="CPU", engine="vLLM 0.32", date="2026-12-03")
+    profile = tuned_profile(request, result, found, tmp_path / "report.md")
     note = profile.comments[CHUNK]
     assert "3 <= N* < 4" in note and "boot run-7" in note and "capacity/a.json" in note
     assert "15,010 tok/s, 1.4% against reference arm chunk-8192" in note

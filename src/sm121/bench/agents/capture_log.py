@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.agents.records import TurnSample
+from sm121.bench.agents.summary_model import GapErrors
 from sm121.errors import Sm121Error
 
 REPLAYED_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses")
@@ -91,12 +93,11 @@ def schedule(entries: list[Captured], speed: float) -> list[tuple[float, Capture
     return [((e.arrived - start) / speed, e) for e in entries]
 
 
-def gap_errors(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def gap_errors(rows: list[TurnSample]) -> GapErrors:
     """Per session, each inter-arrival gap replayed against the original one over speed:
     the relative error (|replayed - wanted| / wanted), its max and median."""
-    errors = [abs(r["replay_gap_s"] - r["wanted_gap_s"]) / r["wanted_gap_s"]
-              for r in rows if r.get("wanted_gap_s") and r.get("replay_gap_s") is not None]
-    errors.sort()
-    return {"gaps": len(errors), "max_rel_error": errors[-1] if errors else None,
-            "median_rel_error": errors[len(errors) // 2] if errors else None,
-            "within_10pct": sum(e <= 0.10 for e in errors)}
+    errors = sorted(abs(r.replay_gap_s - r.wanted_gap_s) / r.wanted_gap_s
+                    for r in rows if r.wanted_gap_s and r.replay_gap_s is not None)
+    return GapErrors(gaps=len(errors), max_rel_error=errors[-1] if errors else None,
+                     median_rel_error=errors[len(errors) // 2] if errors else None,
+                     within_10pct=sum(e <= 0.10 for e in errors))

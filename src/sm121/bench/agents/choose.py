@@ -5,6 +5,26 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
+from pydantic import BaseModel
+
+from sm121.bench.agents.entries import SweepEntry
+from sm121.bench.agents.summary_model import RunMetrics
+
+
+class ProfileMedians(BaseModel):
+    """One profile over its repetitions: median goodput, judged TTFT p95, each SLO term."""
+
+    goodput: float | None
+    ttft_p95_s: float | None
+    terms: dict[str, float | None]
+    reps: int
+
+
+class Verdict(BaseModel):
+    best: str | None
+    why: str
+    profiles: dict[str, ProfileMedians]
+
 
 def _show(value: float | None, pct: bool = False) -> str:
     if value is None:
@@ -12,43 +32,50 @@ def _show(value: float | None, pct: bool = False) -> str:
     return f"{value:.1%}" if pct else f"{value:.3g}"
 
 
-def _median(values: list[Any]) -> float | None:
+def _median(values: list[float | None]) -> float | None:
     kept = [float(v) for v in values if v is not None]
     return median(kept) if kept else None
 
 
-def verdict(samples: list[dict[str, Any]], profiles: list[str]) -> dict[str, Any]:
+def choose_profile(runs: dict[str, list[RunMetrics]]) -> Verdict:
     """The profile with the highest median goodput (ties: the lower TTFT p95), and per SLO
-    term each profile's median observed value."""
-    per: dict[str, dict[str, Any]] = {}
-    for profile in profiles:
-        runs = [s["metrics"] for s in samples if s["profile"] == profile and s.get("metrics")]
-        terms: dict[str, list[Any]] = {}
-        for run in runs:
-            for term, value in (run.get("slo_terms") or {}).items():
+    term each profile's median observed value. `runs`: profile -> its runs' metrics."""
+    per: dict[str, ProfileMedians] = {}
+    for profile, measured in runs.items():
+        terms: dict[str, list[float | None]] = {}
+        for run in measured:
+            for term, value in run.slo_terms.items():
                 terms.setdefault(term, []).append(value)
-        per[profile] = {"goodput": _median([r.get("goodput") for r in runs]),
-                        "ttft_p95_s": _median([r.get("ttft_p95_judged_s", r.get("ttft_p95_s"))
-                                               for r in runs]),
-                        "terms": {t: _median(v) for t, v in terms.items()}, "reps": len(runs)}
-    ranked = sorted((p for p in profiles if per[p]["goodput"] is not None),
-                    key=lambda p: (-per[p]["goodput"], per[p]["ttft_p95_s"] or float("inf")))
+        per[profile] = ProfileMedians(
+            goodput=_median([r.goodput for r in measured]),
+            ttft_p95_s=_median([r.judged_ttft_p95() for r in measured]),
+            terms={t: _median(v) for t, v in terms.items()}, reps=len(measured))
+    ranked = sorted((p for p in runs if per[p].goodput is not None),
+                    key=lambda p: (-(per[p].goodput or 0.0), per[p].ttft_p95_s or float("inf")))
     if not ranked:
-        return {"best": None, "why": "no profile was measured", "profiles": per}
-    best = ranked[0]
+        return Verdict(best=None, why="no profile was measured", profiles=per)
     why = "; ".join(
-        f"{p}: goodput {_show(per[p]['goodput'], pct=True)}" + "".join(
-            f", {term} observed {_show(value)}" for term, value in per[p]["terms"].items())
+        f"{p}: goodput {_show(per[p].goodput, pct=True)}" + "".join(
+            f", {term} observed {_show(value)}" for term, value in per[p].terms.items())
         for p in ranked)
-    return {"best": best, "why": f"median over repetitions: {why}.", "profiles": per}
+    return Verdict(best=ranked[0], why=f"median over repetitions: {why}.", profiles=per)
 
 
-def largest_meeting(points: list[dict[str, Any]]) -> int | None:
+def verdict(samples: list[dict[str, Any]], profiles: list[str]) -> dict[str, Any]:
+    """The scenario table's verdict hook: an A/B's entries (the results file's dicts) in,
+    the verdict as the results file keeps it out."""
+    runs = {profile: [RunMetrics.model_validate(s["metrics"]) for s in samples
+                      if s["profile"] == profile and s.get("metrics")]
+            for profile in profiles}
+    return choose_profile(runs).model_dump()
+
+
+def largest_meeting(points: list[SweepEntry]) -> int | None:
     """The largest N that meets the SLO with every smaller N meeting it too: a lucky run
     above a failing one is not capacity."""
     best = None
-    for point in sorted(points, key=lambda p: p["agents"]):
-        if not point["metrics"].get("slo_met"):
+    for point in sorted(points, key=lambda p: p.agents):
+        if not (point.metrics and point.metrics.slo_met):
             break
-        best = point["agents"]
+        best = point.agents
     return best

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.agents.capture_log import load_capture, schedule
-from sm121.bench.agents.scenario import resolve_workload
 from sm121.bench.agents.slo import parse_slo
+from sm121.bench.agents.workload import load_workload
 from sm121.errors import Sm121Error
 
 
@@ -21,7 +21,7 @@ def agent_params(agents: int, turns: int | None, duration: float | None, workloa
     if turns is not None and duration is not None:
         raise Sm121Error("give --turns or --duration, not both", "example: --turns 6")
     parse_slo(slo)
-    resolve_workload(workload)
+    load_workload(workload)
     spec = str(Path(workload).resolve()) if Path(workload).is_file() else workload
     return {"agents": agents, "turns": None if duration else (turns or 6),
             "duration_s": duration, "workload": spec, "slo": slo}

@@ -32,6 +32,7 @@ from sm121.bench.agents.capture_log import (
     schedule,
 )
 from sm121.bench.agents.conversation import exact_text
+from sm121.bench.agents.records import read_run
 from sm121.bench.agents.session import (
     SESSION_HEADER,
     count_request,
@@ -39,7 +40,7 @@ from sm121.bench.agents.session import (
     turn_record,
 )
 from sm121.bench.agents.slo import DEFAULT_SLO, parse_slo
-from sm121.bench.agents.summary import summarize_agents
+from sm121.bench.agents.summary import summarize_run
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
@@ -168,7 +169,7 @@ async def _replay_session(ctx: Context, index: int, items: list[Prepared]) -> No
             prompt_exact=entry.prompt_tokens is None or record.prompt_tokens == entry.prompt_tokens,
             wanted_gap_s=None if original_previous is None
             else (entry.arrived - original_previous) / speed,
-            replay_gap_s=None if previous is None else record.submitted - previous))
+            replay_gap_s=None if previous is None else record.submitted - previous).to_record())
         previous, original_previous = record.submitted, entry.arrived
 
 
@@ -190,7 +191,9 @@ async def replay(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     ctx.t0 = time.monotonic()
     await run_together(*[_replay_session(ctx, i, items)
                          for i, items in enumerate(sessions.values())])
-    turns = [s for s in ctx.results.data["samples"] if s.get("kind") == "turn"]
-    return {**summarize_agents(ctx.results.data["samples"], slo), "sessions": len(sessions),
-            "gaps": gap_errors(turns), "late_max_s": max((t["late_s"] for t in turns),
-                                                          default=None)}
+    run = read_run(ctx.results.data["samples"])
+    # the scenario table's contract: the summary as the results file keeps it
+    return {**summarize_run(run, slo).model_dump(), "sessions": len(sessions),
+            "gaps": gap_errors(run.turns).model_dump(),
+            "late_max_s": max((t.late_s for t in run.turns if t.late_s is not None),
+                              default=None)}

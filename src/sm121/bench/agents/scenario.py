@@ -10,8 +10,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from sm121.bench.agents.conversation import tool_definitions, tools_as_text
+from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.session import (
+    Record,
     RunPlan,
     background_prompt,
     open_conversation,
@@ -27,12 +31,17 @@ from sm121.bench.runner import Context, run_together
 from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
 from sm121.errors import Sm121Error
 
-DEFAULTS: dict[str, Any] = {"agents": 4, "turns": 6, "duration_s": None,
-                            "workload": "coding-agent", "slo": DEFAULT_SLO}
 
+class AgentsParams(BaseModel):
+    """What one agents run is asked (the params its results file keeps)."""
 
-def resolve_workload(spec: str | dict[str, Any]) -> Workload:
-    return Workload.model_validate(spec) if isinstance(spec, dict) else load_workload(spec)
+    model_config = ConfigDict(extra="ignore")
+
+    agents: int = 4
+    turns: int | None = 6  # None (or 0): until duration_s
+    duration_s: float | None = None
+    workload: str | Workload = "coding-agent"  # a preset, a YAML file, or the spec itself
+    slo: str = DEFAULT_SLO
 
 
 async def tools_mode(client: BenchClient, workload: Workload,
@@ -54,17 +63,19 @@ async def tools_mode(client: BenchClient, workload: Workload,
 
 
 async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    p = {**DEFAULTS, **params}
-    n_agents, turns = int(p["agents"]), (int(p["turns"]) if p.get("turns") else None)
-    duration = float(p["duration_s"]) if p.get("duration_s") else None
+    """The scenario table's hook: the params as the results file keeps them in, the summary
+    as it keeps it out."""
+    p = AgentsParams.model_validate(params)
+    n_agents, turns = p.agents, p.turns or None
+    duration = p.duration_s or None
     if turns is None and duration is None:
         raise Sm121Error("agents needs --turns or --duration", "example: --turns 6")
-    parse_slo(p["slo"])
+    parse_slo(p.slo)
     max_len = ctx.server.get("max_model_len")
     if not max_len:
         raise Sm121Error("the server does not report its max_model_len in /v1/models",
                          "agents fits its workload to the context; use a vLLM server")
-    base = resolve_workload(p["workload"])
+    base = p.workload if isinstance(p.workload, Workload) else load_workload(p.workload)
     workload = fit(base, int(max_len), turns or turns_that_fit(base, int(max_len)))
     client = ctx.client
     ctx.progress("agents: building tools and prompts", 0, 1)
@@ -72,14 +83,15 @@ async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     mode, reason = await tools_mode(client, workload, tools)
     tools_text = tools_as_text(tools) if mode == "system_prompt" else ""
     ctx.add({"kind": "config", "workload": workload.model_dump(mode="json"),
-             "agents": n_agents, "turns": turns, "duration_s": duration, "slo": p["slo"],
+             "agents": n_agents, "turns": turns, "duration_s": duration, "slo": p.slo,
              "api": client.api, "tools_mode": mode, "tools_reason": reason})
     total = n_agents * turns if turns else 0
     plan = RunPlan(client, workload, 0.0, tools if mode == "api" else None, turns, None,
                    record=_recorder(ctx, total), agents=n_agents)
     firsts = [await open_conversation(plan, i, 0, tools_text) for i in range(n_agents)]
-    background = None if workload.background is None else \
-        await background_prompt(client, int(workload.fitted["background_tokens"]))
+    background_tokens = workload.fitted.background_tokens if workload.fitted else None
+    background = None if workload.background is None or background_tokens is None else \
+        await background_prompt(client, background_tokens)
     before = await read_counters(client)
     ctx.t0 = plan.t0 = time.monotonic()
     plan.deadline = plan.t0 + duration if duration else None
@@ -89,14 +101,15 @@ async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                                    workload.background.delay_s))
     await run_together(*jobs)
     deltas = counter_deltas(before, await read_counters(client))
-    summary = summarize_agents(ctx.results.data["samples"], p["slo"])
-    return {**summary, "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
+    summary = summarize_agents(ctx.results.data["samples"], p.slo)
+    # the scenario table's contract: the summary as the results file keeps it
+    return {**summary.model_dump(), "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
             "wall_s": time.monotonic() - plan.t0}
 
 
-def _recorder(ctx: Context, total: int) -> Any:
-    def record(sample: dict[str, Any]) -> None:
-        ctx.add(sample)
+def _recorder(ctx: Context, total: int) -> Record:
+    def record(sample: TurnSample) -> None:
+        ctx.add(sample.to_record())
         done = sum(1 for s in ctx.results.data["samples"] if s.get("kind") == "turn")
         ctx.progress(f"agents: {done} turns", done, total or done)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from sm121.bench.agents.apis import send_turn
 from sm121.bench.agents.conversation import Conversation, exact_text, flat_prompt
+from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.workload import Workload, turns_that_fit
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import Counter, count_tokens
@@ -18,7 +19,7 @@ from sm121.bench.stats import inter_token_intervals, percentile
 
 QUEUE_WAIT_HEADER = "X-Sm121-Queue-Wait"
 SESSION_HEADER = "x-session-id"
-Record = Callable[[dict[str, Any]], None]
+Record = Callable[[TurnSample], None]
 
 
 def piece_counter(client: BenchClient) -> Counter:
@@ -54,43 +55,56 @@ class RunPlan:
         return self.deadline is not None and time.monotonic() < self.deadline
 
 
-def decode_metrics(record: StreamRecord) -> dict[str, float | None]:
-    """Decode tok/s after the first token, and p50/p95 per-token intervals, from token ids."""
+@dataclass(frozen=True)
+class Decode:
+    """Decode tok/s after the first token, and the p50/p95 intervals between tokens."""
+
+    decode_tok_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p95_s: float | None = None
+
+
+def decode_metrics(record: StreamRecord) -> Decode:
+    """Decode speed and per-token intervals, from the stream's token ids."""
     points = [(t, n) for t, n in zip(record.chunk_times, record.chunk_tokens, strict=True)
               if n > 0]
     if len(points) < 2:
-        return {"decode_tok_s": None, "itl_p50_s": None, "itl_p95_s": None}
+        return Decode()
     times, tokens = [p[0] for p in points], [p[1] for p in points]
     span = times[-1] - times[0]
     intervals = inter_token_intervals(times, tokens)
-    return {"decode_tok_s": (sum(tokens) - tokens[0]) / span if span > 0 else None,
-            "itl_p50_s": percentile(intervals, 50), "itl_p95_s": percentile(intervals, 95)}
+    return Decode((sum(tokens) - tokens[0]) / span if span > 0 else None,
+                  percentile(intervals, 50), percentile(intervals, 95))
 
 
-def turn_record(record: StreamRecord, t0: float, **fields: Any) -> dict[str, Any]:
-    """One turn as the results file keeps it (times relative to the run's t0)."""
+def turn_record(record: StreamRecord, t0: float, kind: str = "turn", **fields: Any
+                ) -> TurnSample:
+    """One turn as the results file keeps it (times relative to the run's t0); `fields` are
+    the caller's own (agent, turn, a replay's schedule, ...)."""
     prompt = record.prompt_tokens
     cached = record.cached_tokens
     wait = record.headers.get(QUEUE_WAIT_HEADER)
-    return {
-        "kind": "turn", **fields,
+    # Messages and Responses streams carry no token ids: their events checked against usage
+    events_match = (record.usage or {}).get("events_match_usage")
+    # A Messages or Responses stream whose events are not one per token (pieces with no
+    # text of their own are not sent) times its first token, not its decode.
+    decode = decode_metrics(record) if events_match is not False else Decode()
+    return TurnSample.model_validate({
+        "kind": kind, **fields,
         "submitted": round(record.submitted - t0, 6),
         "first_token": None if record.first_token is None else round(record.first_token - t0, 6),
         "finished": None if record.finished is None else round(record.finished - t0, 6),
         "ttft_s": record.ttft,
         "e2e_s": None if record.finished is None else record.finished - record.submitted,
         "completion_tokens": record.tokens, "usage_checked": True,
-        # Messages and Responses streams carry no token ids: their events checked against usage
-        "events_match_usage": (record.usage or {}).get("events_match_usage"),
+        "events_match_usage": events_match,
         "prompt_tokens": prompt, "cached_tokens": cached,
         "reuse": cached / prompt if prompt and cached is not None else None,
         "queue_wait_s": float(wait) if wait else None,
         "finish_reason": record.finish_reason,
-        # A Messages or Responses stream whose events are not one per token (pieces with no
-        # text of their own are not sent) times its first token, not its decode.
-        **(decode_metrics(record) if (record.usage or {}).get("events_match_usage") is not False
-           else {"decode_tok_s": None, "itl_p50_s": None, "itl_p95_s": None}),
-    }
+        "decode_tok_s": decode.decode_tok_s, "itl_p50_s": decode.itl_p50_s,
+        "itl_p95_s": decode.itl_p95_s,
+    })
 
 
 async def count_request(client: BenchClient, messages: list[dict[str, Any]],
@@ -134,8 +148,10 @@ async def run_session(plan: RunPlan, agent: int, first: Conversation, tools_text
     """Turns until --turns or the deadline; a conversation that fills its context share is
     followed by a fresh one (a new salt), as an agent starts a new task."""
     conv, conversation, done = first, 0, 0
-    per_conversation = plan.turns or turns_that_fit(plan.workload,
-                                                    int(plan.workload.fitted["max_model_len"]))
+    fitted = plan.workload.fitted
+    if fitted is None:
+        raise ValueError("a session's workload is fitted to the server first (workload.fit)")
+    per_conversation = plan.turns or turns_that_fit(plan.workload, fitted.max_model_len)
     while plan.more(done):
         if conv.turn >= per_conversation:
             conversation += 1
@@ -186,5 +202,5 @@ async def run_background(plan: RunPlan, prompt: tuple[str, str], output: int,
     await plan.first_turns.wait()
     await asyncio.sleep(delay_s)
     record = await send(client, messages, output, "background", f"batch-{tag}", None)
-    plan.record({**turn_record(record, plan.t0, agent=-1, conversation=0, turn=0,
-                               expected_prompt_tokens=None), "kind": "background"})
+    plan.record(turn_record(record, plan.t0, "background", agent=-1, conversation=0, turn=0,
+                            expected_prompt_tokens=None))

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
+from pydantic import BaseModel
+
+from sm121.bench.agents.records import TurnSample
 from sm121.bench.stats import percentile
 from sm121.errors import Sm121Error
 
@@ -80,18 +82,43 @@ def parse_slo(text: str | None) -> list[Term]:
     return terms
 
 
-def evaluate(terms: list[Term], turns: list[dict[str, Any]]) -> dict[str, Any]:
+class TermJudgement(BaseModel):
+    """One SLO term over a run: the percentile observed, and how many turns meet it alone."""
+
+    term: str
+    metric: str
+    q: float
+    threshold: float
+    observed: float | None
+    met: bool
+    turns_meeting: int
+
+
+class SloJudgement(BaseModel):
+    """The run against its SLO: goodput (the share of judged turns meeting every term), the
+    counts behind it, and whether every term's percentile meets its threshold."""
+
+    slo: str
+    terms: list[TermJudgement]
+    turns: int
+    good_turns: int
+    goodput: float | None
+    met: bool
+
+
+def evaluate(terms: list[Term], turns: list[TurnSample]) -> SloJudgement:
     """Goodput and the run-level verdict of each term over these turn records."""
     rows = []
     for term in terms:
-        values = [float(t[term.key]) for t in turns if t.get(term.key) is not None]
+        values = [v for t in turns if (v := t.metric(term.key)) is not None]
         # decode_p5: 95% of turns decode at least this fast; ttft_p95: 95% start by this
         observed = percentile(values, term.q)
-        rows.append({"term": term.name, "metric": term.metric, "q": term.q,
-                     "threshold": term.threshold, "observed": observed,
-                     "met": term.meets(observed),
-                     "turns_meeting": sum(term.meets(t.get(term.key)) for t in turns)})
-    good = sum(all(term.meets(t.get(term.key)) for term in terms) for t in turns)
-    return {"slo": ",".join(t.name for t in terms), "terms": rows, "turns": len(turns),
-            "good_turns": good, "goodput": good / len(turns) if turns else None,
-            "met": bool(turns) and all(r["met"] for r in rows)}
+        rows.append(TermJudgement(term=term.name, metric=term.metric, q=term.q,
+                                  threshold=term.threshold, observed=observed,
+                                  met=term.meets(observed),
+                                  turns_meeting=sum(term.meets(t.metric(term.key))
+                                                    for t in turns)))
+    good = sum(all(term.meets(t.metric(term.key)) for term in terms) for t in turns)
+    return SloJudgement(slo=",".join(t.name for t in terms), terms=rows, turns=len(turns),
+                        good_turns=good, goodput=good / len(turns) if turns else None,
+                        met=bool(turns) and all(r.met for r in rows))

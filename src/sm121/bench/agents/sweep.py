@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.agents.choose import largest_meeting
+from sm121.bench.agents.entries import sweep_entries
 from sm121.bench.agents.summary import flatten
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
@@ -39,7 +40,8 @@ async def run_sweep(target: Target, ns: list[int], params: dict[str, Any], out: 
                                 "samples": run.data["samples"],
                                 "metrics": flatten(run.data["samples"])})
             points = results.data["samples"]
-            results.set(summary={"slo": params["slo"], "largest_n": largest_meeting(points),
+            results.set(summary={"slo": params["slo"],
+                                 "largest_n": largest_meeting(sweep_entries(results.data)),
                                  "points": [{"agents": p["agents"], **p["metrics"]}
                                             for p in points]})
     return results

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from sm121.errors import Sm121Error
 
@@ -88,6 +95,17 @@ class Background(_Strict):
     delay_s: float = Field(0.0, ge=0, description="Extra wait after the agents' first turns.")
 
 
+class Fitted(_Strict):
+    """What fit() chose for one server: the context it fitted to, the turns, the one scale
+    factor applied to every size, and the resulting token counts."""
+
+    max_model_len: int
+    turns: int
+    scale: float
+    conversation_tokens_max: int
+    background_tokens: int | None
+
+
 class Workload(_Strict):
     name: str = "custom"
     description: str = ""
@@ -107,7 +125,12 @@ class Workload(_Strict):
                                "session's first turn prefills its whole system prompt cold "
                                "(reported apart, as the session's start-up cost).")
     seed: int = 0
-    fitted: dict[str, Any] = Field(default_factory=dict, description="Set by fit().")
+    fitted: Fitted | None = Field(None, description="Set by fit().")
+
+    @field_validator("fitted", mode="before")
+    @classmethod
+    def _unfitted(cls, value: Any) -> Any:
+        return value or None  # an unfitted workload's `{}` in files written before Fitted
 
     def prefix_tokens(self) -> int:
         return self.system_prompt_tokens + self.task_tokens + \
@@ -149,9 +172,9 @@ def fit(workload: Workload, max_model_len: int, turns: int) -> Workload:
         raise Sm121Error(f"workload {workload.name!r} cannot fit {turns} turns in a context of "
                          f"{max_model_len:,} tokens", "use fewer --turns or a server with a "
                          "larger max-model-len")
-    fitted = {"max_model_len": max_model_len, "turns": turns, "scale": round(factor, 4),
-              "conversation_tokens_max": math.ceil(scaled.needed(turns)),
-              "background_tokens": scaled.background_tokens(max_model_len)}
+    fitted = Fitted(max_model_len=max_model_len, turns=turns, scale=round(factor, 4),
+                    conversation_tokens_max=math.ceil(scaled.needed(turns)),
+                    background_tokens=scaled.background_tokens(max_model_len))
     return scaled.model_copy(update={"fitted": fitted})
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sm121.bench.tune.result import CapacityRecord
+
 
 @dataclass(frozen=True)
 class Bracket:
@@ -30,9 +32,10 @@ class Bracket:
             return f"N* < {self.hi} (missed at {self.hi}; no N tested met)"
         return f"{self.lo} <= N* < {self.hi}"
 
-    def to_json(self) -> dict[str, object]:
-        return {"lo": self.lo, "hi": self.hi, "text": self.text,
-                "tested": [list(t) for t in self.tested], "non_monotone": self.non_monotone}
+    def record(self) -> CapacityRecord:
+        """As tune.json keeps it (with its text)."""
+        return CapacityRecord(lo=self.lo, hi=self.hi, text=self.text, tested=list(self.tested),
+                              non_monotone=self.non_monotone)
 
 
 def bracket(outcomes: Iterable[tuple[int, bool]]) -> Bracket:

@@ -11,6 +11,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from sm121.bench.agents.entries import AbEntry, ab_entries
+from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.stats import clopper_pearson
 from sm121.bench.tune import conditions
 from sm121.bench.tune.candidates import Candidate
@@ -20,6 +22,7 @@ from sm121.bench.tune.knobs import effective_step, knobs_of
 from sm121.bench.tune.pick import COST_TARGET, binding
 from sm121.bench.tune.recipe_write import TunedProfile
 from sm121.bench.tune.request import TuneRequest
+from sm121.bench.tune.result import ArmRow, Probe, TuneResult
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
 from sm121.plan.effective import profile_args
@@ -41,87 +44,86 @@ def _kv(ab: dict[str, Any]) -> dict[str, int | None]:
     return found
 
 
-def _runs(samples: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    return [s for s in samples if s["profile"] == name and not s.get("error")
-            and s.get("metrics")]
+def _runs(entries: list[AbEntry], name: str) -> list[tuple[str | None, RunMetrics]]:
+    """(run id, headline metrics) of the arm's measured repetitions."""
+    return [(e.run_id, e.metrics) for e in entries
+            if e.profile == name and not e.error and e.metrics]
 
 
-def _median(values: list[Any]) -> float | None:
+def _median(values: list[float | None]) -> float | None:
     kept = [float(v) for v in values if v is not None]
     return median(kept) if kept else None
 
 
-def capacity(samples: list[dict[str, Any]], name: str, target: int,
-             probes: list[dict[str, Any]]) -> Bracket:
-    met = met_at_target(samples, name)
+def capacity(entries: list[AbEntry], name: str, target: int, probes: list[Probe]
+             ) -> Bracket:
+    met = met_at_target(entries, name)
     outcomes = ([(target, met)] if met is not None else []) + \
-        [(int(p["agents"]), bool(p["slo_met"])) for p in probes]
+        [(p.agents, p.slo_met) for p in probes]
     return bracket(outcomes)
 
 
-def row(name: str, samples: list[dict[str, Any]], target: int, probes: list[dict[str, Any]]
-        ) -> dict[str, Any] | None:
-    runs = _runs(samples, name)
+def row(name: str, entries: list[AbEntry], target: int, probes: list[Probe]) -> ArmRow | None:
+    runs = _runs(entries, name)
     if not runs:
         return None
-    m = [r["metrics"] for r in runs]
-    good = sum(int(x.get("good_turns") or 0) for x in m)
-    judged = sum(int(x.get("judged_turns") or 0) for x in m)
+    m = [metrics for _, metrics in runs]
+    good = sum(x.good_turns or 0 for x in m)
+    judged = sum(x.judged_turns or 0 for x in m)
     ci = clopper_pearson(good, judged) if judged else None
-    ttft = _median([x.get("background_ttft_s") for x in m])
-    tokens = _median([x.get("background_prompt_tokens") for x in m])
-    found = capacity(samples, name, target, probes)
-    return {"name": name, "reps": len(runs), "boots": sorted({r.get("run_id") for r in runs
-                                                              if r.get("run_id")}),
-            "goodput": _median([x.get("goodput") for x in m]),
-            "goodput_min": min((x["goodput"] for x in m if x.get("goodput") is not None),
-                               default=None),
-            "good_turns": good, "judged_turns": judged,
-            "goodput_ci": list(ci) if ci else None,
-            "ttft_p95_judged_s": _median([x.get("ttft_p95_judged_s") for x in m]),
-            "ttft_p95_during_background_s": _median(
-                [x.get("ttft_p95_during_background_s") for x in m]),
-            "decode_p50": _median([x.get("decode_p50") for x in m]),
-            "background_ttft_s": ttft, "background_prompt_tokens": tokens,
-            "prefill_rate": tokens / ttft if tokens and ttft else None,
-            "capacity": found.to_json(), "probes": probes}
+    ttft = _median([x.background_ttft_s for x in m])
+    tokens = _median([x.background_prompt_tokens for x in m])
+    found = capacity(entries, name, target, probes)
+    return ArmRow(name=name, reps=len(runs), boots=sorted({r for r, _ in runs if r}),
+                  goodput=_median([x.goodput for x in m]),
+                  goodput_min=min((x.goodput for x in m if x.goodput is not None),
+                                  default=None),
+                  good_turns=good, judged_turns=judged, goodput_ci=ci,
+                  ttft_p95_judged_s=_median([x.ttft_p95_judged_s for x in m]),
+                  ttft_p95_during_background_s=_median(
+                      [x.ttft_p95_during_background_s for x in m]),
+                  decode_p50=_median([x.decode_p50 for x in m]),
+                  background_ttft_s=ttft, background_prompt_tokens=tokens,
+                  prefill_rate=tokens / ttft if tokens and ttft else None,
+                  capacity=found.record(), probes=probes)
 
 
-def price_prefill(table: list[dict[str, Any]], reference: str | None) -> None:
+def price_prefill(table: list[ArmRow], reference: str | None) -> None:
     """Each arm's long-prefill cost: its background job's TTFT inside the agents runs at the
     target N over the reference arm's, in the same sitting (the same tokens: the ratio of
     TTFTs is the inverse ratio of rates)."""
-    ref = next((r for r in table if r["name"] == reference), None)
-    base = ref["background_ttft_s"] if ref else None
+    ref = next((r for r in table if r.name == reference), None)
+    base = ref.background_ttft_s if ref else None
     for r in table:
-        r["prefill_reference"] = reference if base else None
-        r["prefill_cost"] = (r["background_ttft_s"] / base - 1
-                             if base and r["background_ttft_s"] else None)
+        r.prefill_reference = reference if base else None
+        r.prefill_cost = (r.background_ttft_s / base - 1
+                          if base and r.background_ttft_s else None)
 
 
-def rank(table: list[dict[str, Any]], bound: float = COST_TARGET) -> list[dict[str, Any]]:
+def rank(table: list[ArmRow], bound: float = COST_TARGET) -> list[ArmRow]:
     """By capacity (the bracket's lo, then its hi; no miss up to the top counts highest),
     arms whose prefill cost is over `bound` after the rest, then goodput's lower bound."""
-    def key(r: dict[str, Any]) -> tuple[int, int, int, float, str]:
-        cap, cost = r["capacity"], r["prefill_cost"]
+    def key(r: ArmRow) -> tuple[int, int, int, float, str]:
+        cap, cost = r.capacity, r.prefill_cost
         over = 1 if cost is not None and cost > bound else 0
-        lower = r["goodput_ci"][0] if r["goodput_ci"] else -1.0
-        return (over, -cap["lo"], -(cap["hi"] if cap["hi"] is not None else 10 ** 9),
-                -lower, r["name"])
+        lower = r.goodput_ci[0] if r.goodput_ci else -1.0
+        return (over, -cap.lo, -(cap.hi if cap.hi is not None else 10 ** 9), -lower, r.name)
 
     return sorted(table, key=key)
 
 
-def _boot_values(row: dict[str, Any], samples: list[dict[str, Any]], target: int,
+def _boot_values(row: ArmRow, entries: list[AbEntry], target: int,
                  metric: str) -> dict[int, list[float]]:
     """N -> one value per boot (the boot's median at that N)."""
     per: dict[tuple[int, str], list[float]] = {}
-    for s in _runs(samples, row["name"]):
-        if s["metrics"].get(metric) is not None:
-            per.setdefault((target, s.get("run_id") or "?"), []).append(s["metrics"][metric])
-    for p in row["probes"] + row.get("confirm", []):
-        if p.get(metric) is not None:
-            per.setdefault((int(p["agents"]), p.get("run_id") or "?"), []).append(p[metric])
+    for run_id, metrics in _runs(entries, row.name):
+        value = metrics.value(metric)
+        if value is not None:
+            per.setdefault((target, run_id or "?"), []).append(value)
+    for p in row.probes + row.confirm:
+        value = p.value(metric)
+        if value is not None:
+            per.setdefault((p.agents, p.run_id or "?"), []).append(value)
     out: dict[int, list[float]] = {}
     for (n, _), values in sorted(per.items()):
         out.setdefault(n, []).append(median(values))
@@ -129,72 +131,72 @@ def _boot_values(row: dict[str, Any], samples: list[dict[str, Any]], target: int
 
 
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
-           knee: dict[str, Any], ab: dict[str, Any]) -> dict[str, Any]:
-    samples = ab["samples"]
+           ab: dict[str, Any], engine: str) -> TuneResult:
+    """`ab`: the A/B's results file data (the JSON edge); `engine`: the engine and version
+    the sitting measured (conditions.engine_version of the knee's server)."""
+    samples = ab_entries(ab)
     knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
     table = [r for c in found if (r := row(c.name, samples, request.agents,
                                            state.sweep(c.name)))]
     for r in table:  # the finalists' confirmation runs at the second N (tune/confirm.py)
-        r["confirm"] = list((state.data.get("confirm") or {}).get(r["name"], []))
+        r.confirm = state.confirmations(r.name)
     by_name = {c.name: c for c in found}
     reference = next((c.name for c in found if "reference" in c.role), None)
     price_prefill(table, reference)
     kv = _kv(ab)
     for r in table:
-        c = by_name[r["name"]]
-        r.update(kv_tokens=kv.get(r["name"]), differs=list(c.differs), role=list(c.role),
-                 source=c.source, step=effective_step(merged_args(request.recipe, c), knobs))
+        c = by_name[r.name]
+        r.kv_tokens, r.differs, r.role = kv.get(r.name), list(c.differs), list(c.role)
+        r.source, r.step = c.source, effective_step(merged_args(request.recipe, c), knobs)
     ranked = rank(table)
-    chosen = next((r["name"] for r in ranked if "defaults" not in r["role"]), None)
+    chosen = next((r.name for r in ranked if "defaults" not in r.role), None)
     baseline = next((c.name for c in found if "baseline" in c.role), None)
     claims = []
-    base_row = next((r for r in table if r["name"] == baseline), None)
+    base_row = next((r for r in table if r.name == baseline), None)
     for r in table:
-        if base_row is None or r is base_row or "defaults" in r["role"]:
+        if base_row is None or r is base_row or "defaults" in r.role:
             continue
-        claims.append(claim(r["name"], baseline or "", _boot_values(
+        claims.append(claim(r.name, baseline or "", _boot_values(
             r, samples, request.agents, "ttft_p95_judged_s"), _boot_values(
-            base_row, samples, request.agents, "ttft_p95_judged_s"), r["differs"]))
-    return {"table": table, "ranking": [r["name"] for r in ranked], "chosen": chosen,
-            "baseline": baseline, "reference": reference, "claims": claims,
-            "binding": binding(table), "cost_bound": COST_TARGET,
-            "device": conditions.device(), "engine": conditions.engine_version(
-                knee.get("server") or {}), "date": conditions.today()}
+            base_row, samples, request.agents, "ttft_p95_judged_s"), r.differs))
+    return TuneResult(table=table, ranking=[r.name for r in ranked], chosen=chosen,
+                      baseline=baseline, reference=reference, claims=claims,
+                      binding=binding(table), cost_bound=COST_TARGET,
+                      device=conditions.device(), engine=engine, date=conditions.today())
 
 
-def _file(probe: dict[str, Any]) -> str:
+def _file(probe: Probe) -> str:
     """A probe's results file, relative to the tune's folder (as the report names it)."""
-    return f"capacity/{Path(str(probe.get('results_file', '?'))).name}"
+    return f"capacity/{Path(probe.results_file or '?').name}"
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def _ci(r: dict[str, Any]) -> str:
-    ci = r.get("goodput_ci")
+def _ci(r: ArmRow) -> str:
+    ci = r.goodput_ci
     return f"[{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "[-]"
 
 
-def tuned_profile(request: TuneRequest, data: dict[str, Any], found: list[Candidate],
-                  knee: dict[str, Any], report: Path) -> TunedProfile:
+def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidate],
+                  report: Path) -> TunedProfile:
     """The chosen arm as profile `tuned`: only what was measured, each value's comment naming
     the run (boot, results file) that set it."""
-    result = data["result"]
-    chosen = next(c for c in found if c.name == result["chosen"])
-    r = next(x for x in result["table"] if x["name"] == chosen.name)
+    chosen = next(c for c in found if c.name == result.chosen)
+    r = next(x for x in result.table if x.name == chosen.name)
     recipe = load_recipe(request.recipe).recipe
     knobs = knobs_of(recipe.engine.kind)
     args = {**recipe.profiles[chosen.base].args, **chosen.args}
-    boots = ", ".join(r["boots"]) or "?"
-    cap = r["capacity"]
-    probes = "; ".join(f"N={p['agents']} {'met' if p['slo_met'] else 'missed'} "
-                       f"({_file(p)})" for p in r["probes"])
-    capacity_text = (f"capacity {cap['text']} on boot {boots} (N={request.agents}: "
-                     f"{r['reps']} runs in ab-agents.json{'; ' + probes if probes else ''})")
-    ref = r.get("prefill_reference")
+    boots = ", ".join(r.boots) or "?"
+    cap = r.capacity
+    probes = "; ".join(f"N={p.agents} {'met' if p.slo_met else 'missed'} "
+                       f"({_file(p)})" for p in r.probes)
+    capacity_text = (f"capacity {cap.text} on boot {boots} (N={request.agents}: "
+                     f"{r.reps} runs in ab-agents.json{'; ' + probes if probes else ''})")
+    ref = r.prefill_reference
     prefill = (f"long prefill in the agents runs at N={request.agents}: "
-               f"{r['prefill_rate'] or 0:,.0f} tok/s, {_pct(r['prefill_cost'])} against "
+               f"{r.prefill_rate or 0:,.0f} tok/s, {_pct(r.prefill_cost)} against "
                f"reference arm {ref}" if ref else
                "long prefill cost not priced (the reference arm was not measured)")
     differs = ("the baseline" if not chosen.differs else
@@ -211,16 +213,16 @@ def tuned_profile(request: TuneRequest, data: dict[str, Any], found: list[Candid
                     f"from profile {chosen.base}; {comments[name]}" if name in comments else
                     f"from profile {chosen.base}, unchanged") for name in args}
     header = [f"Chosen by sm121 tune, ranked by capacity N* (ranking: "
-              f"{', '.join(result['ranking'])}): {chosen.name}, {chosen.why}.",
-              f"Sitting: {result['device']}, {result['engine']}, {result['date']}; "
-              f"{len({b for x in result['table'] for b in x['boots']})} boots; "
+              f"{', '.join(result.ranking)}): {chosen.name}, {chosen.why}.",
+              f"Sitting: {result.device}, {result.engine}, {result.date}; "
+              f"{len({b for x in result.table for b in x.boots})} boots; "
               f"report {report}.",
-              f"Goodput {_pct(r['goodput'])} at {request.agents} agents ({r['good_turns']}/"
-              f"{r['judged_turns']} judged turns, 95% interval {_ci(r)}), {request.workload}, "
+              f"Goodput {_pct(r.goodput)} at {request.agents} agents ({r.good_turns}/"
+              f"{r.judged_turns} judged turns, 95% interval {_ci(r)}), {request.workload}, "
               f"{request.slo}."]
     return TunedProfile(f"{chosen.name} chosen by sm121 tune for {request.workload} at "
-                        f"{request.slo}: {cap['text']}", args, notes, header)
+                        f"{request.slo}: {cap.text}", args, notes, header)
 
 
-def _tested(r: dict[str, Any]) -> int:
-    return max((int(n) for n, _ in r["capacity"]["tested"]), default=0)
+def _tested(r: ArmRow) -> int:
+    return max((n for n, _ in r.capacity.tested), default=0)

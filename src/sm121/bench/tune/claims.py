@@ -7,9 +7,9 @@ which of these it lacked: repetitions on one boot share its misses, so they are 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from sm121.bench.stats import difference_interval
+from sm121.bench.tune.result import Claim, Effect
 
 MIN_BOOTS = 3
 MIN_NS = 2
@@ -17,7 +17,7 @@ MIN_NS = 2
 
 def claim(a: str, b: str, boots_a: Mapping[int, Sequence[float]],
           boots_b: Mapping[int, Sequence[float]], differs: Sequence[str],
-          metric: str = "ttft_p95_judged_s", lower_is_better: bool = True) -> dict[str, Any]:
+          metric: str = "ttft_p95_judged_s", lower_is_better: bool = True) -> Claim:
     """`boots_x`: N -> one value per boot of arm x at that N. `differs`: the knobs whose
     values differ between a and b."""
     reasons: list[str] = []
@@ -36,21 +36,21 @@ def claim(a: str, b: str, boots_a: Mapping[int, Sequence[float]],
         diff, lo, hi = difference_interval(list(boots_a[n]), list(boots_b[n]))
         better = (hi < 0) if lower_is_better else (lo > 0)
         worse = (lo > 0) if lower_is_better else (hi < 0)
-        effects.append({"agents": n, "difference": diff, "low": lo, "high": hi,
-                        "direction": "a" if better else "b" if worse else None})
+        effects.append(Effect(agents=n, difference=diff, low=lo, high=hi,
+                              direction="a" if better else "b" if worse else None))
     if enough:
-        clear = [e for e in effects if e["direction"]]
+        clear = [e for e in effects if e.direction]
         if not clear:
             reasons.append("the interval over boots includes 0 at every N measured")
-        directions = {e["direction"] for e in clear}
+        directions = {e.direction for e in clear}
         if len(directions) > 1:
             reasons.append("the direction differs between Ns")
         elif len(clear) < MIN_NS:
             reasons.append(f"a clear effect at {len(clear)} N; the same direction at "
                            f"{MIN_NS} Ns needed")
-    winner = None if reasons else (a if effects[0]["direction"] == "a" else b)
+    winner = None if reasons else (a if effects[0].direction == "a" else b)
     text = (f"{winner} beats {b if winner == a else a} on {metric} at N="
-            f"{', '.join(str(e['agents']) for e in effects)}" if winner else
+            f"{', '.join(str(e.agents) for e in effects)}" if winner else
             f"no difference shown between {a} and {b}: " + "; ".join(reasons))
-    return {"a": a, "b": b, "metric": metric, "shown": winner is not None, "winner": winner,
-            "effects": effects, "reasons": reasons, "text": text}
+    return Claim(a=a, b=b, metric=metric, shown=winner is not None, winner=winner,
+                 effects=effects, reasons=reasons, text=text)

@@ -7,7 +7,8 @@ runner-up."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from sm121.bench.tune.result import CapacityRecord
 
 
 def finalists(ranking: Sequence[str], baseline: str | None, excluded: set[str]
@@ -21,10 +22,10 @@ def finalists(ranking: Sequence[str], baseline: str | None, excluded: set[str]
     return [first] + ([other] if other else [])
 
 
-def second_n(target: int, brackets: Sequence[Mapping[str, Any]]) -> int | None:
+def second_n(target: int, brackets: Sequence[CapacityRecord]) -> int | None:
     """The other N the finalists are compared at: the smaller of their brackets' lo (an N
     both may hold), else half the target; None when that is the target or below 1."""
-    los = [int(b["lo"]) for b in brackets if b.get("lo")]
+    los = [b.lo for b in brackets if b.lo]
     n = min(los) if los and min(los) != target else target // 2
     return n if n >= 1 and n != target else None
 

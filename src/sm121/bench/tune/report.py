@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from sm121.bench.boot_effect import boot_effects, describe  # noqa: E402
 from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
+from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
 
 
 def _n(value: float | None, fmt: str = ",.0f") -> str:
@@ -53,21 +54,21 @@ def knee_plot(summary: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def candidates_plot(table: list[dict[str, Any]], chosen: str | None, path: Path) -> Path:
+def candidates_plot(table: list[ArmRow], chosen: str | None, path: Path) -> Path:
     """Each arm's capacity bracket (lo to hi) and its in-situ prefill cost."""
     fig, (caps, costs) = plt.subplots(1, 2, figsize=(12, 4.5))
-    names = [r["name"] for r in table]
+    names = [r.name for r in table]
     for i, r in enumerate(table):
-        cap = r["capacity"]
-        top = cap["hi"] if cap["hi"] is not None else cap["lo"]
-        caps.plot([i, i], [cap["lo"], top], lw=6, solid_capstyle="butt",
-                  color="C1" if r["name"] == chosen else "C0")
-        if cap["hi"] is None:
-            caps.annotate("met at top", (i, cap["lo"]), fontsize=7, ha="center",
+        cap = r.capacity
+        top = cap.hi if cap.hi is not None else cap.lo
+        caps.plot([i, i], [cap.lo, top], lw=6, solid_capstyle="butt",
+                  color="C1" if r.name == chosen else "C0")
+        if cap.hi is None:
+            caps.annotate("met at top", (i, cap.lo), fontsize=7, ha="center",
                           xytext=(0, 4), textcoords="offset points")
     caps.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
     caps.set(ylabel="agents", title="capacity bracket lo <= N* < hi (orange: chosen)")
-    costs.bar(range(len(names)), [100 * (r["prefill_cost"] or 0) for r in table])
+    costs.bar(range(len(names)), [100 * (r.prefill_cost or 0) for r in table])
     costs.axhline(5, ls=":", color="grey")
     costs.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
     costs.set(ylabel="%", title="long prefill cost in the agents runs, against the reference arm")
@@ -79,18 +80,20 @@ def candidates_plot(table: list[dict[str, Any]], chosen: str | None, path: Path)
     return path
 
 
-def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], state: dict[str, Any]
+def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], data: dict[str, Any]
                  ) -> Path:
-    summary, result = knee["summary"], state["result"]
-    request, table = state["request"], result["table"]
+    """report.md and its plots, from the knee's and the A/B's results files and tune.json
+    (their data as read: the JSON edge)."""
+    state = TuneRecord.model_validate(data)
+    summary, result, request = knee["summary"], state.result, state.request
     knee_plot(summary, out / "tune-knee.png")
-    candidates_plot(table, result["chosen"], out / "tune-candidates.png")
+    candidates_plot(result.table, result.chosen, out / "tune-candidates.png")
     engine = summary["engine"]
-    lines = [f"# sm121 tune: {request['recipe']}, {request['workload']}, {request['slo']}, "
-             f"{request['agents']} agents", "",
-             f"{result['device']}, {result['engine']}, {result['date']}. Budget "
-             f"{request['budget_s']:.0f} s; spent {state.get('elapsed_s', 0):.0f} s over "
-             f"{state.get('resumed', 0) + 1} invocation(s); {len(state.get('plans') or [])} plans, "
+    lines = [f"# sm121 tune: {request.recipe}, {request.workload}, {request.slo}, "
+             f"{request.agents} agents", "",
+             f"{result.device}, {result.engine}, {result.date}. Budget "
+             f"{request.budget_s:.0f} s; spent {state.elapsed_s:.0f} s over "
+             f"{state.resumed + 1} invocation(s); {len(state.plans)} plans, "
              "one before every boot (below).", "",
              "## The knee", "", "![knee](tune-knee.png)", "",
              "| window | knee (tokens/step) | rate at the knee | peak (at step) | decode "
@@ -108,18 +111,18 @@ def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], state: dic
                                        for r in engine["prefill"]) + " |", "",
               "The knee is short-context (one fresh prompt per step): it is shown, and it "
               "prices nothing below; the long prefill is priced in the agents runs.", ""]
-    lines += _arms(state, result, request)
+    lines += _arms(state)
     effects = boot_effects(ab.get("samples", []), ["goodput", "ttft_p95_judged_s",
                                                      "background_ttft_s"])
     effect_lines = describe(effects)
     if effect_lines:
         lines += ["## Later repetitions on a boot against its first", ""]
         lines += [f"- {line}" for line in effect_lines] + [""]
-    if state.get("written"):
-        lines += [f"Written as profile `tuned` into the user's recipe ({state['written']})."]
-        if state.get("serve_needs_trust"):
+    if state.written:
+        lines += [f"Written as profile `tuned` into the user's recipe ({state.written})."]
+        if state.serve_needs_trust:
             lines += ["", "Serving it needs `--trust` (the user's copy is not built in): "
-                      + "; ".join(state["serve_needs_trust"])]
+                      + "; ".join(state.serve_needs_trust)]
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path

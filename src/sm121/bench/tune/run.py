@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from sm121.bench.ab import AbRequest, boot_and_measure, measured_pairs, open_results
+from sm121.bench.agents.entries import ab_entries
 from sm121.bench.boot import Boot
 from sm121.bench.knee_run import knee_on_recipe
 from sm121.bench.results import ResultsFile, load_results
 from sm121.bench.tune import candidates as cands
+from sm121.bench.tune import conditions
 from sm121.bench.tune.budget import STOP_S, Estimates, measured, plan
 from sm121.bench.tune.capacity import next_probe, resolution_for
 from sm121.bench.tune.choose import capacity, choose, tuned_profile
@@ -26,6 +28,7 @@ from sm121.bench.tune.knobs import knobs_of
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
 from sm121.bench.tune.request import TuneRequest, agent_params
+from sm121.bench.tune.result import ConfirmPlan, PlanRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
@@ -54,6 +57,7 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
         raise Sm121Error(f"--baselines: {', '.join(missing)} not a profile of {recipe.name}",
                          f"its profiles: {', '.join(recipe.profiles)}")
     knee = _knee(request, state, base, say)
+    facts = KneeFacts.of(knee)
     if "candidates" not in state.data:
         found_arms, dropped = cands.arms(
             names[0], {n: profile_args(recipe, n) for n in dict.fromkeys(names)},
@@ -61,14 +65,14 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
         state.set(candidates=[c.to_json() for c in found_arms], dropped=dropped)
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")
-    ab = _ab(request, state, found, knee, say)
-    result = choose(request, state, found, knee, ab.data)
-    state.set(result=result)
+    ab = _ab(request, state, found, facts, say)
+    result = choose(request, state, found, ab.data, facts.engine)
+    state.set(result=result.model_dump(mode="json"))
     report = write_report(request.out, knee, ab.data, state.data)
     state.set(report=str(report))
-    if request.write and result.get("chosen"):
+    if request.write and result.chosen:
         text = _recipe_text(recipe.name, loaded.builtin, loaded.source)
-        profile = tuned_profile(request, state.data, found, knee, report)
+        profile = tuned_profile(request, result, found, report)
         path = write_tuned(recipe.name, text, profile)
         needs = trust_needs(load_recipe(recipe.name).recipe, "tuned", builtin=False)
         # Shown as $SM121_HOME/..., so a committed report names no machine's folders.
@@ -102,19 +106,35 @@ def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> dict[s
     return results.data
 
 
-def _estimates(request: TuneRequest, knee: dict[str, Any], ab: dict[str, Any]) -> Estimates:
-    """From the A/B's boots and runs so far; before the first boot, --boot-estimate, else the
-    knee's boot (the machine's first boot may be cold and slower)."""
+@dataclass(frozen=True)
+class KneeFacts:
+    """What the arms' search reads of the knee's results file: its boot's time to a first
+    generation (the boot estimate before an arm has booted) and the engine it measured."""
+
+    boot_s: float | None
+    engine: str
+
+    @staticmethod
+    def of(knee: dict[str, Any]) -> KneeFacts:
+        """From the knee's results file data (the JSON edge)."""
+        boot = ((knee.get("boot") or {}).get("timings") or {}).get("first_generation_s")
+        return KneeFacts(None if boot is None else float(boot),
+                         conditions.engine_version(knee.get("server") or {}))
+
+
+def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: dict[str, Any]) -> Estimates:
+    """From the A/B's boots and runs so far (its results file's data); before the first boot,
+    --boot-estimate, else the knee's boot (the machine's first boot may be cold and slower)."""
     boots = [b["timings"].get("first_generation_s") for b in ab.get("boots", [])]
     walls = [s["summary"].get("wall_s") for s in ab.get("samples", [])
              if not s.get("error") and s.get("summary")]
-    knee_boot = ((knee.get("boot") or {}).get("timings") or {}).get("first_generation_s")
+    knee_boot = knee.boot_s if knee else None
     return measured(boots, walls, request.boot_estimate_s or knee_boot or 60.0,
                     request.rep_estimate_s, request.rest_s)
 
 
 def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
-        knee: dict[str, Any], say: Say) -> ResultsFile:
+        knee: KneeFacts, say: Say) -> ResultsFile:
     """Every arm in priority order, one boot each: its repetitions at the target N, then its
     capacity bisection on the same boot. Before every boot the plan is made again from what
     this tune has measured so far (boot and run times), for the arms still to measure."""
@@ -143,7 +163,7 @@ def _measured(results: ResultsFile) -> set[str]:
 
 
 def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results: ResultsFile,
-         knee: dict[str, Any], index: int, arms: list[cands.Candidate], say: Say) -> bool:
+         knee: KneeFacts, index: int, arms: list[cands.Candidate], say: Say) -> bool:
     """One arm's boot, planned from the measured costs; False when the budget is spent."""
     candidate = arms[index]
     name = candidate.name
@@ -154,11 +174,11 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     est = _estimates(request, knee, results.data)
     remaining = len(arms) - index
     chosen = plan(left, est, remaining, request.reps, request.sweep_points, least=1)
-    state.data.setdefault("plans", []).append({
-        "before": name, "left_s": round(left), "boot_s": round(est.boot_s, 1),
-        "rep_s": round(est.rep_s, 1), "arms_left": remaining, "arms": chosen.candidates,
-        "reps": chosen.reps, "probes": chosen.sweep_points, "fits": chosen.fits,
-        "estimate_s": round(chosen.seconds)})
+    state.data.setdefault("plans", []).append(PlanRecord(
+        before=name, left_s=round(left), boot_s=round(est.boot_s, 1),
+        rep_s=round(est.rep_s, 1), arms_left=remaining, arms=chosen.candidates,
+        reps=chosen.reps, probes=chosen.sweep_points, fits=chosen.fits,
+        estimate_s=round(chosen.seconds)).model_dump(mode="json"))
     state.save()
     if not chosen.fits and len(_measured(results)) >= 2:
         say(f"{name} and {remaining - 1} more: not measured, {left:.0f} s of the budget left "
@@ -186,13 +206,13 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
     each only when the budget still holds it."""
     for _ in range(probes):
         done = state.sweep(name)
-        found = capacity(results.data["samples"], name, request.agents, done)
+        found = capacity(ab_entries(results.data), name, request.agents, done)
         if not found.tested:
             return  # no verdict at the target N (its runs failed)
         n = next_probe(found.tested, request.largest_n, resolution_for(request.agents))
         if n is None:
             break
-        need = _estimates(request, {}, results.data).rep_s * max(1.0, n / request.agents)
+        need = _estimates(request, None, results.data).rep_s * max(1.0, n / request.agents)
         if request.budget_s - state.elapsed_s < need:
             say(f"  {name}: bisection stopped before N={n}: about {need:.0f} s needed, "
                 f"{request.budget_s - state.elapsed_s:.0f} s of the budget left")
@@ -205,8 +225,8 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
             say(f"  {name}: N={n} failed: {exc}")
             break
         state.add_sweep_point(name, point)
-    found = capacity(results.data["samples"], name, request.agents, state.sweep(name))
-    state.data.setdefault("capacity", {})[name] = found.to_json()
+    found = capacity(ab_entries(results.data), name, request.agents, state.sweep(name))
+    state.data.setdefault("capacity", {})[name] = found.record().model_dump(mode="json")
     say(f"  {name}: capacity {found.text}")
     state.save()
 
@@ -216,20 +236,21 @@ def _boots_of(results: ResultsFile, name: str) -> int:
 
 
 def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
-             results: ResultsFile, knee: dict[str, Any], arms: list[cands.Candidate],
+             results: ResultsFile, knee: KneeFacts, arms: list[cands.Candidate],
              say: Say) -> None:
     """The budget left after every arm: more boots of the two finalists, interleaved, each
     one run at the target N and one at a second N, up to --boots boots per finalist."""
     if request.boots <= 1:
         return
-    result = choose(request, state, arms, knee, results.data)
+    result = choose(request, state, arms, results.data, knee.engine)
     defaults = {c.name for c in arms if "defaults" in c.role}
-    pair = finalists(result["ranking"], result.get("baseline"), defaults)
+    pair = finalists(result.ranking, result.baseline, defaults)
     if len(pair) < 2:
         return
-    rows = {r["name"]: r for r in result["table"]}
-    other = second_n(request.agents, [rows[n]["capacity"] for n in pair])
-    state.set(confirm_plan={"finalists": pair, "second_n": other, "boots": request.boots})
+    rows = {r.name: r for r in result.table}
+    other = second_n(request.agents, [rows[n].capacity for n in pair])
+    state.set(confirm_plan=ConfirmPlan(finalists=pair, second_n=other,
+                                       boots=request.boots).model_dump(mode="json"))
     say(f"confirming {pair[0]} against {pair[1]}: up to {request.boots} boots each, "
         f"N={request.agents}" + (f" and N={other}" if other else ""))
     while (name := next_boot({n: _boots_of(results, n) for n in pair}, pair,
@@ -256,8 +277,7 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
             except Sm121Error as exc:
                 say(f"  {name}: N={other} failed: {exc}")
                 return
-            state.data.setdefault("confirm", {}).setdefault(name, []).append(point)
-            state.save()
+            state.add_confirmation(name, point)
 
         boot_and_measure(replace(ab_request, reps=1, reps_per_boot=1), results, index, name,
                          [rep], say, after=after)

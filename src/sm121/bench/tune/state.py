@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.tune.result import Probe
 from sm121.errors import Sm121Error
 from sm121.runs.state import write_json_atomic
 
@@ -57,9 +58,20 @@ class TuneState:
         self.data.update(fields)
         self.save()
 
-    def sweep(self, name: str) -> list[dict[str, Any]]:
-        return list(self.data.setdefault("sweeps", {}).get(name, []))
+    def sweep(self, name: str) -> list[Probe]:
+        """The arm's capacity probes so far."""
+        return [Probe.model_validate(p) for p in self.data.setdefault("sweeps", {}).get(name, [])]
 
-    def add_sweep_point(self, name: str, point: dict[str, Any]) -> None:
-        self.data.setdefault("sweeps", {}).setdefault(name, []).append(point)
+    def add_sweep_point(self, name: str, point: Probe) -> None:
+        point_json = point.model_dump(mode="json")
+        self.data.setdefault("sweeps", {}).setdefault(name, []).append(point_json)
+        self.save()
+
+    def confirmations(self, name: str) -> list[Probe]:
+        """The arm's confirmation runs at the second N (tune/confirm.py)."""
+        return [Probe.model_validate(p) for p in (self.data.get("confirm") or {}).get(name, [])]
+
+    def add_confirmation(self, name: str, point: Probe) -> None:
+        point_json = point.model_dump(mode="json")
+        self.data.setdefault("confirm", {}).setdefault(name, []).append(point_json)
         self.save()

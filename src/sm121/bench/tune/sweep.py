@@ -8,30 +8,33 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.agents.entries import AbEntry
+from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.boot import Boot, steps
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
+from sm121.bench.tune.result import Probe
 
 Say = Callable[[str], None]
 
 
-def met_at_target(samples: list[dict[str, Any]], name: str) -> bool | None:
+def met_at_target(entries: list[AbEntry], name: str) -> bool | None:
     """Whether the candidate met the SLO at the target N: a majority of its repetitions."""
-    met = [bool(s["metrics"].get("slo_met")) for s in samples
-           if s["profile"] == name and not s.get("error") and s.get("metrics")]
+    met = [bool(e.metrics.slo_met) for e in entries
+           if e.profile == name and not e.error and e.metrics]
     return None if not met else sum(met) * 2 > len(met)
 
 
-def run_point(boot: Boot, params: dict[str, Any], n: int, out: Path, say: Say
-              ) -> dict[str, Any]:
+def run_point(boot: Boot, params: dict[str, Any], n: int, out: Path, say: Say) -> Probe:
     spec = get("agents")
     results = asyncio.run(run_scenario(
         "agents", spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model, api="chat"),
         {**params, "agents": n}, out, progress=steps(say, f"N={n}: "),
         needs_stream=True))
-    metrics = spec.flat(results.data["samples"])
-    return {"agents": n, "slo_met": bool(metrics.get("slo_met")),
-            **{k: metrics.get(k) for k in ("goodput", "good_turns", "judged_turns",
-                                           "ttft_p95_judged_s", "ttft_p95_during_background_s",
-                                           "decode_p50", "background_ttft_s")},
-            "results_file": str(out), "run_id": boot.run_id}
+    metrics = RunMetrics.model_validate(spec.flat(results.data["samples"]))
+    return Probe(agents=n, slo_met=bool(metrics.slo_met), goodput=metrics.goodput,
+                 good_turns=metrics.good_turns, judged_turns=metrics.judged_turns,
+                 ttft_p95_judged_s=metrics.ttft_p95_judged_s,
+                 ttft_p95_during_background_s=metrics.ttft_p95_during_background_s,
+                 decode_p50=metrics.decode_p50, background_ttft_s=metrics.background_ttft_s,
+                 results_file=str(out), run_id=boot.run_id)

@@ -1,0 +1,52 @@
+"""An A/B's and a sweep's entries as their results files keep them, typed for the report:
+one entry per measured run (a profile's repetition, or one N of a sweep) with its raw samples
+(recomputed from, never trusted) and its headline metrics; a failed run has its error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, JsonValue, field_validator
+
+from sm121.bench.agents.records import TurnSample, bars_of
+from sm121.bench.agents.summary_model import RunMetrics
+
+
+class RunEntry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    error: str | None = None
+    samples: list[dict[str, Any]] = []  # the run's raw records (config, turns, background)
+    metrics: RunMetrics | None = None
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _no_metrics(cls, value: Any) -> Any:
+        return value or None  # `{}`: not measured, as a missing key
+
+    def bars(self) -> list[TurnSample]:
+        return bars_of(self.samples)
+
+
+class AbEntry(RunEntry):
+    """One repetition of one profile (bench ab, tune)."""
+
+    profile: str
+    rep: int
+    run_id: str | None = None  # the boot it ran on
+    engine_args: dict[str, JsonValue] | None = None  # as served (any JSON an engine takes)
+
+
+class SweepEntry(RunEntry):
+    """One N of a sweep."""
+
+    agents: int
+
+
+def ab_entries(data: dict[str, Any]) -> list[AbEntry]:
+    """An A/B results file's entries (its data as read: the JSON edge)."""
+    return [AbEntry.model_validate(e) for e in data["samples"]]
+
+
+def sweep_entries(data: dict[str, Any]) -> list[SweepEntry]:
+    return [SweepEntry.model_validate(e) for e in data["samples"]]

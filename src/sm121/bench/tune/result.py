@@ -1,0 +1,180 @@
+"""What tune measured and chose, typed: a capacity probe (one agents run at some N), an arm's
+row (its capacity bracket, goodput with its Clopper-Pearson interval, the continuous metrics
+beside it, the long prefill's in-situ cost), a claim, the targets' binding bound, the plans
+made before every boot, and the result as a whole. tune.json keeps them as dicts (the JSON
+edge: `model_dump()` to write, `model_validate` to read); the field order is its key order."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sm121.recipes.schema import ArgValue
+
+
+class Probe(BaseModel):
+    """One agents run at N on an arm's boot (a capacity probe, or a confirmation run)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    agents: int
+    slo_met: bool
+    goodput: float | None = None
+    good_turns: int | None = None
+    judged_turns: int | None = None
+    ttft_p95_judged_s: float | None = None
+    ttft_p95_during_background_s: float | None = None
+    decode_p50: float | None = None
+    background_ttft_s: float | None = None
+    results_file: str | None = None
+    run_id: str | None = None
+
+    def value(self, metric: str) -> float | None:
+        found = getattr(self, metric, None)
+        return None if found is None else float(found)
+
+
+class CapacityRecord(BaseModel):
+    """capacity.Bracket as tune.json keeps it: lo <= N* < hi, and the (N, met) behind it."""
+
+    lo: int
+    hi: int | None
+    text: str
+    tested: list[tuple[int, bool]]
+    non_monotone: bool = False
+
+
+class ArmRow(BaseModel):
+    """One arm over its runs at the target N and its probes (tune/choose.py builds it)."""
+
+    name: str
+    reps: int = 0
+    boots: list[str] = Field(default_factory=list)
+    goodput: float | None = None
+    goodput_min: float | None = None
+    good_turns: int = 0
+    judged_turns: int = 0
+    goodput_ci: tuple[float, float] | None = None  # Clopper-Pearson, 95%, over the reps
+    ttft_p95_judged_s: float | None = None
+    ttft_p95_during_background_s: float | None = None
+    decode_p50: float | None = None
+    background_ttft_s: float | None = None
+    background_prompt_tokens: float | None = None  # a median over the reps
+    prefill_rate: float | None = None
+    capacity: CapacityRecord = CapacityRecord(lo=0, hi=None, text="not measured", tested=[])
+    probes: list[Probe] = Field(default_factory=list)
+    confirm: list[Probe] = Field(default_factory=list)  # the finalists' confirmation runs
+    prefill_reference: str | None = None
+    prefill_cost: float | None = None  # background TTFT over the reference arm's, minus 1
+    kv_tokens: int | None = None
+    differs: list[str] = Field(default_factory=list)
+    role: list[str] = Field(default_factory=list)
+    source: str = ""
+    step: int | None = None  # tokens a long prefill gets per step
+
+
+class Effect(BaseModel):
+    """A claim's effect at one N: mean(a) - mean(b) over boots and its 95% interval."""
+
+    agents: int
+    difference: float
+    low: float
+    high: float
+    direction: str | None  # "a", "b", or None when the interval holds 0
+
+
+class Claim(BaseModel):
+    a: str
+    b: str
+    metric: str
+    shown: bool
+    winner: str | None
+    effects: list[Effect]
+    reasons: list[str]
+    text: str
+
+
+class Binding(BaseModel):
+    """Whether some arm meets both targets; if none does, which bound binds and by how much."""
+
+    met: bool
+    candidates: list[str]
+    text: str
+
+
+class TuneResult(BaseModel):
+    table: list[ArmRow]
+    ranking: list[str]
+    chosen: str | None
+    baseline: str | None
+    reference: str | None
+    claims: list[Claim]
+    binding: Binding
+    cost_bound: float
+    device: str
+    engine: str
+    date: str
+
+
+class PlanRecord(BaseModel):
+    """The plan made before an arm's boot, from the times measured so far."""
+
+    model_config = ConfigDict(extra="allow")
+
+    before: str
+    left_s: int | float
+    boot_s: int | float
+    rep_s: int | float
+    arms_left: int
+    arms: int
+    reps: int
+    probes: int
+    fits: bool
+    estimate_s: int | None = None
+
+
+class ConfirmPlan(BaseModel):
+    finalists: list[str]
+    second_n: int | None
+    boots: int
+
+
+class RequestRecord(BaseModel):
+    """The question as tune.json keeps it (TuneRequest.to_json)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    recipe: str
+    workload: str
+    slo: str
+    agents: int
+    budget_s: float
+    max_agents: int | None = None
+
+
+class CandidateRecord(BaseModel):
+    """An arm as tune.json keeps it (candidates.Candidate.to_json)."""
+
+    name: str
+    base: str
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    why: str = ""
+    source: str = "step 1"
+    differs: list[str] = Field(default_factory=list)
+    role: list[str] = Field(default_factory=list)
+
+
+class TuneRecord(BaseModel):
+    """tune.json once tune has chosen: what its report reads."""
+
+    model_config = ConfigDict(extra="allow")
+
+    request: RequestRecord
+    elapsed_s: float = 0.0
+    resumed: int = 0
+    candidates: list[CandidateRecord] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    plans: list[PlanRecord] = Field(default_factory=list)
+    confirm_plan: ConfirmPlan | None = None
+    result: TuneResult
+    written: str | None = None
+    serve_needs_trust: list[str] = Field(default_factory=list)

@@ -1,0 +1,54 @@
+"""The typed agents records keep the results file's shape: every committed agents run's
+turns, config and summary read into the models and write back the same keys and values, so
+older files stay readable and new ones look the same (sm121/bench/agents/records.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sm121.bench.agents.records import TurnSample, read_run
+from sm121.bench.agents.summary import summarize_agents
+from sm121.bench.agents.summary_model import AgentsSummary
+
+RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
+AGENT_RUNS = sorted(p for p in RESULTS.rglob("agents-*.json")
+                    if json.loads(p.read_text()).get("scenario") == "agents")
+
+
+def test_there_are_committed_agents_runs_to_check():
+    assert len(AGENT_RUNS) >= 3
+
+
+@pytest.mark.parametrize("path", AGENT_RUNS, ids=lambda p: p.name)
+def test_a_committed_run_round_trips_through_the_models(path: Path):
+    data = json.loads(path.read_text())
+    turns = [s for s in data["samples"] if s.get("kind") in ("turn", "background")]
+    assert turns
+    for sample in turns:
+        assert TurnSample.model_validate(sample).to_record() == sample
+    run = read_run(data["samples"])
+    assert len(run.turns) == sum(s.get("kind") == "turn" for s in data["samples"])
+    # the stored summary is what this sm121 computes from the raw turns, key for key (up to
+    # a float's last bits, where a recompute differs from the stored file on main as well)
+    recomputed = summarize_agents(data["samples"]).model_dump()
+    stored = {k: v for k, v in data["summary"].items() if k in AgentsSummary.model_fields}
+    assert recomputed.keys() == stored.keys()
+    _same(json.loads(json.dumps(recomputed)), stored)
+
+
+def _same(a: object, b: object) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            _same(a[key], b[key])
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _same(x, y)
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-12)
+    else:
+        assert a == b
