@@ -27,14 +27,14 @@ def _head(data: dict[str, Any], stem: str) -> list[str]:
     return head
 
 
-def _section(data: dict[str, Any], out: Path, stem: str) -> list[str]:
+def _section(data: dict[str, Any], out: Path, stem: str, draw: bool) -> list[str]:
     head = _head(data, stem)
     spec = SCENARIOS.get(data["scenario"])
     if spec is None or spec.section is None:  # no section of its own: the headline table
         return head + markdown_table(*table_rows(data))
     if spec.recompute is not None:
         data = resolve(spec.recompute)(data)
-    files = resolve(spec.plots)(data, out, stem) if spec.plots is not None else []
+    files = resolve(spec.plots)(data, out, stem) if draw and spec.plots is not None else []
     lines: list[str] = resolve(spec.section)(data, files)
     return head + lines
 
@@ -44,8 +44,10 @@ def _rejudge(spec: ScenarioSpec | None, data: dict[str, Any], slo: str | None) -
         resolve(spec.rejudge)(data, slo)
 
 
-def render_report(paths: list[Path], out: Path, title: str, slo: str | None = None) -> Path:
-    """`slo` judges agent runs against another SLO than the one they were run with."""
+def render_report(paths: list[Path], out: Path, title: str, slo: str | None = None,
+                  draw: bool = True) -> Path:
+    """`slo` judges agent runs against another SLO than the one they were run with; `draw`
+    False leaves the plots out (no PNG, no image line): the text alone, fast."""
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
     runs = []
@@ -56,7 +58,7 @@ def render_report(paths: list[Path], out: Path, title: str, slo: str | None = No
         stem = path.name.removesuffix(".gz").removesuffix(".json")
         runs.append(load_results(path))
         _rejudge(SCENARIOS.get(runs[-1]["scenario"]), runs[-1], slo)
-        lines += _section(runs[-1], out, stem)
+        lines += _section(runs[-1], out, stem, draw)
     lines += timestamp_ratio(runs)
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
