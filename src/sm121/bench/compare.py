@@ -1,7 +1,7 @@
 """The A/B comparison: per headline metric and profile, median, min, max and n over the
 repetitions, and each median's ratio to the first profile's (the baseline); with
 repetitions per boot, the test of a boot's later repetitions against its first. It takes the
-scenario's spec, not its name, so that report sections can recompute a comparison without
+scenario object, not its name, so that report sections can recompute a comparison without
 reaching back up into the registry."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from sm121.bench.boot_effect import boot_effects
-from sm121.bench.scenario_spec import ScenarioSpec
+from sm121.bench.scenario import Scenario
 from sm121.bench.stats import summarize
 
 
-def compare_with(spec: ScenarioSpec, samples: list[dict[str, Any]], profiles: list[str]
+def compare_with(spec: Scenario[Any, Any], samples: list[dict[str, Any]], profiles: list[str]
                  ) -> dict[str, Any]:
     table: dict[str, Any] = {"baseline": profiles[0], "metrics": {}}
     for key, *_ in spec.headline_rows():

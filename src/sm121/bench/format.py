@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm121.bench.scenarios import SCENARIOS
+from sm121.bench.scenarios import find
 
 
 def fmt(value: Any, kind: str = "") -> str:
@@ -33,7 +33,7 @@ def cell(stats: dict[str, Any], kind: str) -> str:
 
 def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """(headers, rows) of an A/B comparison or of an overlap summary; empty when none."""
-    spec = SCENARIOS.get(data["scenario"])
+    spec = find(data["scenario"])
     summary = data.get("summary") or {}
     headline = spec.headline_rows() if spec is not None else ()
     if spec is None or not headline:

@@ -1,5 +1,5 @@
 """`sm121 bench report`: Markdown with tables and PNG plots, from one or more results files.
-What a scenario's section holds comes from its registry entry (`scenarios`): this module
+What a scenario's section holds comes from its `Scenario` class (`scenarios` table): this module
 knows no scenario by name."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from typing import Any
 from sm121.bench.agents.report import timestamp_ratio
 from sm121.bench.format import markdown_table, table_rows
 from sm121.bench.results import load_results
-from sm121.bench.scenario_spec import ScenarioSpec, resolve
-from sm121.bench.scenarios import SCENARIOS
+from sm121.bench.scenarios import find
 from sm121.bench.timeline import timeline_section
 
 
@@ -29,19 +28,15 @@ def _head(data: dict[str, Any], stem: str) -> list[str]:
 
 def _section(data: dict[str, Any], out: Path, stem: str, draw: bool) -> list[str]:
     head = _head(data, stem)
-    spec = SCENARIOS.get(data["scenario"])
-    if spec is None or spec.section is None:  # no section of its own: the headline table
+    scenario = find(data["scenario"])
+    lines = None
+    if scenario is not None:
+        data = scenario.recompute(data)
+        files = scenario.plots(data, out, stem) if draw else []
+        lines = scenario.section(data, files)
+    if lines is None:  # no section of its own: the headline table
         return head + markdown_table(*table_rows(data))
-    if spec.recompute is not None:
-        data = resolve(spec.recompute)(data)
-    files = resolve(spec.plots)(data, out, stem) if draw and spec.plots is not None else []
-    lines: list[str] = resolve(spec.section)(data, files)
     return head + lines
-
-
-def _rejudge(spec: ScenarioSpec | None, data: dict[str, Any], slo: str | None) -> None:
-    if slo and spec is not None and spec.rejudge is not None:
-        resolve(spec.rejudge)(data, slo)
 
 
 def render_report(paths: list[Path], out: Path, title: str, slo: str | None = None,
@@ -57,7 +52,9 @@ def render_report(paths: list[Path], out: Path, title: str, slo: str | None = No
             continue
         stem = path.name.removesuffix(".gz").removesuffix(".json")
         runs.append(load_results(path))
-        _rejudge(SCENARIOS.get(runs[-1]["scenario"]), runs[-1], slo)
+        scenario = find(runs[-1]["scenario"])
+        if slo and scenario is not None:
+            scenario.rejudge(runs[-1], slo)
         lines += _section(runs[-1], out, stem, draw)
     lines += timestamp_ratio(runs)
     report = out / "report.md"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sm121.bench.report_md import render_report
-from sm121.bench.typed import load_typed
+from sm121.bench.scenarios import load_typed
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "docs" / "results"

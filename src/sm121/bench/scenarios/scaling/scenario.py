@@ -1,0 +1,89 @@
+"""`decode-scaling` and `prefill-scaling` as `Scenario`s: one class each over a shared base
+(the same samples, summary and report; their own size parameter and headline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from sm121.bench.report_sections import scaling_plots, scaling_section
+from sm121.bench.result_models import Number, Open
+from sm121.bench.runner import Context
+from sm121.bench.scaling import (
+    DECODE_HEADLINE,
+    PREFILL_HEADLINE,
+    decode_scaling,
+    flatten,
+    prefill_scaling,
+)
+from sm121.bench.scenario import Params, Record, Scenario, option
+
+_N_HELP = "Concurrency levels."
+
+
+class DecodeScalingParams(Params):
+    n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
+    max_tokens: int = option(256, "--max-tokens")
+
+
+class PrefillScalingParams(Params):
+    n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
+    prompt_tokens: int = option(4096, "--prompt-tokens")
+
+
+class ScalingMetrics(Open):
+    n: int
+    ttft_min_s: Number | None = None
+    ttft_max_s: Number | None = None
+
+
+class ScalingSample(Open):
+    """One concurrency level of `decode-scaling` or `prefill-scaling`."""
+
+    kind: Literal["decode", "prefill"]
+    n: int
+    metrics: ScalingMetrics
+    counters: Record | None = None  # the engine's counters, raw
+    requests: list[Record] = Field(default_factory=list)  # raw request records
+
+
+class ScalingSummary(Open):
+    rows: list[ScalingMetrics] = Field(default_factory=list)
+
+
+class _Scaling(Scenario[ScalingSample, ScalingSummary]):
+    sample = ScalingSample
+    summary = ScalingSummary
+    needs_stream = False
+    stream_option = True
+
+    def flatten(self, samples: list[Record]) -> Record:
+        return flatten(samples)
+
+    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
+        return scaling_plots(data, out, stem)
+
+    def section(self, data: Record, files: list[Path]) -> list[str] | None:
+        return scaling_section(data, files)
+
+
+class DecodeScaling(_Scaling):
+    name = "decode-scaling"
+    help = "Aggregate and per-stream decode rates, TTFT, p50/p95 intervals over N streams."
+    params = DecodeScalingParams
+    headline = DECODE_HEADLINE
+
+    async def run(self, ctx: Context, params: Params) -> ScalingSummary:
+        return ScalingSummary.model_validate(await decode_scaling(ctx, params.given()))
+
+
+class PrefillScaling(_Scaling):
+    name = "prefill-scaling"
+    help = "Prompt tokens per second with N concurrent prefills."
+    params = PrefillScalingParams
+    headline = PREFILL_HEADLINE
+
+    async def run(self, ctx: Context, params: Params) -> ScalingSummary:
+        return ScalingSummary.model_validate(await prefill_scaling(ctx, params.given()))
