@@ -140,16 +140,12 @@ def scaling_section(data: dict[str, Any], files: list[Path]) -> list[str]:
     return [*markdown_table(headers, body), *images(files), ""]
 
 
-def _rows_section(data: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+def rows_section(data: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+    """One table row per sample, these keys as columns."""
     rows = [[fmt(s.get(k)) for k in keys] for s in data["samples"]]
     return markdown_table(list(keys), rows)
 
 
 def locality_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    return _rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",
+    return rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",
                                 "cached_tokens", "reuse_usage", "reuse_metrics"))
-
-
-def retrieval_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    return _rows_section(data, ("length", "depth", "prompt_tokens", "found",
-                                "distractors_returned"))

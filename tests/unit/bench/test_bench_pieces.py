@@ -3,7 +3,7 @@
 import pytest
 
 from sm121.bench.locality import place
-from sm121.bench.retrieval import haystack, score
+from sm121.bench.scenarios.retrieval.run import haystack, score
 from sm121.bench.server import counter_deltas, spec_acceptance
 from sm121.engines.prometheus import metric_labels, parse_metrics
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sm121.bench.report_sections import retrieval_section
+from sm121.bench.report_sections import rows_section
 from sm121.bench.result_models import Number, Open
-from sm121.bench.retrieval import retrieval
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenarios.retrieval.run import retrieval
 
 
 class RetrievalParams(Params):
@@ -50,4 +50,5 @@ class Retrieval(Scenario[RetrievalSample, RetrievalSummary]):
         return RetrievalSummary.model_validate(await retrieval(ctx, params.given()))
 
     def section(self, data: Record, files: list[Path]) -> list[str] | None:
-        return retrieval_section(data, files)
+        return rows_section(data, ("length", "depth", "prompt_tokens", "found",
+                                   "distractors_returned"))
