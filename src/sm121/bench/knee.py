@@ -33,7 +33,7 @@ from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.knee_math import TOLERANCE, summarize_knee
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
-from sm121.bench.scaling import decode_metrics
+from sm121.bench.scenarios.scaling.run import decode_metrics
 from sm121.bench.server import read_counters
 from sm121.engines.registry import metric_names
 from sm121.errors import Sm121Error

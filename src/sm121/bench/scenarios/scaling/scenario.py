@@ -8,17 +8,17 @@ from typing import Literal
 
 from pydantic import Field
 
-from sm121.bench.report_sections import scaling_plots, scaling_section
 from sm121.bench.result_models import Number, Open
 from sm121.bench.runner import Context
-from sm121.bench.scaling import (
+from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenarios.scaling.report import scaling_plots, scaling_section
+from sm121.bench.scenarios.scaling.run import (
     DECODE_HEADLINE,
     PREFILL_HEADLINE,
     decode_scaling,
     flatten,
     prefill_scaling,
 )
-from sm121.bench.scenario import Params, Record, Scenario, option
 
 _N_HELP = "Concurrency levels."
 
