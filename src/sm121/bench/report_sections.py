@@ -121,8 +121,3 @@ def rows_section(data: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
     """One table row per sample, these keys as columns."""
     rows = [[fmt(s.get(k)) for k in keys] for s in data["samples"]]
     return markdown_table(list(keys), rows)
-
-
-def locality_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    return rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",
-                                "cached_tokens", "reuse_usage", "reuse_metrics"))

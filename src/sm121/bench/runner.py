@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 import aiohttp
 
 from sm121.bench.client import BenchClient
-from sm121.bench.probe import probe_server
 from sm121.bench.results import ResultsFile
+from sm121.bench.scenarios.probe.run import probe_server
 from sm121.bench.server import server_info
 from sm121.errors import Sm121Error
 from sm121.progress import Progress, quiet

@@ -38,9 +38,9 @@ def probe(url: str = URL, model: str | None = MODEL, out: Path | None = OUT,
     """Does this server report token ids, and how many tokens does a chunk carry? Exits 1
     when streams cannot be counted safely."""
     from sm121.bench.client import BenchClient
-    from sm121.bench.probe import probe_server
     from sm121.bench.results import ResultsFile
     from sm121.bench.runner import resolve_model
+    from sm121.bench.scenarios.probe.run import probe_server
 
     async def go() -> dict[str, Any]:
         async with BenchClient(url, await resolve_model(url, model)) as client:

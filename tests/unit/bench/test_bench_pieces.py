@@ -2,7 +2,7 @@
 
 import pytest
 
-from sm121.bench.locality import place
+from sm121.bench.scenarios.locality.run import place
 from sm121.bench.scenarios.retrieval.run import haystack, score
 from sm121.bench.server import counter_deltas, spec_acceptance
 from sm121.engines.prometheus import metric_labels, parse_metrics

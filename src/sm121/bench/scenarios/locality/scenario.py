@@ -6,11 +6,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from sm121.bench.locality import locality
-from sm121.bench.report_sections import locality_section
+from sm121.bench.report_sections import rows_section
 from sm121.bench.result_models import Number, Open
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenarios.locality.run import locality
 
 
 class LocalityParams(Params):
@@ -56,4 +56,5 @@ class Locality(Scenario[LocalitySample, LocalitySummary]):
         return LocalitySummary.model_validate(await locality(ctx, params.given()))
 
     def section(self, data: Record, files: list[Path]) -> list[str] | None:
-        return locality_section(data, files)
+        return rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",
+                                   "cached_tokens", "reuse_usage", "reuse_metrics"))
