@@ -15,8 +15,8 @@ from typing import Any
 
 from sm121.bench.ab import AbRequest, boot_and_measure, measured_pairs, open_results
 from sm121.bench.boot import Boot
-from sm121.bench.knee_run import knee_on_recipe
 from sm121.bench.results import ResultsFile, load_results
+from sm121.bench.scenarios.knee.on_recipe import knee_on_recipe
 from sm121.bench.tune import candidates as cands
 from sm121.bench.tune.budget import STOP_S, Estimates, measured, plan
 from sm121.bench.tune.capacity import next_probe, resolution_for

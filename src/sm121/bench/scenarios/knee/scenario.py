@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sm121.bench.knee import HEADLINE, flatten, knee
-from sm121.bench.knee_text import console
 from sm121.bench.result_models import Open
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenarios.knee.console import console
+from sm121.bench.scenarios.knee.run import HEADLINE, flatten, knee
 
 
 class KneeParams(Params):
@@ -28,7 +28,7 @@ class KneeSample(Open):
 
 
 class KneeSummary(Open):
-    """`knee_math.summarize_knee`, with the sizes measured and dropped."""
+    """`analysis.summarize_knee`, with the sizes measured and dropped."""
 
     steps: list[int] = []
     dropped_steps: list[int] = []

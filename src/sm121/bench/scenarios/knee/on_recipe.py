@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.boot import Say, booted, steps
-from sm121.bench.knee import DEFAULTS, knee
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
+from sm121.bench.scenarios.knee.run import DEFAULTS, knee
 from sm121.engines.registry import adapter_for
 from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import ArgValue

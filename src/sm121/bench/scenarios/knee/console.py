@@ -1,4 +1,4 @@
-"""The knee's terminal summary (the registry's `console` for `sm121 bench knee`)."""
+"""The knee's terminal summary (`Knee.console`, for `sm121 bench knee`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`knee`: on one engine, the prefill rate against the tokens of one engine step, and the
 decode rate against the batch size, with repetitions; the knee and the decode saturation
-point come from bench/knee_math.py.
+point come from analysis.py beside it.
 
 How a step size is varied on one boot (the honest way this uses): the engine's step budget
 (vLLM's max-num-batched-tokens) is an engine arg, so instead of one boot per value the engine
@@ -30,9 +30,9 @@ import time
 from typing import Any
 
 from sm121.bench.client import BenchClient, StreamRecord
-from sm121.bench.knee_math import TOLERANCE, summarize_knee
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
+from sm121.bench.scenarios.knee.analysis import TOLERANCE, summarize_knee
 from sm121.bench.scenarios.scaling.run import decode_metrics
 from sm121.bench.server import read_counters
 from sm121.engines.registry import metric_names
