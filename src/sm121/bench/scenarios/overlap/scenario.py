@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import Field
 
-from sm121.bench.overlap import overlap
-from sm121.bench.overlap_metrics import HEADLINE, flatten_last_valid
-from sm121.bench.report_sections import overlap_plots, overlap_section, recompute_overlap
 from sm121.bench.result_models import Number, Open
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenarios.overlap.metrics import HEADLINE, flatten_last_valid
+from sm121.bench.scenarios.overlap.report import overlap_plots, overlap_section, recompute_overlap
+from sm121.bench.scenarios.overlap.run import overlap
 
 
 class OverlapParams(Params):

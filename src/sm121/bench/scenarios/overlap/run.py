@@ -13,9 +13,9 @@ from statistics import median
 from typing import Any
 
 from sm121.bench.client import StreamRecord
-from sm121.bench.overlap_metrics import overlap_metrics, summarize_reps
 from sm121.bench.prompts import count_tokens, exact_prompt, filler, salted_exact_prompt
 from sm121.bench.runner import Context, first_error
+from sm121.bench.scenarios.overlap.metrics import overlap_metrics, summarize_reps
 from sm121.bench.server import counter_deltas, read_counters
 
 DEFAULTS: dict[str, Any] = {
