@@ -10,7 +10,7 @@ import pytest
 from support import TinyEngine, invoke_cli, run_cli
 
 from sm121.bench import scenarios
-from sm121.bench.report_md import render_report
+from sm121.bench.report.markdown import render_report
 from sm121.bench.result_models import Open
 from sm121.bench.scenario import Params, Scenario, option
 from sm121.bench.scenarios import parse_results

@@ -51,7 +51,7 @@ def console_summary(data: dict[str, Any]) -> None:
     """A results file's comparison (ab) or scenario summary, as a rich table."""
     from rich.table import Table
 
-    from sm121.bench.format import table_rows
+    from sm121.bench.report.format import table_rows
     from sm121.bench.scenarios import find
 
     summary = data.get("summary") or {}

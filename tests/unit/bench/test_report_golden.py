@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sm121.bench.report_md import render_report
+from sm121.bench.report.markdown import render_report
 from sm121.bench.scenarios import load_typed
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -15,7 +15,7 @@ import pytest
 from support import invoke_cli
 
 from sm121.bench import scenarios
-from sm121.bench.report_md import render_report
+from sm121.bench.report.markdown import render_report
 from sm121.bench.result_models import Open, ScenarioResults
 from sm121.bench.results import ResultsFile
 from sm121.bench.scenario import Params, Record, Scenario, option
@@ -135,5 +135,5 @@ def test_bench_help_loads_no_scenario_module():
                                        text=True, check=True).stdout)
     assert "sm121.bench.scenarios" in loaded
     heavy = {e.module for e in scenarios.TABLE.values()} | {
-        "aiohttp", "sm121.bench.runner", "sm121.bench.report_md"}
+        "aiohttp", "sm121.bench.runner", "sm121.bench.report.markdown"}
     assert not heavy & set(loaded), loaded

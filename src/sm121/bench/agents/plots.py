@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from sm121.bench.agents.summary import by_turn, turns_of
-from sm121.bench.plots import legend, plt, save_figure
+from sm121.bench.report.plots import legend, plt, save_figure
 
 Groups = dict[str, list[dict[str, Any]]]  # label -> one run's raw samples
 

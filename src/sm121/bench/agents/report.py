@@ -10,9 +10,9 @@ from typing import Any
 from sm121.bench.agents import plots
 from sm121.bench.agents.choose import largest_meeting
 from sm121.bench.agents.summary import flatten, summarize_agents, turns_of
-from sm121.bench.compare import compare_with
-from sm121.bench.format import fmt, table_rows
-from sm121.bench.format import markdown_table as _table
+from sm121.bench.report.compare import compare_with
+from sm121.bench.report.format import fmt, table_rows
+from sm121.bench.report.format import markdown_table as _table
 from sm121.bench.scenarios import get
 from sm121.engines.registry import metric_names
 

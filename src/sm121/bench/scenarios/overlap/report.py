@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sm121.bench import plots
 from sm121.bench.boot_effect import describe
-from sm121.bench.compare import compare_with
-from sm121.bench.format import fmt, markdown_table, table_rows
-from sm121.bench.report_sections import images, measured
+from sm121.bench.report import plots
+from sm121.bench.report.compare import compare_with
+from sm121.bench.report.format import fmt, markdown_table, table_rows
+from sm121.bench.report.sections import images, measured
 from sm121.bench.scenarios import get
 from sm121.bench.scenarios.overlap.metrics import overlap_metrics, summarize_reps
 

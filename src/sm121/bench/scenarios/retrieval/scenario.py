@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sm121.bench.report_sections import rows_section
+from sm121.bench.report.sections import rows_section
 from sm121.bench.result_models import Number, Open
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option

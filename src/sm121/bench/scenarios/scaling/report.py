@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sm121.bench import plots
-from sm121.bench.format import fmt, markdown_table, table_rows
-from sm121.bench.report_sections import images
+from sm121.bench.report import plots
+from sm121.bench.report.format import fmt, markdown_table, table_rows
+from sm121.bench.report.sections import images
 
 
 def _scaling_rows(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.format import fmt, markdown_table
+from sm121.bench.report.format import fmt, markdown_table
 
 
 def images(files: list[Path]) -> list[str]:
