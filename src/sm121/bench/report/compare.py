@@ -2,7 +2,7 @@
 repetitions, and each median's ratio to the first profile's (the baseline); with
 repetitions per boot, the test of a boot's later repetitions against its first. It takes the
 scenario object, not its name, so that report sections can recompute a comparison without
-reaching back up into the registry."""
+reaching back up into the scenario table."""
 
 from __future__ import annotations
 
