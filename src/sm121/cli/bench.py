@@ -44,7 +44,7 @@ def probe(url: str = URL, model: str | None = MODEL, out: Path | None = OUT,
 
     async def go() -> dict[str, Any]:
         async with BenchClient(url, await resolve_model(url, model)) as client:
-            return await probe_server(client)
+            return (await probe_server(client)).model_dump(mode="json", exclude_unset=True)
 
     report = asyncio.run(go())
     results = ResultsFile(out or default_path("probe"), "scenario", "probe", {})

@@ -9,6 +9,7 @@ from typing import Any
 
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context
+from sm121.bench.scenarios.locality.models import LocalitySample, LocalitySummary, LocalityTurn
 from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
 
 DEFAULTS: dict[str, Any] = {"placements": ["clean", "bottom", "middle", "top"], "turns": 4,
@@ -31,17 +32,18 @@ def place(placement: str, head: str, body: str, stamp: str) -> str:
     raise ValueError(f"unknown placement {placement!r}")
 
 
-async def locality(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+async def locality(ctx: Context, params: dict[str, Any]) -> LocalitySummary:
     p = {**DEFAULTS, **params}
-    runs: dict[str, list[dict[str, Any]]] = {}
+    runs: dict[str, list[LocalitySample]] = {}
     for index, placement in enumerate(p["placements"]):
         ctx.progress(f"locality {placement}", index, len(p["placements"]))
         runs[placement] = await _conversation(ctx, p, placement)
-    return {"placements": {name: _summary(turns, runs.get("clean"))
-                           for name, turns in runs.items()}}
+    return LocalitySummary(placements={name: _summary(turns, runs.get("clean"))
+                                       for name, turns in runs.items()})
 
 
-async def _conversation(ctx: Context, p: dict[str, Any], placement: str) -> list[dict[str, Any]]:
+async def _conversation(ctx: Context, p: dict[str, Any], placement: str
+                        ) -> list[LocalitySample]:
     client, tag = ctx.client, ctx.client.new_salt()
     body, turns = filler(p["base_words"], seed=1), []
     for turn in range(int(p["turns"])):
@@ -50,24 +52,26 @@ async def _conversation(ctx: Context, p: dict[str, Any], placement: str) -> list
         record = await client.complete(prompt, p["max_tokens"], f"{placement}-{turn}",
                                        salt=False, extra=client.cache_salt_field(tag))
         deltas = counter_deltas(before, await read_counters(client))
-        row = {"placement": placement, "turn": turn, "ttft_s": record.ttft,
-               "prompt_tokens": record.prompt_tokens, "cached_tokens": record.cached_tokens,
-               "reuse_usage": (record.cached_tokens or 0) / record.prompt_tokens
-               if record.prompt_tokens else None, "reuse_metrics": prefix_reuse(deltas),
-               "request": record.to_json(ctx.t0)}
+        row = LocalitySample(
+            placement=placement, turn=turn, ttft_s=record.ttft,
+            prompt_tokens=record.prompt_tokens, cached_tokens=record.cached_tokens,
+            reuse_usage=(record.cached_tokens or 0) / record.prompt_tokens
+            if record.prompt_tokens else None, reuse_metrics=prefix_reuse(deltas),
+            request=record.to_json(ctx.t0))
         ctx.add(row)
         turns.append(row)
         body += " " + filler(p["append_words"], seed=100 + turn)  # append-only growth
     return turns
 
 
-def _summary(turns: list[dict[str, Any]], clean: list[dict[str, Any]] | None
-             ) -> list[dict[str, Any]]:
+def _summary(turns: list[LocalitySample], clean: list[LocalitySample] | None
+             ) -> list[LocalityTurn]:
     rows = []
     for row in turns:
-        base = clean[row["turn"]]["ttft_s"] if clean and row["turn"] < len(clean) else None
-        rows.append({k: row[k] for k in ("turn", "ttft_s", "prompt_tokens", "cached_tokens",
-                                          "reuse_usage", "reuse_metrics")}
-                    | {"ratio_to_clean": row["ttft_s"] / base
-                       if base and row["ttft_s"] is not None else None})
+        base = clean[row.turn].ttft_s if clean and row.turn < len(clean) else None
+        rows.append(LocalityTurn(
+            turn=row.turn, ttft_s=row.ttft_s, prompt_tokens=row.prompt_tokens,
+            cached_tokens=row.cached_tokens, reuse_usage=row.reuse_usage,
+            reuse_metrics=row.reuse_metrics,
+            ratio_to_clean=row.ttft_s / base if base and row.ttft_s is not None else None))
     return rows

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from sm121.bench.client import BenchClient
+from sm121.bench.result_models import ApiCheck, ProbeReport
 from sm121.errors import Sm121Error
 from sm121.progress import Progress
 
@@ -15,32 +16,29 @@ PROBE_PROMPT = "Write a function that schedules prefill chunks and decode steps 
 
 
 async def probe_server(client: BenchClient, requests: int = 3, max_tokens: int = 64,
-                       progress: Progress | None = None) -> dict[str, Any]:
-    """Returns {safe, reason, token_ids, usage_matches, histogram, tokens_per_chunk,
-    cache_salt}; never raises for an unsafe server (the caller decides)."""
+                       progress: Progress | None = None) -> ProbeReport:
+    """Never raises for an unsafe server (the caller decides); only the fields it learnt
+    are set, so the results file holds those alone."""
     histogram: Counter[int] = Counter()
-    report: dict[str, Any] = {"safe": False, "reason": None, "requests": requests}
     if not client.stream:
-        report["reason"] = "not streaming (--no-stream): tokens are counted from usage"
-        report["cache_salt"] = await _takes_cache_salt(client)
-        return report
+        return ProbeReport(safe=False, reason="not streaming (--no-stream): tokens are "
+                           "counted from usage", requests=requests,
+                           cache_salt=await _takes_cache_salt(client))
     for index in range(requests):
         if progress:
             progress("probe", index, requests)
         try:
             record = await client.complete(PROBE_PROMPT, max_tokens, f"probe-{index}")
         except Sm121Error as exc:
-            report["reason"] = exc.message
-            report["token_ids"] = "no token ids" not in exc.message
-            return report
+            return ProbeReport(safe=False, reason=exc.message, requests=requests,
+                               token_ids="no token ids" not in exc.message)
         histogram.update(n for n in record.chunk_tokens if n > 0)
     chunks = sum(histogram.values())
-    report.update(safe=True, token_ids=True, usage_matches=True,
-                  histogram={str(k): v for k, v in sorted(histogram.items())},
-                  tokens_per_chunk=sum(k * v for k, v in histogram.items()) / chunks
-                  if chunks else None,
-                  cache_salt=await _takes_cache_salt(client), apis=await _api_checks(client))
-    return report
+    return ProbeReport(
+        safe=True, reason=None, requests=requests, token_ids=True, usage_matches=True,
+        histogram={str(k): v for k, v in sorted(histogram.items())},
+        tokens_per_chunk=sum(k * v for k, v in histogram.items()) / chunks if chunks else None,
+        cache_salt=await _takes_cache_salt(client), apis=await _api_checks(client))
 
 
 PROBE_TOOL = {"type": "function", "function": {
@@ -48,10 +46,10 @@ PROBE_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}
 
 
-async def _api_checks(client: BenchClient) -> dict[str, dict[str, Any]]:
+async def _api_checks(client: BenchClient) -> dict[str, ApiCheck]:
     """One counted stream per API: {"completions"|"chat"|"chat_tools": {ok, reason}}. A
     server may serve chat but refuse `tools` (vLLM without a tool-call parser)."""
-    checks: dict[str, dict[str, Any]] = {}
+    checks: dict[str, ApiCheck] = {}
     saved = client.api
     try:
         for name in ("completions", "chat"):
@@ -66,12 +64,12 @@ async def _api_checks(client: BenchClient) -> dict[str, dict[str, Any]]:
     return checks
 
 
-async def _check(request: Any) -> dict[str, Any]:
+async def _check(request: Any) -> ApiCheck:
     try:
         await request
     except Sm121Error as exc:
-        return {"ok": False, "reason": exc.message[:300]}
-    return {"ok": True, "reason": None}
+        return ApiCheck(ok=False, reason=exc.message[:300])
+    return ApiCheck(ok=True, reason=None)
 
 
 async def _takes_cache_salt(client: BenchClient) -> bool:

@@ -17,4 +17,4 @@ class Probe(Scenario[Open, ProbeReport]):
     summary = ProbeReport
 
     async def run(self, ctx: Context, params: Params) -> ProbeReport:
-        return ProbeReport.model_validate(await probe_server(ctx.client))
+        return await probe_server(ctx.client)

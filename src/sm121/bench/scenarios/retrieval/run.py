@@ -9,6 +9,7 @@ from typing import Any
 
 from sm121.bench.prompts import code_for, count_tokens, filler, needle
 from sm121.bench.runner import Context
+from sm121.bench.scenarios.retrieval.models import RetrievalSample, RetrievalSummary
 
 DEFAULTS: dict[str, Any] = {"lengths": [4096, 16384], "depths": [0.08, 0.5, 0.92],
                             "distractors": 2, "max_tokens": 16}
@@ -23,12 +24,12 @@ def haystack(words: list[str], insertions: list[tuple[float, str]]) -> str:
     return " ".join(out)
 
 
-def score(answer: str, code: str, distractor_codes: list[str]) -> dict[str, Any]:
-    return {"found": code in answer,
-            "distractors_returned": [d for d in distractor_codes if d in answer]}
+def score(answer: str, code: str, distractor_codes: list[str]) -> tuple[bool, list[str]]:
+    """(the needle's code was answered, the distractor codes answered)."""
+    return code in answer, [d for d in distractor_codes if d in answer]
 
 
-async def retrieval(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+async def retrieval(ctx: Context, params: dict[str, Any]) -> RetrievalSummary:
     p = {**DEFAULTS, **params}
     probe = filler(400, seed=3)
     tokens_per_word = await count_tokens(ctx.client, probe) / 400
@@ -37,15 +38,15 @@ async def retrieval(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     for index, (length, depth) in enumerate(cases):
         ctx.progress(f"retrieval {length} tokens, depth {depth:.0%}", index, len(cases))
         rows.append(await _case(ctx, p, int(length), float(depth), tokens_per_word, index))
-    found = sum(r["found"] for r in rows)
-    return {"found": found, "cases": len(rows),
-            "distractors_returned": sum(len(r["distractors_returned"]) for r in rows),
-            "by_length": {str(n): sum(r["found"] for r in rows if r["length"] == n)
-                          for n in p["lengths"]}}
+    return RetrievalSummary(
+        found=sum(bool(r.found) for r in rows), cases=len(rows),
+        distractors_returned=sum(len(r.distractors_returned) for r in rows),
+        by_length={str(n): sum(bool(r.found) for r in rows if r.length == n)
+                   for n in p["lengths"]})
 
 
 async def _case(ctx: Context, p: dict[str, Any], length: int, depth: float,
-                tokens_per_word: float, index: int) -> dict[str, Any]:
+                tokens_per_word: float, index: int) -> RetrievalSample:
     rng = random.Random(index)
     names = rng.sample(NAMES, 1 + int(p["distractors"]))
     codes = [code_for(rng) for _ in names]
@@ -58,8 +59,9 @@ async def _case(ctx: Context, p: dict[str, Any], length: int, depth: float,
     words = filler(max(1, int(length / tokens_per_word)), seed=index).split(" ")
     record = await ctx.client.complete(haystack(words, insertions) + question,
                                        p["max_tokens"], f"needle-{index}", ignore_eos=False)
-    row = {"length": length, "depth": depth, "prompt_tokens": record.prompt_tokens,
-           "ttft_s": record.ttft, "code": codes[0], "answer": record.text,
-           **score(record.text, codes[0], codes[1:])}
-    ctx.add(row)
-    return row
+    found, distractors = score(record.text, codes[0], codes[1:])
+    sample = RetrievalSample(length=length, depth=depth, prompt_tokens=record.prompt_tokens,
+                             ttft_s=record.ttft, code=codes[0], answer=record.text,
+                             found=found, distractors_returned=distractors)
+    ctx.add(sample)
+    return sample
