@@ -136,8 +136,8 @@ async def decode_batch(ctx: Context, batch: int, tokens: int, rep: int) -> dict[
     return {"kind": "decode", "batch": batch, "rep": rep, "generated": generated,
             "engine_mean_decode_s": mean_decode_s,
             "engine_tok_s": _rate(decoded, mean_decode_s) if decoded else None,
-            "client_tok_s": client_side["aggregate_tok_s"],
-            "per_stream_tok_s_median": client_side["per_stream_tok_s_median"]}
+            "client_tok_s": client_side.aggregate_tok_s,
+            "per_stream_tok_s_median": client_side.per_stream_tok_s_median}
 
 
 def _ordered(sizes: list[int], rep: int) -> list[int]:

@@ -13,6 +13,13 @@ from typing import Any
 from sm121.bench.client import StreamRecord
 from sm121.bench.prompts import filler, salted_exact_prompt
 from sm121.bench.runner import Context, run_together
+from sm121.bench.scenarios.scaling.models import (
+    DecodeMetrics,
+    PrefillMetrics,
+    ScalingMetrics,
+    ScalingSample,
+    ScalingSummary,
+)
 from sm121.bench.server import counter_deltas, read_counters, spec_acceptance
 from sm121.bench.stats import inter_token_intervals, percentile
 
@@ -26,7 +33,7 @@ PREFILL_HEADLINE = tuple(
     for n in (1, 2, 4, 6))
 
 
-async def decode_scaling(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+async def decode_scaling(ctx: Context, params: dict[str, Any]) -> ScalingSummary:
     p = {**DECODE_DEFAULTS, **params}
     await ctx.client.complete(filler(p["prompt_words"], 1), p["max_tokens"], "warmup")
     rows = []
@@ -37,14 +44,15 @@ async def decode_scaling(ctx: Context, params: dict[str, Any]) -> dict[str, Any]
             filler(p["prompt_words"], seed=i), p["max_tokens"], f"decode-{n}-{i}")
             for i in range(n)))
         deltas = counter_deltas(before, await read_counters(ctx.client))
-        row = {"n": n, **decode_metrics(records), "spec_acceptance": spec_acceptance(deltas)}
-        ctx.add({"kind": "decode", "n": n, "metrics": row, "counters": deltas,
-                 "requests": [r.to_json(ctx.t0) for r in records]})
+        row = ScalingMetrics(n=n, **decode_metrics(records).model_dump(),
+                             spec_acceptance=spec_acceptance(deltas))
+        ctx.add(ScalingSample(kind="decode", n=n, metrics=row, counters=deltas,
+                              requests=[r.to_json(ctx.t0) for r in records]))
         rows.append(row)
-    return {"rows": rows}
+    return ScalingSummary(rows=rows)
 
 
-async def prefill_scaling(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+async def prefill_scaling(ctx: Context, params: dict[str, Any]) -> ScalingSummary:
     p = {**PREFILL_DEFAULTS, **params}
     rows = []
     for index, n in enumerate(p["n"]):
@@ -53,14 +61,14 @@ async def prefill_scaling(ctx: Context, params: dict[str, Any]) -> dict[str, Any
         records = await run_together(*(ctx.client.complete(
             prompt, 1, f"prefill-{n}-{i}", salt=False, extra=ctx.client.cache_salt_field(tag))
             for i, (prompt, tag) in enumerate(prompts)))
-        row = {"n": n, **prefill_metrics(records)}
-        ctx.add({"kind": "prefill", "n": n, "metrics": row,
-                 "requests": [r.to_json(ctx.t0) for r in records]})
+        row = ScalingMetrics(n=n, **prefill_metrics(records).model_dump())
+        ctx.add(ScalingSample(kind="prefill", n=n, metrics=row,
+                              requests=[r.to_json(ctx.t0) for r in records]))
         rows.append(row)
-    return {"rows": rows}
+    return ScalingSummary(rows=rows)
 
 
-def decode_metrics(records: list[StreamRecord]) -> dict[str, Any]:
+def decode_metrics(records: list[StreamRecord]) -> DecodeMetrics:
     firsts = [r.first_token or r.finished or r.submitted for r in records]
     lasts = [r.chunk_times[-1] if r.chunk_times else r.submitted for r in records]
     ttfts = [f - r.submitted for f, r in zip(firsts, records, strict=True)]
@@ -76,20 +84,20 @@ def decode_metrics(records: list[StreamRecord]) -> dict[str, Any]:
         span = max((r.finished or r.submitted) for r in records) - min(r.submitted
                                                                      for r in records)
         decoded = [r.tokens for r in records]
-    return {"aggregate_tok_s": sum(decoded) / span if span > 0 else None,
-            "per_stream_tok_s_min": min(per_stream), "per_stream_tok_s_median":
-            percentile(per_stream, 50), "ttft_min_s": min(ttfts), "ttft_max_s": max(ttfts),
-            "itl_p50_s": percentile(intervals, 50), "itl_p95_s": percentile(intervals, 95),
-            "tokens": sum(r.tokens for r in records)}
+    return DecodeMetrics(
+        aggregate_tok_s=sum(decoded) / span if span > 0 else None,
+        per_stream_tok_s_min=min(per_stream), per_stream_tok_s_median=percentile(per_stream, 50),
+        ttft_min_s=min(ttfts), ttft_max_s=max(ttfts), itl_p50_s=percentile(intervals, 50),
+        itl_p95_s=percentile(intervals, 95), tokens=sum(r.tokens for r in records))
 
 
-def prefill_metrics(records: list[StreamRecord]) -> dict[str, Any]:
+def prefill_metrics(records: list[StreamRecord]) -> PrefillMetrics:
     ends = [r.first_token or r.finished or r.submitted for r in records]
     ttfts = [e - r.submitted for e, r in zip(ends, records, strict=True)]
     prompt = sum(r.prompt_tokens or 0 for r in records)
     span = max(ends) - min(r.submitted for r in records)
-    return {"prefill_tok_s": prompt / span if span > 0 else None, "prompt_tokens": prompt,
-            "ttft_min_s": min(ttfts), "ttft_max_s": max(ttfts)}
+    return PrefillMetrics(prefill_tok_s=prompt / span if span > 0 else None,
+                          prompt_tokens=prompt, ttft_min_s=min(ttfts), ttft_max_s=max(ttfts))
 
 
 def flatten(samples: list[dict[str, Any]]) -> dict[str, Any]:

@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
-from pydantic import Field
-
-from sm121.bench.result_models import Number, Open
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenarios.scaling.models import ScalingSample, ScalingSummary
 from sm121.bench.scenarios.scaling.report import scaling_plots, scaling_section
 from sm121.bench.scenarios.scaling.run import (
     DECODE_HEADLINE,
@@ -31,26 +28,6 @@ class DecodeScalingParams(Params):
 class PrefillScalingParams(Params):
     n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
     prompt_tokens: int = option(4096, "--prompt-tokens")
-
-
-class ScalingMetrics(Open):
-    n: int
-    ttft_min_s: Number | None = None
-    ttft_max_s: Number | None = None
-
-
-class ScalingSample(Open):
-    """One concurrency level of `decode-scaling` or `prefill-scaling`."""
-
-    kind: Literal["decode", "prefill"]
-    n: int
-    metrics: ScalingMetrics
-    counters: Record | None = None  # the engine's counters, raw
-    requests: list[Record] = Field(default_factory=list)  # raw request records
-
-
-class ScalingSummary(Open):
-    rows: list[ScalingMetrics] = Field(default_factory=list)
 
 
 class _Scaling(Scenario[ScalingSample, ScalingSummary]):
@@ -76,7 +53,7 @@ class DecodeScaling(_Scaling):
     headline = DECODE_HEADLINE
 
     async def run(self, ctx: Context, params: Params) -> ScalingSummary:
-        return ScalingSummary.model_validate(await decode_scaling(ctx, params.given()))
+        return await decode_scaling(ctx, params.given())
 
 
 class PrefillScaling(_Scaling):
@@ -86,4 +63,4 @@ class PrefillScaling(_Scaling):
     headline = PREFILL_HEADLINE
 
     async def run(self, ctx: Context, params: Params) -> ScalingSummary:
-        return ScalingSummary.model_validate(await prefill_scaling(ctx, params.given()))
+        return await prefill_scaling(ctx, params.given())
