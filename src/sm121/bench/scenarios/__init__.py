@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from sm121.bench.result_models import Envelope
+from sm121.bench.results import load_results
 from sm121.bench.scenario import Scenario, Unknown
 from sm121.errors import Sm121Error
 
@@ -102,6 +103,4 @@ def parse_results(data: dict[str, Any]) -> BaseModel:
 
 
 def load_typed(path: Path) -> BaseModel:
-    from sm121.bench.results import load_results
-
     return parse_results(load_results(path))
