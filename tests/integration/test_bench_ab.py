@@ -11,7 +11,7 @@ import pytest
 from support import run_cli
 from support.timeouts import serves
 
-from sm121.bench.typed import parse_results
+from sm121.bench.scenarios import parse_results
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 

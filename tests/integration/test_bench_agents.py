@@ -13,7 +13,7 @@ import pytest
 from support import TinyEngine, run_cli
 from support.gateway_process import spawned_gateway
 
-from sm121.bench.typed import parse_results
+from sm121.bench.scenarios import parse_results
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,10 @@ import pytest
 from support import TinyEngine, invoke_cli, run_cli
 
 from sm121.bench import scenarios
-from sm121.bench.report_md import render_report
-from sm121.bench.scenario_spec import Param, ScenarioSpec
-from sm121.bench.typed import parse_results
+from sm121.bench.report.markdown import render_report
+from sm121.bench.result_models import Open
+from sm121.bench.scenario import Params, Scenario, option
+from sm121.bench.scenarios import parse_results
 
 pytestmark = pytest.mark.integration
 
@@ -104,24 +105,35 @@ def test_retrieval_scores_every_case(tiny_engine, tmp_path):
     assert all("found" in s and s["prompt_tokens"] > 900 for s in data["samples"])
 
 
-async def _echo(ctx, params):  # a scenario of this module: one request per word
-    for word in params["words"].split(","):
-        record = await ctx.client.complete(word, params["max_tokens"], f"echo-{word}")
-        ctx.add({"word": word, "completion_tokens": record.tokens})
-    return {"requests": len(params["words"].split(","))}
+class EchoParams(Params):
+    words: str = option("a,b", "--words")
+    max_tokens: int = option(4, "--max-tokens")
 
 
-def _echo_section(data, files):
-    return [f"Echoed {data['summary']['requests']} words.", ""]
+class EchoSummary(Open):
+    requests: int
+
+
+class Echo(Scenario[Open, EchoSummary]):  # a scenario of this module: one request per word
+    name = "echo"
+    help = "One request per word."
+    params = EchoParams
+    summary = EchoSummary
+    needs_stream = False
+
+    async def run(self, ctx, params):
+        for word in params.words.split(","):
+            record = await ctx.client.complete(word, params.max_tokens, f"echo-{word}")
+            ctx.add({"word": word, "completion_tokens": record.tokens})
+        return EchoSummary(requests=len(params.words.split(",")))
+
+    def section(self, data, files):
+        return [f"Echoed {data['summary']['requests']} words.", ""]
 
 
 def test_a_scenario_registered_here_runs_through_the_cli_and_reports(tiny_engine, tmp_path):
-    """A new scenario is one module plus one registry entry: nothing else changes."""
-    scenarios.register(ScenarioSpec(
-        "echo", _echo, "One request per word.", needs_stream=False,
-        params=(Param("words", "--words", str, "a,b"), Param("max_tokens", "--max-tokens", int,
-                                                              4)),
-        section=_echo_section))
+    """A new scenario is one class plus one table line: nothing else changes."""
+    scenarios.register("echo", Echo())
     try:
         out = tmp_path / "echo.json"
         invoke_cli("bench", "echo", "--url", tiny_engine.base_url, "--words", "x,y,z",
@@ -133,4 +145,4 @@ def test_a_scenario_registered_here_runs_through_the_cli_and_reports(tiny_engine
         report = render_report([out], tmp_path / "r", "t").read_text()
         assert "Echoed 3 words." in report
     finally:
-        scenarios.SCENARIOS.pop("echo")
+        scenarios.unregister("echo")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.boot import Boot, booted, steps
-from sm121.bench.compare import compare_with
+from sm121.bench.report.compare import compare_with
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get

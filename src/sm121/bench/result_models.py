@@ -1,11 +1,12 @@
 """The results files `sm121 bench` writes, as pydantic models: one scenario run (kind
 "scenario"), an A/B across profiles ("ab") and a sweep over N ("sweep"), generic in the
-scenario's sample model (`sample_models`, named by the scenario's registry entry).
+scenario's sample model (each scenario's `Scenario.sample`, under `bench/scenarios/`).
 
 The JSON on disk is the contract: every model keeps keys it does not know (`extra="allow"`:
 a file from a newer sm121, a field a scenario adds) and dumps with `exclude_unset`, so a
 file read and written back has the same keys. `results.ResultsFile` writes plain dicts (a
-sample at a time, atomically); `typed.load_typed` reads a file into these models."""
+sample at a time, atomically); `scenarios.load_typed` reads a file into these models, by
+the scenario's `Scenario.results_model`."""
 
 from __future__ import annotations
 

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
+from pydantic import BaseModel
 
 from sm121.bench.client import BenchClient
-from sm121.bench.probe import probe_server
+from sm121.bench.result_models import ProbeReport
 from sm121.bench.results import ResultsFile
+from sm121.bench.scenarios.probe.run import probe_server
 from sm121.bench.server import server_info
 from sm121.errors import Sm121Error
 from sm121.progress import Progress, quiet
@@ -32,8 +34,10 @@ class Context:
     progress: Progress = quiet
     t0: float = field(default_factory=time.monotonic)
 
-    def add(self, sample: dict[str, Any]) -> None:
-        self.results.add_sample(sample)
+    def add(self, sample: dict[str, Any] | BaseModel) -> None:
+        """Record a sample now (a model is written as its JSON)."""
+        self.results.add_sample(sample.model_dump(mode="json") if isinstance(sample, BaseModel)
+                                else sample)
 
 
 Scenario = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -101,19 +105,19 @@ async def _record_scenario(results: ResultsFile, scenario: Scenario, target: Tar
         async with BenchClient(target.url, model, stream=target.stream,
                                api_key=target.api_key, api=target.api) as client:
             report = await probe_server(client, progress=progress)
-            results.set(probe=report)
+            results.set(probe=report.model_dump(mode="json", exclude_unset=True))
             _require_countable(report, target.stream, needs_stream)
-            client.cache_salt = bool(report.get("cache_salt"))
+            client.cache_salt = bool(report.cache_salt)
             ctx = Context(client, results, await server_info(client), progress)
             results.set(server=ctx.server)
             results.set(summary=await scenario(ctx, params))
 
 
-def _require_countable(report: dict[str, Any], stream: bool, needs_stream: bool) -> None:
+def _require_countable(report: ProbeReport, stream: bool, needs_stream: bool) -> None:
     if not stream and needs_stream:
         raise Sm121Error("this scenario needs streamed token timestamps",
                          "run it without --no-stream on a server that returns token ids")
-    if stream and not report.get("safe"):
+    if stream and not report.safe:
         raise Sm121Error(f"streams from this server cannot be counted safely: "
-                         f"{report.get('reason')}",
+                         f"{report.reason}",
                          "use --no-stream for token counts from usage (no per-token timing)")

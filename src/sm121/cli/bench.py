@@ -1,38 +1,27 @@
 """`sm121 bench`: measure an OpenAI-compatible endpoint for agents, A/B profiles, report.
 
-The group: `probe` here, one command per registered scenario (`bench_scenarios`, built from
-the registry each time the command table is read, so registering a scenario is enough),
+The group: `probe` here, one command per scenario of the table (`bench_scenarios`: listed
+from the table, built only when invoked, so a table line is enough),
 and the command modules `bench_ab` (ab, report), `bench_agent_check`, `bench_agents`
 (sweep) and `bench_soak`. They import `bench_common`, never this module."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
-from typer.models import CommandInfo
 
 from sm121.bench.results import default_path
 from sm121.cli import bench_ab, bench_agent_check, bench_agents, bench_soak
 from sm121.cli.bench_common import AS_JSON, MODEL, OUT, URL
-from sm121.cli.bench_scenarios import scenario_commands
+from sm121.cli.bench_scenarios import ScenarioGroup
 from sm121.cli.output import console, print_json
 
-
-class _WithScenarios(list[CommandInfo]):
-    """The group's command table: its own commands (`@bench_app.command` appends them), then
-    one per registered scenario, read when typer builds the click group (every invocation)."""
-
-    def __iter__(self) -> Iterator[CommandInfo]:
-        return iter([*super().__iter__(), *scenario_commands()])
-
-
 bench_app = typer.Typer(help="Token-accurate measurements of prefill, decode and admission; "
-                        "A/B across profiles; reports with plots.", no_args_is_help=True)
-bench_app.registered_commands = _WithScenarios()
+                        "A/B across profiles; reports with plots.", no_args_is_help=True,
+                        cls=ScenarioGroup)
 
 
 def register(app: typer.Typer) -> None:
@@ -49,13 +38,13 @@ def probe(url: str = URL, model: str | None = MODEL, out: Path | None = OUT,
     """Does this server report token ids, and how many tokens does a chunk carry? Exits 1
     when streams cannot be counted safely."""
     from sm121.bench.client import BenchClient
-    from sm121.bench.probe import probe_server
     from sm121.bench.results import ResultsFile
     from sm121.bench.runner import resolve_model
+    from sm121.bench.scenarios.probe.run import probe_server
 
     async def go() -> dict[str, Any]:
         async with BenchClient(url, await resolve_model(url, model)) as client:
-            return await probe_server(client)
+            return (await probe_server(client)).model_dump(mode="json", exclude_unset=True)
 
     report = asyncio.run(go())
     results = ResultsFile(out or default_path("probe"), "scenario", "probe", {})

@@ -115,7 +115,7 @@ def report(
                                    "ab, sweep) against this SLO instead of their own."),
 ) -> None:
     """Write a Markdown report with tables and PNG plots."""
-    from sm121.bench.report_md import render_report
+    from sm121.bench.report.markdown import render_report
 
     if slo:
         from sm121.bench.agents.slo import parse_slo

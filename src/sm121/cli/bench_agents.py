@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from sm121.bench.results import default_path
-from sm121.bench.scenarios import SLO_HELP, WORKLOAD_HELP
+from sm121.bench.scenarios.agents.texts import SLO_HELP, WORKLOAD_HELP
 from sm121.cli.bench_common import AS_JSON, MODEL, OUT, URL, ints, progress_bar
 from sm121.cli.output import console, print_json
 from sm121.errors import Sm121Error

@@ -51,14 +51,12 @@ def console_summary(data: dict[str, Any]) -> None:
     """A results file's comparison (ab) or scenario summary, as a rich table."""
     from rich.table import Table
 
-    from sm121.bench.format import table_rows
-    from sm121.bench.scenario_spec import resolve
-    from sm121.bench.scenarios import SCENARIOS
+    from sm121.bench.report.format import table_rows
+    from sm121.bench.scenarios import find
 
     summary = data.get("summary") or {}
-    spec = SCENARIOS.get(data["scenario"])
-    lines = resolve(spec.console)(summary) if spec and spec.console and \
-        data["kind"] == "scenario" else []
+    scenario = find(data["scenario"])
+    lines = scenario.console(summary) if scenario and data["kind"] == "scenario" else []
     if lines:
         for line in lines:
             console.print(line, highlight=False)

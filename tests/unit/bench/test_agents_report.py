@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from sm121.bench.report_md import render_report
+from sm121.bench.report.markdown import render_report
 from sm121.bench.results import ResultsFile
 
 

@@ -3,8 +3,8 @@ baseline, admission validity and the outlive check."""
 
 import pytest
 
-from sm121.bench.overlap import predict_prefill_s
-from sm121.bench.overlap_metrics import overlap_metrics, summarize_reps
+from sm121.bench.scenarios.overlap.metrics import overlap_metrics, summarize_reps
+from sm121.bench.scenarios.overlap.run import predict_prefill_s
 
 
 def _stream(times, tokens=None):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sm121.bench.locality import place
-from sm121.bench.retrieval import haystack, score
+from sm121.bench.scenarios.locality.run import place
+from sm121.bench.scenarios.retrieval.run import haystack, score
 from sm121.bench.server import counter_deltas, spec_acceptance
 from sm121.engines.prometheus import metric_labels, parse_metrics
 
@@ -52,5 +52,4 @@ def test_needles_land_at_their_depths_and_scores_see_distractors():
     text = haystack(words, [(0.08, "NEEDLE"), (0.92, "OTHER")])
     assert 0.05 < text.index("NEEDLE") / len(text) < 0.11
     assert 0.89 < text.index("OTHER") / len(text) < 0.95
-    assert score("code ABC123 and XYZ789", "ABC123", ["XYZ789"]) == {
-        "found": True, "distractors_returned": ["XYZ789"]}
+    assert score("code ABC123 and XYZ789", "ABC123", ["XYZ789"]) == (True, ["XYZ789"])

@@ -4,9 +4,9 @@ from support import invoke_cli
 from test_bench_overlap_metrics import ONGOING, _sample
 
 from sm121.bench.ab import compare
-from sm121.bench.overlap_metrics import overlap_metrics
-from sm121.bench.report_md import render_report
+from sm121.bench.report.markdown import render_report
 from sm121.bench.results import ResultsFile
+from sm121.bench.scenarios.overlap.metrics import overlap_metrics
 
 
 def _ab_file(path):

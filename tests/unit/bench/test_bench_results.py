@@ -135,7 +135,8 @@ def test_bench_report_refuses_a_gz_that_expands_past_the_cap(tmp_path, monkeypat
 
     from typer.testing import CliRunner
 
-    from sm121.bench import report_md, results  # imported before memory is traced
+    from sm121.bench import results  # imported before memory is traced
+    from sm121.bench.report import markdown as report_md
     from sm121.cli.main import app
 
     assert report_md.render_report

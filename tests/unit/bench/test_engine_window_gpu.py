@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sm121.bench.overlap_metrics import overlap_metrics
+from sm121.bench.scenarios.overlap.metrics import overlap_metrics
 from sm121.recipes.loader import load_recipe
 
 GPU = Path(__file__).resolve().parents[3] / "docs" / "results" / "gpu-h200"

@@ -1,10 +1,13 @@
-"""A new scenario is one module plus one registry entry: a toy scenario registered here (its
-code is this module) gets its `sm121 bench toy` command with its own parameters, its report
-section and its plot, and no other file changes. The built-in commands come from the same
-entries."""
+"""A new scenario is one class plus one table line: a toy scenario registered here gets its
+`sm121 bench toy` command with its own parameters, its report section and its plot, and no
+other file changes. The built-in commands come from the same table, which lists them
+without importing their modules."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,49 +15,55 @@ import pytest
 from support import invoke_cli
 
 from sm121.bench import scenarios
-from sm121.bench.report_md import render_report
+from sm121.bench.report.markdown import render_report
+from sm121.bench.result_models import Open, ScenarioResults
 from sm121.bench.results import ResultsFile
-from sm121.bench.scenario_spec import Param, ScenarioSpec
+from sm121.bench.scenario import Params, Record, Scenario, option
 from sm121.errors import Sm121Error
 
 SEEN: list[dict[str, Any]] = []
 
 
-async def toy(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:  # runner.Scenario
-    return {"size": params["size"]}
+class ToyParams(Params):
+    size: int = option(1, "--size", "How big.")
+    levels: list[int] = option([1, 2], "--levels", "Levels.", nonempty="1,2")
 
 
-def toy_prepare(values: dict[str, Any]) -> dict[str, Any]:
-    SEEN.append(values)
-    if values["size"] < 0:
-        raise Sm121Error("--size must not be negative", "example: --size 3")
-    return values
+class ToySample(Open):
+    size: int
 
 
-def toy_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    path = out / f"{stem}-toy.png"
-    path.write_bytes(b"\x89PNG toy")
-    return [path]
+class Toy(Scenario[ToySample, Open]):
+    name = "toy"
+    help = "A toy scenario (registered by a test)."
+    params = ToyParams
+    sample = ToySample
 
+    async def run(self, ctx: Any, params: Params) -> Open:
+        return Open(size=params.size)  # type: ignore[attr-defined]
 
-def toy_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    sizes = ", ".join(str(s["size"]) for s in data["samples"])
-    return [f"Toy sizes: {sizes}.", "", *[f"![{f.stem}]({f.name})" for f in files], ""]
+    def prepare(self, values: Params) -> Record:
+        SEEN.append(values.model_dump())
+        if values.size < 0:  # type: ignore[attr-defined]
+            raise Sm121Error("--size must not be negative", "example: --size 3")
+        return values.model_dump()
 
+    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
+        path = out / f"{stem}-toy.png"
+        path.write_bytes(b"\x89PNG toy")
+        return [path]
 
-TOY = ScenarioSpec(
-    "toy", toy, "A toy scenario (registered by a test).",
-    params=(Param("size", "--size", int, 1, "How big."),
-            Param("levels", "--levels", str, "1,2", "Levels.", parse="ints", nonempty="1,2")),
-    prepare=toy_prepare, plots=toy_plots, section=toy_section)
+    def section(self, data: Record, files: list[Path]) -> list[str] | None:
+        sizes = ", ".join(str(s["size"]) for s in data["samples"])
+        return [f"Toy sizes: {sizes}.", "", *[f"![{f.stem}]({f.name})" for f in files], ""]
 
 
 @pytest.fixture
 def registered():
-    scenarios.register(TOY)
+    scenarios.register("toy", Toy())
     SEEN.clear()
-    yield TOY
-    scenarios.SCENARIOS.pop("toy")
+    yield
+    scenarios.unregister("toy")
 
 
 def test_a_registered_scenario_gets_its_command_and_parameters(registered):
@@ -78,16 +87,18 @@ def test_a_registered_scenario_gets_its_report_section_and_plots(registered, tmp
     text = render_report([tmp_path / "toy.json"], tmp_path / "r", "t").read_text()
     assert "## toy (scenario)" in text and "Toy sizes: 3, 5." in text
     assert "![toy-toy](toy-toy.png)" in text and (tmp_path / "r" / "toy-toy.png").is_file()
+    typed = scenarios.load_typed(tmp_path / "toy.json")
+    assert isinstance(typed, ScenarioResults) and typed.samples[1].size == 5
 
 
 def test_an_unregistered_scenario_is_gone_again():
-    assert "toy" not in scenarios.SCENARIOS
+    assert "toy" not in scenarios.TABLE
     assert "toy" not in invoke_cli("bench", "--help").stdout.split()
 
 
-def test_every_builtin_command_comes_from_its_entry():
+def test_every_builtin_command_comes_from_its_table_line():
     out = invoke_cli("bench", "--help").stdout
-    for name in scenarios.SCENARIOS:
+    for name in scenarios.TABLE:
         assert name in out
     assert "--no-stream" in invoke_cli("bench", "retrieval", "--help").stdout
     assert "--no-stream" not in invoke_cli("bench", "overlap", "--help").stdout
@@ -100,19 +111,29 @@ def test_an_empty_list_parameter_is_refused_by_name():
     assert result.returncode == 2 and "--lengths is empty" in result.stderr
 
 
-def test_every_reference_in_the_registry_resolves():
-    from sm121.bench.scenario_spec import resolve
-
-    for spec in scenarios.SCENARIOS.values():
-        for ref in (spec.run, spec.prepare, spec.headline, spec.flatten, spec.verdict,
-                    spec.recompute, spec.rejudge, spec.plots, spec.section, spec.console,
-                    spec.sample, spec.summary):
-            if ref is not None:
-                assert resolve(ref) is not None, (spec.name, ref)
+def test_every_table_line_loads_a_scenario_of_that_name():
+    for name, entry in scenarios.TABLE.items():
+        scenario = scenarios.get(name)
+        assert isinstance(scenario, Scenario) and scenario.name == name, entry
+        assert type(scenario).__module__ == entry.module and entry.summary
 
 
-def test_a_bad_reference_is_a_clear_error():
-    from sm121.bench.scenario_spec import resolve
+def test_an_unknown_scenario_is_a_clear_error():
+    with pytest.raises(Sm121Error, match="unknown scenario 'nothing'"):
+        scenarios.get("nothing")
 
-    with pytest.raises(Sm121Error, match="cannot load 'sm121.bench.nothing:here'"):
-        resolve("sm121.bench.nothing:here")
+
+def test_bench_help_loads_no_scenario_module():
+    """`sm121 bench --help` lists the table; no scenario's module (nor aiohttp) is imported."""
+    code = ("import json, sys\nfrom typer.testing import CliRunner\n"
+            "from sm121.cli.main import app\n"
+            "result = CliRunner().invoke(app, ['bench', '--help'])\n"
+            "assert result.exit_code == 0, result.output\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('sm121.bench')"
+            " or m == 'aiohttp')))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                       text=True, check=True).stdout)
+    assert "sm121.bench.scenarios" in loaded
+    heavy = {e.module for e in scenarios.TABLE.values()} | {
+        "aiohttp", "sm121.bench.runner", "sm121.bench.report.markdown"}
+    assert not heavy & set(loaded), loaded

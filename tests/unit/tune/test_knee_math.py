@@ -1,10 +1,10 @@
-"""The knee and decode saturation from repetitions (bench/knee_math.py), and the knee
+"""The knee and decode saturation from repetitions (bench/scenarios/knee/analysis.py), and the knee
 scenario's step filter."""
 
 import pytest
 
-from sm121.bench.knee import steps_that_fit
-from sm121.bench.knee_math import knee_of, prefill_cost, rate_at, summarize_knee
+from sm121.bench.scenarios.knee.analysis import knee_of, prefill_cost, rate_at, summarize_knee
+from sm121.bench.scenarios.knee.run import steps_that_fit
 
 # engine tok/s per step, three reps each: rises until 2048, flat (within 5%) after it
 PREFILL = {128: [2000, 2100, 1900], 512: [6000, 6100, 5900], 2048: [9600, 9700, 9500],

@@ -10,7 +10,7 @@ import numpy as np
 from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.summary import by_turn
 from sm121.bench.agents.summary_model import RunMetrics
-from sm121.bench.plots import legend, plt, save_figure
+from sm121.bench.report.plots import legend, plt, save_figure
 
 # label -> one run's turns and background job (or every repetition's), in recorded order
 Groups = dict[str, list[TurnSample]]

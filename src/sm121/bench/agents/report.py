@@ -22,9 +22,9 @@ from sm121.bench.agents.summary_model import (
     RunMetrics,
     TurnRow,
 )
-from sm121.bench.compare import compare_with
-from sm121.bench.format import fmt, table_rows
-from sm121.bench.format import markdown_table as _table
+from sm121.bench.report.compare import compare_with
+from sm121.bench.report.format import fmt, table_rows
+from sm121.bench.report.format import markdown_table as _table
 from sm121.bench.scenarios import get
 from sm121.engines.registry import metric_names
 

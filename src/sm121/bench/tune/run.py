@@ -16,8 +16,8 @@ from typing import Any
 from sm121.bench.ab import AbRequest, boot_and_measure, measured_pairs, open_results
 from sm121.bench.agents.entries import ab_entries
 from sm121.bench.boot import Boot
-from sm121.bench.knee_run import knee_on_recipe
 from sm121.bench.results import ResultsFile, load_results
+from sm121.bench.scenarios.knee.on_recipe import knee_on_recipe
 from sm121.bench.tune import candidates as cands
 from sm121.bench.tune import conditions
 from sm121.bench.tune.budget import STOP_S, Estimates, measured, plan

@@ -1,0 +1,2 @@
+"""`sm121 bench report`: the Markdown (`markdown`), what scenario sections share
+(`sections`), the plots, number and table formatting, and the A/B comparison (`compare`)."""

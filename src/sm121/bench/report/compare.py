@@ -1,0 +1,34 @@
+"""The A/B comparison: per headline metric and profile, median, min, max and n over the
+repetitions, and each median's ratio to the first profile's (the baseline); with
+repetitions per boot, the test of a boot's later repetitions against its first. It takes the
+scenario object, not its name, so that report sections can recompute a comparison without
+reaching back up into the scenario table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sm121.bench.boot_effect import boot_effects
+from sm121.bench.scenario import Scenario
+from sm121.bench.stats import summarize
+
+
+def compare_with(spec: Scenario[Any, Any], samples: list[dict[str, Any]], profiles: list[str]
+                 ) -> dict[str, Any]:
+    table: dict[str, Any] = {"baseline": profiles[0], "metrics": {}}
+    for key, *_ in spec.headline_rows():
+        row = {p: summarize([s["metrics"].get(key) for s in samples if s["profile"] == p])
+               for p in profiles}
+        base = row[profiles[0]]["median"]
+        ratios = {p: _ratio(row[p]["median"], base) for p in profiles}
+        table["metrics"][key] = {"profiles": row, "ratio_to_baseline": ratios}
+    verdict = spec.verdict_fn()
+    if verdict is not None:
+        table["verdict"] = verdict(samples, profiles)
+    if any(s.get("rep_on_boot") for s in samples):
+        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline_rows()])
+    return table
+
+
+def _ratio(value: float | int | None, base: float | int | None) -> float | None:
+    return value / base if value is not None and base else None

@@ -1,0 +1,64 @@
+"""Numbers and tables as text, shared by the terminal summary and the Markdown report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sm121.bench.scenarios import find
+
+
+def fmt(value: Any, kind: str = "") -> str:
+    if value is None:
+        return "-"
+    if kind == "pct":
+        return f"{100 * value:.1f}%"
+    if kind == "int":
+        return f"{value:,.0f}"
+    if kind == "x":
+        return f"{value:,.1f}x"
+    if kind == "s":
+        return f"{value:.3g} s" if value < 10 else f"{value:,.1f} s"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def cell(stats: dict[str, Any], kind: str) -> str:
+    """median [min-max] (n)"""
+    if not stats or stats.get("median") is None:
+        return "-"
+    if stats["n"] == 1:
+        return f"{fmt(stats['median'], kind)} n=1"
+    return (f"{fmt(stats['median'], kind)} [{fmt(stats['min'], kind)}-{fmt(stats['max'], kind)}]"
+            f" n={stats['n']}")
+
+
+def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of an A/B comparison or of an overlap summary; empty when none."""
+    spec = find(data["scenario"])
+    summary = data.get("summary") or {}
+    headline = spec.headline_rows() if spec is not None else ()
+    if spec is None or not headline:
+        return [], []
+    if data["kind"] == "ab" and summary.get("metrics"):
+        profiles = data["params"]["profiles"]
+        base = profiles[0]
+        headers = ["metric", *profiles, *[f"{p}/{base}" for p in profiles[1:]]]
+        rows = []
+        for key, label, kind, _better in headline:
+            entry = summary["metrics"].get(key)
+            if not entry:
+                continue
+            ratios = [fmt(entry["ratio_to_baseline"].get(p), "x") for p in profiles[1:]]
+            rows.append([label, *[cell(entry["profiles"][p], kind) for p in profiles], *ratios])
+        return headers, rows
+    if spec.rep_stats:  # a scenario's own summary: stats of the headline over repetitions
+        return ["metric", "median [min-max]"], [
+            [label, cell(summary.get(key, {}), kind)] for key, label, kind, _ in headline]
+    return [], []
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table and the blank line after it; nothing when there are no rows."""
+    if not rows:
+        return []
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
+            *["| " + " | ".join(r) + " |" for r in rows], ""]

@@ -1,0 +1,62 @@
+"""`sm121 bench report`: Markdown with tables and PNG plots, from one or more results files.
+What a scenario's section holds comes from its `Scenario` class (`scenarios` table): this module
+knows no scenario by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.agents.report import timestamp_ratio
+from sm121.bench.report.format import markdown_table, table_rows
+from sm121.bench.results import load_results
+from sm121.bench.scenarios import find
+from sm121.bench.timeline import timeline_section
+
+
+def _head(data: dict[str, Any], stem: str) -> list[str]:
+    head = [f"## {data['scenario']} ({data['kind']}) — `{stem}.json`", "",
+            f"status {data['status']}, sm121 {data['sm121_version']}, created {data['created']}; "
+            f"params: `{data['params']}`", ""]
+    probe = data.get("probe") or (data["samples"][0].get("probe") if data["kind"] == "ab"
+                                  and data["samples"] else None)
+    if probe:
+        head += [f"Probe: token ids {probe.get('token_ids')}, safe {probe.get('safe')}, "
+                 f"tokens per chunk {probe.get('histogram')}.", ""]
+    return head
+
+
+def _section(data: dict[str, Any], out: Path, stem: str, draw: bool) -> list[str]:
+    head = _head(data, stem)
+    scenario = find(data["scenario"])
+    lines = None
+    if scenario is not None:
+        data = scenario.recompute(data)
+        files = scenario.plots(data, out, stem) if draw else []
+        lines = scenario.section(data, files)
+    if lines is None:  # no section of its own: the headline table
+        return head + markdown_table(*table_rows(data))
+    return head + lines
+
+
+def render_report(paths: list[Path], out: Path, title: str, slo: str | None = None,
+                  draw: bool = True) -> Path:
+    """`slo` judges agent runs against another SLO than the one they were run with; `draw`
+    False leaves the plots out (no PNG, no image line): the text alone, fast."""
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {title}", ""]
+    runs = []
+    for path in paths:
+        if path.suffix == ".jsonl":  # a time series: `sm121 top --record`, `bench soak`
+            lines += timeline_section(path, out)
+            continue
+        stem = path.name.removesuffix(".gz").removesuffix(".json")
+        runs.append(load_results(path))
+        scenario = find(runs[-1]["scenario"])
+        if slo and scenario is not None:
+            scenario.rejudge(runs[-1], slo)
+        lines += _section(runs[-1], out, stem, draw)
+    lines += timestamp_ratio(runs)
+    report = out / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report

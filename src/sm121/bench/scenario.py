@@ -1,0 +1,133 @@
+"""What one scenario is: a class implementing `Scenario[Sample, Summary]`. It carries its
+typed parameters (a pydantic model; `cli/bench_scenarios` builds the command's options from
+its fields), the models of the samples it records and of its summary, how it runs, what an
+A/B compares (headline, flatten, verdict), how its metrics are recomputed from the raw
+samples, and its report section and plots.
+
+A scenario is one package under `bench/scenarios/` plus one line in the table
+(`bench/scenarios/__init__.py`); its module is imported only when the scenario is used.
+
+The results file stays JSON: the runner writes the summary with `.model_dump()` and a report
+reads a file with `results_model(kind).model_validate`; every model keeps keys it does not
+name (`result_models.Open`), so files written before a field existed still read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sm121.bench.result_models import AbResults, Open, ScenarioResults, SweepResults
+
+if TYPE_CHECKING:
+    from sm121.bench.runner import Context
+
+Headline = tuple[tuple[str, str, str, str], ...]  # key, label, format, better
+Record = dict[str, Any]  # JSON as read from or written to a results file (the edge)
+Kind = Literal["scenario", "ab", "sweep"]
+SampleT = TypeVar("SampleT")
+SummaryT = TypeVar("SummaryT", bound=BaseModel)
+
+
+def option(default: Any, flag: str, help: str = "", *, short: str | None = None,
+           argument: bool = False, nonempty: str = "") -> Any:
+    """A params field and its command-line form: `flag` (and `short`) or, with `argument`,
+    a positional argument. A list field is given as comma-separated text on the command
+    line; `nonempty` refuses an empty list with this example."""
+    return Field(default, description=help, json_schema_extra={
+        "flag": flag, "short": short, "argument": argument, "nonempty": nonempty})
+
+
+class Params(BaseModel):
+    """A scenario's parameters. Keys it does not name are kept: `bench ab --param k=v`
+    reaches the scenario as given. Only the keys set are handed on (`exclude_unset`), so a
+    scenario's own defaults apply where nobody chose a value."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def given(self) -> Record:
+        return self.model_dump(exclude_unset=True)
+
+
+class Scenario(Generic[SampleT, SummaryT]):
+    """The contract. Subclasses set the class attributes and override `run`; every other
+    method has the default a simple scenario wants."""
+
+    name: ClassVar[str]
+    help: ClassVar[str]  # its command's help
+    params: ClassVar[type[Params]] = Params
+    sample: ClassVar[Any] = Open  # the model (or annotated union) of one recorded sample
+    summary: ClassVar[type[BaseModel]] = Open
+    api: ClassVar[str] = "completions"  # the default of --api
+    api_option: ClassVar[bool] = True  # offer --api (a replay speaks what was captured)
+    stream_option: ClassVar[bool] = False  # offer --no-stream (counts from usage)
+    needs_stream: ClassVar[bool] = True
+    headline: ClassVar[Headline] = ()  # the metrics an A/B compares, in table order
+    rep_stats: ClassVar[bool] = False  # its summary holds the headline's stats over reps
+
+    async def run(self, ctx: Context, params: Params) -> SummaryT:
+        raise NotImplementedError
+
+    async def execute(self, ctx: Context, raw: Record) -> Record:
+        """The runner's entry: params checked into their model, the summary dumped."""
+        summary = await self.run(ctx, self.params.model_validate(raw))
+        return summary.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+    def prepare(self, values: Params) -> Record:
+        """Command-line values -> the params the run gets, checked before anything is sent."""
+        return values.model_dump()
+
+    def flatten(self, samples: list[Record]) -> Record:
+        """The samples of one run -> its headline metrics (one A/B entry)."""
+        return {}
+
+    def verdict(self, samples: list[Record], profiles: list[str]) -> Record | None:
+        """Which profile of an A/B is best and why; None: the table says it all."""
+        return None
+
+    def recompute(self, data: Record) -> Record:
+        """The metrics again from the raw samples, with this sm121's metric functions."""
+        return data
+
+    def rejudge(self, data: Record, slo: str) -> None:
+        """`bench report --slo`: judge the run against another SLO (agent scenarios)."""
+
+    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
+        return []
+
+    def section(self, data: Record, files: list[Path]) -> list[str] | None:
+        """Its report section (the plots drawn first); None: the headline table only."""
+        return None
+
+    def console(self, summary: Record) -> list[str]:
+        """Terminal lines for a run's summary; none: the headline table."""
+        return []
+
+    def results_model(self, kind: Kind) -> type[BaseModel]:
+        """The model a results file of this scenario reads into, by its kind."""
+        if kind == "ab":
+            return AbResults[self.sample]  # type: ignore[name-defined]
+        if kind == "sweep":
+            return SweepResults[self.sample]  # type: ignore[name-defined]
+        return ScenarioResults[self.sample, self.summary]  # type: ignore[name-defined]
+
+    # The names the A/B, tune and sweep code calls (kept so that they need no change).
+    def scenario(self) -> Any:
+        return self.execute
+
+    def flat(self, samples: list[Record]) -> Record:
+        return self.flatten(samples)
+
+    def headline_rows(self) -> Headline:
+        return self.headline
+
+    def verdict_fn(self) -> Any:
+        return None if type(self).verdict is Scenario.verdict else self.verdict
+
+
+class Unknown(Scenario[Open, Open]):
+    """A file of a scenario the table does not hold (a plug-in's): open records."""
+
+    name = "unknown"
+    help = "A scenario this sm121 does not know."

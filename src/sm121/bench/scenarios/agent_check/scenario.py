@@ -1,0 +1,29 @@
+"""`agent-check` as a `Scenario`: its report model and a run over `run_agent_check`. Its
+command (`sm121 bench agent-check`) is written by hand in cli/: it writes its own report
+file (JSON and Markdown), not a bench results file."""
+
+from __future__ import annotations
+
+from sm121.bench.agent_check.report_file import AgentCheckReport
+from sm121.bench.agent_check.runner import run_agent_check
+from sm121.bench.result_models import Open
+from sm121.bench.runner import Context
+from sm121.bench.scenario import Params, Scenario, option
+
+
+class AgentCheckParams(Params):
+    long_tokens: int | None = option(None, "--long-tokens", "Tokens of the long-input case.")
+    api: str = option("chat", "--api", "chat, messages or responses.")
+
+
+class AgentCheck(Scenario[Open, AgentCheckReport]):
+    name = "agent-check"
+    help = "Does this endpoint work for agent clients (tools, streaming, usage, limits)?"
+    params = AgentCheckParams
+    summary = AgentCheckReport
+    api = "chat"
+
+    async def run(self, ctx: Context, params: Params) -> AgentCheckReport:
+        report = await run_agent_check(ctx.client.base_url, ctx.client.model,
+                                       progress=ctx.progress, **params.given())
+        return AgentCheckReport.model_validate(report)

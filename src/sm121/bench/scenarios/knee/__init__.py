@@ -1,0 +1,1 @@
+"""`knee`: the prefill knee and decode saturation on one engine (`scenario.Knee`)."""

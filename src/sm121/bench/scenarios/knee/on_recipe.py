@@ -1,0 +1,43 @@
+"""`bench knee --recipe`: boot a recipe with a step budget that holds the largest step and a
+batch limit that holds the largest batch, run the knee scenario on it, stop."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.boot import Say, booted, steps
+from sm121.bench.results import ResultsFile
+from sm121.bench.runner import Target, run_scenario
+from sm121.bench.scenarios.knee.run import DEFAULTS, knee
+from sm121.engines.registry import adapter_for
+from sm121.recipes.loader import load_recipe
+from sm121.recipes.schema import ArgValue
+
+
+def knee_overrides(recipe: str, params: dict[str, Any], overrides: dict[str, ArgValue]
+                   ) -> tuple[dict[str, ArgValue], str, str]:
+    """The boot's args: its step budget holds the largest step and its batch limit the
+    largest batch (the engine's names for both, from its adapter)."""
+    knobs = adapter_for(load_recipe(recipe).recipe.engine.kind).scheduler
+    p = {**DEFAULTS, **params}
+    return ({**overrides, knobs.batched_tokens: max(int(s) for s in p["steps"]),
+             knobs.max_num_seqs: max(int(b) for b in p["batches"])},
+            knobs.batched_tokens, knobs.max_num_seqs)
+
+
+def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgValue],
+                   params: dict[str, Any], out: Path, port: int, trust: bool = False,
+                   say: Say = lambda _: None, cluster: str | None = None,
+                   host: str = "127.0.0.1") -> ResultsFile:
+    args, step_budget, batch_limit = knee_overrides(recipe, params, overrides)
+    with booted(recipe, profile, args, port, host, trust=trust, say=say, cluster=cluster) as boot:
+        say(f"knee: engine ready ({step_budget} {args[step_budget]}, {batch_limit} "
+            f"{args[batch_limit]}), measuring")
+        results = asyncio.run(run_scenario(
+            "knee", knee, Target(boot.plan.base_url, boot.plan.readiness.model),
+            {**params, "chunk": args[step_budget]}, out,
+            progress=steps(say), needs_stream=True))
+        results.set(boot=boot.record)
+    return results

@@ -1,0 +1,31 @@
+"""`locality` as a `Scenario`: its params, sample and summary models, and its report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sm121.bench.report.sections import rows_section
+from sm121.bench.runner import Context
+from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenarios.locality.models import LocalitySample, LocalitySummary
+from sm121.bench.scenarios.locality.run import locality
+
+
+class LocalityParams(Params):
+    turns: int = option(4, "--turns")
+    base_words: int = option(1200, "--base-words", "Size of the first prompt.")
+
+
+class Locality(Scenario[LocalitySample, LocalitySummary]):
+    name = "locality"
+    help = "Cost of a mutating field at clean/bottom/middle/top over several turns."
+    params = LocalityParams
+    sample = LocalitySample
+    summary = LocalitySummary
+
+    async def run(self, ctx: Context, params: Params) -> LocalitySummary:
+        return await locality(ctx, params.given())
+
+    def section(self, data: Record, files: list[Path]) -> list[str] | None:
+        return rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",
+                                   "cached_tokens", "reuse_usage", "reuse_metrics"))

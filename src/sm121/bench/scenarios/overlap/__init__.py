@@ -1,0 +1,1 @@
+"""`overlap`: interference and admission around one long prefill (`scenario.Overlap`)."""

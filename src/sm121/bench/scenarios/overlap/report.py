@@ -1,0 +1,109 @@
+"""The report of `overlap`: its metrics recomputed from the raw samples, the headline table,
+one row per repetition, the boot effect, the plots (decode timeline, gaps, admission) and
+the engine args per profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.boot_effect import describe
+from sm121.bench.report import plots
+from sm121.bench.report.compare import compare_with
+from sm121.bench.report.format import fmt, markdown_table, table_rows
+from sm121.bench.report.sections import images, measured
+from sm121.bench.scenarios import get
+from sm121.bench.scenarios.overlap.metrics import overlap_metrics, summarize_reps
+
+WINDOWS_NOTE = (
+    "Windows: the *client* window runs from the long request's submission to its first token;"
+    " the *engine* window starts at the first long gap in the ongoing stream, found as the "
+    "knee of its delivered-token curve (the engine began the prefill; before that the API "
+    "server was tokenising, or flushing output it had fallen behind on, and the stream decoded "
+    "undisturbed). **Headline metrics use the engine window**; decode tokens and share are "
+    "given for both. Decode share = decode rate in the window / rate before it on the same "
+    "stream. Gaps are clipped to the window. A repetition counts only when the ongoing stream "
+    "outlived the window, the long prompt had exactly L tokens (usage cross-check) and a "
+    "baseline existed; a short request counts only when it was sent inside the engine window. "
+    "Decode metrics (share, tokens, gaps) count only from repetitions whose stream arrived as "
+    "it was generated: a baseline of at least half the before-time without a stall over 1 s, "
+    "and no burst inside the engine window above half a second of undisturbed decode (a "
+    "starved API server flushing backlog); the n in each cell says how many repetitions "
+    "qualified.")
+
+
+def recompute_overlap(data: dict[str, Any]) -> dict[str, Any]:
+    """Metrics again from the raw samples, with this sm121's metric functions (they are pure,
+    so an improved window detector applies to results measured before it)."""
+    spec = get("overlap")
+    if data["kind"] == "ab":
+        for entry in measured(data):
+            for sample in entry["samples"]:
+                sample["metrics"] = overlap_metrics(sample)
+            entry["metrics"] = spec.flat(entry["samples"])
+        data["summary"] = compare_with(spec, measured(data), data["params"]["profiles"])
+    else:
+        for sample in data["samples"]:
+            sample["metrics"] = overlap_metrics(sample)
+        data["summary"] = summarize_reps([s["metrics"] for s in data["samples"]])
+    return data
+
+
+def _overlap_groups(data: dict[str, Any]) -> plots.Groups:
+    if data["kind"] == "ab":
+        groups: plots.Groups = {p: [] for p in data["params"]["profiles"]}
+        for entry in measured(data):
+            groups[entry["profile"]].extend(entry["samples"])
+        return groups
+    return {data.get("label") or data["server"].get("url", "run"): data["samples"]}
+
+
+def overlap_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
+    groups = _overlap_groups(data)
+    return [plots.decode_timeline(groups, out / f"{stem}-decode-timeline.png"),
+            plots.gap_distribution(groups, out / f"{stem}-gaps.png"),
+            plots.admission(groups, out / f"{stem}-admission.png")]
+
+
+def _rep_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    headers = ["profile", "rep", "order", "valid", "share (engine)", "share (client)",
+               "decode tok (engine)", "decode tok (client)", "p95 gap", "prefill tok/s",
+               "short TTFT", "admission"]
+    rows = []
+    entries = measured(data) if data["kind"] == "ab" else [
+        {"profile": "-", "rep": s["rep"], "samples": [s]} for s in data["samples"]]
+    for index, entry in enumerate(entries):
+        for sample in entry["samples"]:
+            m = sample["metrics"]
+            retry = " (retry)" if sample.get("attempt") else ""
+            rows.append([entry["profile"], f"{entry['rep'] + 1}{retry}", str(index + 1),
+                         "yes" if m["valid"] else "no", fmt(m["decode_share"], "pct"),
+                         fmt(m["decode_share_client"], "pct"), fmt(m["decode_tokens"], "int"),
+                         fmt(m["decode_tokens_client"], "int"), fmt(m["gap_p95"], "s"),
+                         fmt(m["prefill_tok_s"], "int"), fmt(m["short_ttft_s"], "s"),
+                         fmt(m["admission_ratio"], "x")])
+    return headers, rows
+
+
+def overlap_section(data: dict[str, Any], files: list[Path]) -> list[str]:
+    lines = [WINDOWS_NOTE, "", *markdown_table(*table_rows(data))]
+    lines += ["Per repetition (order = run order; the profile order alternates between boots):",
+              "", *markdown_table(*_rep_rows(data))]
+    effect = (data.get("summary") or {}).get("boot_effect")
+    if effect:
+        lines += ["Later repetitions on a boot against its first (the prefix cache is salted "
+                  "away between them; a sign test per metric):", "",
+                  *[f"- {line}" for line in describe(effect)], ""]
+    lines += images(files) + [""]
+    if data["kind"] == "ab":
+        lines += ["Engine args per profile (as served by sm121):", ""]
+        seen: dict[str, Any] = {}
+        for entry in measured(data):
+            seen.setdefault(entry["profile"], entry["engine_args"])
+        failed = [e for e in data["samples"] if e.get("error")]
+        lines += [f"Failed and re-run: rep {e['rep'] + 1} {e['profile']}: {e['error']}"
+                  for e in failed] + ([""] if failed else [])
+        lines += [f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
+                                           if k.startswith(("max-num", "long-prefill")))
+                  for p, args in seen.items()] + [""]
+    return lines

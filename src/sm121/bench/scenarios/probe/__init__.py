@@ -1,0 +1,1 @@
+"""`probe`: can this server's streams be counted to the token (`scenario.Probe`)?"""

@@ -1,0 +1,1 @@
+"""`retrieval`: needles at depths with distractor codes (`scenario.Retrieval`)."""

@@ -1,0 +1,1 @@
+"""`decode-scaling` and `prefill-scaling`: N concurrent requests for each N."""

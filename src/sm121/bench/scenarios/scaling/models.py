@@ -1,0 +1,53 @@
+"""What `decode-scaling` and `prefill-scaling` record: one sample per concurrency level
+(its metrics, the engine's counters and the raw request records), and their summary."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sm121.bench.result_models import Number, Open
+from sm121.bench.scenario import Record
+
+
+class DecodeMetrics(Open):
+    """The client's view of N streams decoding together (field order: the report's columns)."""
+
+    aggregate_tok_s: Number | None = None
+    per_stream_tok_s_min: Number | None = None
+    per_stream_tok_s_median: Number | None = None
+    ttft_min_s: Number | None = None
+    ttft_max_s: Number | None = None
+    itl_p50_s: Number | None = None
+    itl_p95_s: Number | None = None
+    tokens: int = 0
+
+
+class PrefillMetrics(Open):
+    prefill_tok_s: Number | None = None
+    prompt_tokens: int = 0
+    ttft_min_s: Number | None = None
+    ttft_max_s: Number | None = None
+
+
+class ScalingMetrics(Open):
+    """One row of the summary: N, then its decode or prefill metrics (kept as written)."""
+
+    n: int
+    ttft_min_s: Number | None = None
+    ttft_max_s: Number | None = None
+
+
+class ScalingSample(Open):
+    """One concurrency level of `decode-scaling` or `prefill-scaling`."""
+
+    kind: Literal["decode", "prefill"]
+    n: int
+    metrics: ScalingMetrics
+    counters: Record | None = None  # the engine's counter deltas, raw
+    requests: list[Record] = Field(default_factory=list)  # raw request records
+
+
+class ScalingSummary(Open):
+    rows: list[ScalingMetrics] = Field(default_factory=list)

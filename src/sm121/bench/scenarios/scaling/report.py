@@ -1,0 +1,34 @@
+"""The report of `decode-scaling` and `prefill-scaling`: one row per concurrency level and
+the rate against N (an A/B of them: the headline table only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.report import plots
+from sm121.bench.report.format import fmt, markdown_table, table_rows
+from sm121.bench.report.sections import images
+
+
+def _scaling_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s["metrics"] for s in data["samples"]]
+
+
+def scaling_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
+    if data["kind"] != "scenario":  # an A/B of a scaling scenario: its table only
+        return []
+    kind = "decode" if data["scenario"] == "decode-scaling" else "prefill"
+    key = "aggregate_tok_s" if kind == "decode" else "prefill_tok_s"
+    rows = _scaling_rows(data)
+    curve = {kind: {data["server"].get("url", "run"): [(r["n"], r[key]) for r in rows]}}
+    return [plots.scaling(curve, out / f"{stem}-scaling.png")]
+
+
+def scaling_section(data: dict[str, Any], files: list[Path]) -> list[str]:
+    if data["kind"] != "scenario":
+        return markdown_table(*table_rows(data))
+    rows = _scaling_rows(data)
+    headers = list(rows[0]) if rows else []
+    body = [[fmt(r.get(h)) for h in headers] for r in rows]
+    return [*markdown_table(headers, body), *images(files), ""]

@@ -1,0 +1,66 @@
+"""`decode-scaling` and `prefill-scaling` as `Scenario`s: one class each over a shared base
+(the same samples, summary and report; their own size parameter and headline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sm121.bench.runner import Context
+from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenarios.scaling.models import ScalingSample, ScalingSummary
+from sm121.bench.scenarios.scaling.report import scaling_plots, scaling_section
+from sm121.bench.scenarios.scaling.run import (
+    DECODE_HEADLINE,
+    PREFILL_HEADLINE,
+    decode_scaling,
+    flatten,
+    prefill_scaling,
+)
+
+_N_HELP = "Concurrency levels."
+
+
+class DecodeScalingParams(Params):
+    n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
+    max_tokens: int = option(256, "--max-tokens")
+
+
+class PrefillScalingParams(Params):
+    n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
+    prompt_tokens: int = option(4096, "--prompt-tokens")
+
+
+class _Scaling(Scenario[ScalingSample, ScalingSummary]):
+    sample = ScalingSample
+    summary = ScalingSummary
+    needs_stream = False
+    stream_option = True
+
+    def flatten(self, samples: list[Record]) -> Record:
+        return flatten(samples)
+
+    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
+        return scaling_plots(data, out, stem)
+
+    def section(self, data: Record, files: list[Path]) -> list[str] | None:
+        return scaling_section(data, files)
+
+
+class DecodeScaling(_Scaling):
+    name = "decode-scaling"
+    help = "Aggregate and per-stream decode rates, TTFT, p50/p95 intervals over N streams."
+    params = DecodeScalingParams
+    headline = DECODE_HEADLINE
+
+    async def run(self, ctx: Context, params: Params) -> ScalingSummary:
+        return await decode_scaling(ctx, params.given())
+
+
+class PrefillScaling(_Scaling):
+    name = "prefill-scaling"
+    help = "Prompt tokens per second with N concurrent prefills."
+    params = PrefillScalingParams
+    headline = PREFILL_HEADLINE
+
+    async def run(self, ctx: Context, params: Params) -> ScalingSummary:
+        return await prefill_scaling(ctx, params.given())
