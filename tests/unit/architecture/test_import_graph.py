@@ -7,24 +7,12 @@ imports only packages on lower floors."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def look() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("look", PROJECT / "scripts" / "look.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["look"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_no_import_circles(look: ModuleType) -> None:
