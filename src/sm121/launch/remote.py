@@ -5,6 +5,7 @@ name pattern."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from sm121.errors import Sm121Error
 from sm121.hosts.transport import Transport, transport_for
@@ -16,18 +17,34 @@ def node_transport(node: NodeProcess) -> Transport:
     return transport_for(node.ssh, node.ssh_port, node.ssh_config, name=node.name)
 
 
-def node_alive(node: NodeProcess) -> bool:
+# What a liveness check over the node's transport can say. "unreachable" is ssh itself failing
+# (exit 255, or no answer within the timeout), which says nothing about the engine: on the
+# loaded 2-core testbed an ssh to a loopback node once took over 30 s while engines booted.
+NodeState = Literal["alive", "gone", "unreachable"]
+SSH_FAILED = 255  # ssh's own exit status when it could not run the command
+
+
+def node_state(node: NodeProcess) -> NodeState:
     if node.container is not None:
         script = runtimes.container_alive_script(node.container, node.container_id)
     elif node.pgid is not None:
         script = runtimes.group_alive_script(node.pgid, node.boot_id, node.start_time)
     else:
-        return False
+        return "gone"
     try:
         result = node_transport(node).run_shell(script, timeout=30)
     except Sm121Error:
-        return False  # unreachable counts as not alive: status shows "exited", stop retries
-    return result.stdout.strip() == "alive"
+        return "unreachable"
+    answer = result.stdout.strip()
+    if answer in ("alive", "gone"):
+        return "alive" if answer == "alive" else "gone"
+    return "unreachable" if result.returncode == SSH_FAILED or not answer else "gone"
+
+
+def node_alive(node: NodeProcess) -> bool:
+    # Unreachable counts as not alive here: status shows "exited", stop retries. Readiness
+    # asks node_state instead, so an ssh hiccup never rolls a booting cluster back.
+    return node_state(node) == "alive"
 
 
 def stop_node(node: NodeProcess, grace_s: float = 20.0) -> bool:
