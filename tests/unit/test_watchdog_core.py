@@ -80,3 +80,18 @@ def test_a_cluster_watchdog_watches_first_and_a_stop_ends_it_with_status_0(
 def test_a_death_is_an_sm121_error_that_names_the_dead() -> None:
     death = Death("gone", "boot", dead=[])
     assert death.message == "gone" and death.exit_code is None and death.dead == []
+
+
+def test_a_leader_whose_group_is_gone_is_reaped_for_its_status() -> None:
+    """The supervised watchdog's poll() can run just before its engine's group dies; the group
+    check then finds it gone, and the status is read by reaping the leader (its child), not
+    recorded as unknown (a fresh-clone make test once recorded a kill -9 that way)."""
+    import os
+    import signal
+    import subprocess
+
+    from sm121.launch.watchdog import exit_status_of_gone_leader
+
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    os.killpg(child.pid, signal.SIGKILL)
+    assert exit_status_of_gone_leader(child) == -signal.SIGKILL

@@ -111,6 +111,8 @@ class Watchdog(WatchdogCore):
             time.sleep(self.policy.health_interval_s)
             code = self.process.poll()
             if code is not None or not processes.group_alive(self.process.pid):
+                if code is None:
+                    code = exit_status_of_gone_leader(self.process)
                 processes.stop_group(self.process.pid, self.identity)  # leftovers of the group
                 raise Death(restart_policy.describe_exit(code), "serving", code)
             failures = 0 if health_ok(self.plan.readiness.url) else failures + 1
@@ -148,6 +150,16 @@ class Watchdog(WatchdogCore):
         """Stop the engine this watchdog started (a stop, a give-up, or a bug)."""
         if self.process is not None and self.process.poll() is None:
             processes.stop_group(self.process.pid, self.identity)
+
+
+def exit_status_of_gone_leader(process: subprocess.Popen[bytes]) -> int | None:
+    """The exit status of a leader whose group is gone. The leader is this watchdog's child,
+    so its status is there to collect; a poll() a moment before the group check can miss it
+    (a fresh-clone make test recorded a kill -9 as "exit status unknown" that way)."""
+    try:
+        return process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def run(run_id: str) -> int:
