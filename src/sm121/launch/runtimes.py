@@ -204,9 +204,23 @@ def same_process_test(pgid: int, boot_id: str | None, start_time: str | None) ->
             f"else ( {members} ); fi")
 
 
+def group_lives_test(pgid: int) -> str:
+    """A shell test that holds while a live (non-zombie) process is in the group: processes.
+    group_alive, read on the node. `kill -0 -PGID` alone is not that test: it holds while an
+    exited member waits to be reaped, and a node whose init reaps orphans late (a container's
+    PID 1) would read as an engine that would not stop (a CI run's `sm121 stop` reported
+    a node so; the local stop has always read zombies as gone).
+    The /proc walk runs only while `kill -0` holds, with `read` (no process per entry)."""
+    group = int(pgid)
+    members = ('for f in /proc/[0-9]*/stat; do read -r s 2> /dev/null < "$f" || continue; '
+               "set -- ${s##*) }; "
+               f'[ "$3" = {group} ] && [ "$1" != Z ] && exit 0; done; exit 1')
+    return f"{{ kill -0 -{group} 2> /dev/null && ( {members} ); }}"
+
+
 def group_alive_script(pgid: int, boot_id: str | None, start_time: str | None) -> str:
-    return (f"if {same_process_test(pgid, boot_id, start_time)} && kill -0 -{int(pgid)} "
-            "2> /dev/null; then echo alive; else echo gone; fi")
+    return (f"if {same_process_test(pgid, boot_id, start_time)} && {group_lives_test(pgid)}; "
+            "then echo alive; else echo gone; fi")
 
 
 def group_stop_script(pgid: int, boot_id: str | None, start_time: str | None,
@@ -215,17 +229,18 @@ def group_stop_script(pgid: int, boot_id: str | None, start_time: str | None,
     signalled unless the group is still the one sm121 started (same_process_test). While any member lives
     the kernel keeps its group id from reuse, so the later signals reach only that group."""
     group = f"-{int(pgid)}"
+    lives = group_lives_test(pgid)  # a zombie member is gone, as the local stop reads it
     ticks = max(1, int(grace_s * 5))
     return "\n".join([
         f"{same_process_test(pgid, boot_id, start_time)} || {{ echo gone; exit 0; }}",
         f"kill -TERM {group} 2> /dev/null || {{ echo gone; exit 0; }}",
-        f"i=0; while kill -0 {group} 2> /dev/null; do i=$((i+1)); "
+        f"i=0; while {lives}; do i=$((i+1)); "
         f"if [ \"$i\" -ge {ticks} ]; then kill -KILL {group} 2> /dev/null; break; fi; "
         "sleep 0.2; done",
         # As the local stop does: a loaded host tears large processes down slowly after KILL.
-        f"j=0; while kill -0 {group} 2> /dev/null && [ \"$j\" -lt 150 ]; do j=$((j+1)); "
+        f"j=0; while {lives} && [ \"$j\" -lt 150 ]; do j=$((j+1)); "
         "sleep 0.2; done",
-        f"if kill -0 {group} 2> /dev/null; then echo alive; else echo gone; fi",
+        f"if {lives}; then echo alive; else echo gone; fi",
     ])
 
 

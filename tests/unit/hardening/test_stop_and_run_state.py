@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -229,3 +230,34 @@ def test_the_node_scripts_read_a_leaderless_group_as_the_local_stop_does(
     assert node(group_alive_script(pgid, mark.boot_id, mark.start_time)) == "alive"
     node(group_stop_script(pgid, mark.boot_id, mark.start_time, grace_s=2))
     assert not processes.group_alive(pgid)
+
+
+def test_the_node_stop_reads_an_unreaped_member_as_gone(tmp_path: Path) -> None:
+    """A node whose init reaps orphans late keeps an engine that exited as a zombie; `kill -0`
+    still answers for its group. The node's stop script read that as an engine that would
+    not stop (`sm121 stop` failed after its grace and 30 s more); the local stop never did.
+    Here the test is the parent that does not reap: the group is a zombie leader only."""
+    from sm121.launch.runtimes import group_alive_script, group_stop_script
+
+    process = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        mark = processes.identity(process.pid)
+        os.kill(process.pid, 9)
+        for _ in range(100):  # until the kernel has made it a zombie
+            if not processes.group_alive(process.pid):
+                break
+            threading.Event().wait(0.05)
+        assert not processes.group_alive(process.pid)
+        os.killpg(process.pid, 0)  # the group still answers `kill -0`
+
+        def node(script: str) -> str:
+            return subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                                  timeout=60).stdout.split()[-1]
+
+        assert node(group_alive_script(process.pid, mark.boot_id, mark.start_time)) == "gone"
+        started = time.monotonic()
+        assert node(group_stop_script(process.pid, mark.boot_id, mark.start_time,
+                                      grace_s=5)) == "gone"
+        assert time.monotonic() - started < 5  # not the grace, and not the 30 s after KILL
+    finally:
+        process.wait(timeout=30)
