@@ -168,6 +168,10 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     candidate = arms[index]
     name = candidate.name
     done = {rep for rep, profile in measured_pairs(results) if profile == name}
+    if done and name not in state.data.get("capacity", {}):
+        # Its runs at the target N were measured, and the call ended during its bisection
+        # (_bisect records a capacity whenever it returns): boot it again for the rest.
+        return _finish_bisection(request, ab_request, state, results, knee, index, arms, say)
     if done or any(s["profile"] == name for s in results.data["samples"]):
         return True  # measured (or failed) in an earlier invocation: resume past it
     left = request.budget_s - state.elapsed_s
@@ -200,6 +204,30 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     return True
 
 
+def _finish_bisection(request: TuneRequest, ab_request: AbRequest, state: TuneState,
+                      results: ResultsFile, knee: KneeFacts, index: int,
+                      arms: list[cands.Candidate], say: Say) -> bool:
+    """A boot of an arm whose bisection a call's end cut: the probes it has left, on a fresh
+    boot of the same arguments (its runs at the target N stay those of its first boot).
+    False when the budget no longer holds the boot and one probe."""
+    name = arms[index].name
+    est = _estimates(request, knee, results.data)
+    left = request.budget_s - state.elapsed_s
+    probes = max(1, request.sweep_points - len(state.sweep(name)))
+    if left < est.boot_s + est.rep_s + STOP_S:
+        say(f"{name}: its bisection was cut and is not resumed: {left:.0f} s of the budget "
+            f"left, a boot and a probe estimated at {est.boot_s + est.rep_s + STOP_S:.0f} s")
+        _record_capacity(request, state, results, name, say)  # what was tested
+        return False
+    say(f"arm {index + 1} of {len(arms)}: {name}: its bisection was cut by the end of a call; "
+        f"booting it again for {probes} probe(s)")
+    boot_and_measure(ab_request, results, index, name, [], say,
+                     after=lambda boot: _bisect(request, state, results, boot, name, probes,
+                                                say))
+    state.save()
+    return True
+
+
 def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: Boot,
             name: str, probes: int, say: Say) -> None:
     """The capacity bisection on this boot: one agents run per N, at most `probes` of them,
@@ -225,6 +253,11 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
             say(f"  {name}: N={n} failed: {exc}")
             break
         state.add_sweep_point(name, point)
+    _record_capacity(request, state, results, name, say)
+
+
+def _record_capacity(request: TuneRequest, state: TuneState, results: ResultsFile, name: str,
+                     say: Say) -> None:
     found = capacity(ab_entries(results.data), name, request.agents, state.sweep(name))
     state.data.setdefault("capacity", {})[name] = found.record().model_dump(mode="json")
     say(f"  {name}: capacity {found.text}")

@@ -1,0 +1,83 @@
+"""An arm whose capacity bisection a device call's end cut is booted again for the rest of
+it on resume. Fixture: the state and A/B files of the H200 sitting of 2026-12-05
+(docs/results/gpu-h200/tune-capacity), after the call that ended while seqs-82 probed N=40:
+seqs-82 and lpt-2048 have their run at the target N and no capacity. The next call resumed
+past seqs-82 and never measured its capacity."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.tune import run
+from sm121.bench.tune.candidates import Candidate
+from sm121.bench.tune.request import TuneRequest
+from sm121.bench.tune.result import Probe
+from sm121.bench.tune.state import TuneState
+
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "tune" / "h200-cut-bisection.tar.gz"
+
+
+def _sitting(tmp_path: Path) -> tuple[TuneRequest, TuneState]:
+    with tarfile.open(FIXTURE) as tar:
+        tar.extractall(tmp_path, filter="data")
+    out = tmp_path / "tune"
+    request = TuneRequest("gpu-llama", "coding-agent-with-batch", "ttft_p95=2s", 16, out, 8000,
+                          budget_s=3000, turns=5, baselines=["agent-admission"], reps=1,
+                          max_agents=40, sweep_points=2)
+    return request, TuneState(out, request.to_json())
+
+
+def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monkeypatch):
+    request, state = _sitting(tmp_path)
+    assert "seqs-82" not in state.data["capacity"]
+    boots: list[tuple[str, list[int]]] = []
+    probed: list[int] = []
+
+    def boot_and_measure(ab_request, results, index, name, reps, say, after=None):
+        boots.append((name, reps))
+        if after is not None:
+            after(object())
+
+    def run_point(boot: Any, params: dict[str, Any], n: int, out: Path, say: Any) -> Probe:
+        probed.append(n)
+        return Probe(agents=n, slo_met=n <= 28)
+
+    monkeypatch.setattr(run, "boot_and_measure", boot_and_measure)
+    monkeypatch.setattr(run, "run_point", run_point)
+    arms = [Candidate.from_json(c) for c in state.data["candidates"]]
+    ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
+                               run.agent_params(request), request.out / "ab-agents.json",
+                               request.port, resume=True,
+                               variants={c.name: (c.base, dict(c.args)) for c in arms})
+    results = run.open_results(ab_request)
+    knee = run.KneeFacts(None, "vllm 0.21.0")
+    lines: list[str] = []
+    for index in range(5):  # the five arms that were measured
+        assert run._arm(request, ab_request, state, results, knee, index, arms, lines.append)
+    # Only the two cut arms boot, with no run at the target N, each for the probes it has
+    # left: seqs-82 two (its N=40 was cut), lpt-2048 one (its N=8 was measured, N=4 cut).
+    assert boots == [("seqs-82", []), ("lpt-2048", [])]
+    assert probed == [40, 28, 4]
+    assert state.data["capacity"]["seqs-82"]["text"] == "28 <= N* < 40"
+    assert set(state.data["capacity"]) == {"agent-admission", "reference", "seqs-82",
+                                           "lpt-512", "lpt-2048"}
+    assert any("seqs-82: its bisection was cut" in line for line in lines)
+
+
+def test_a_cut_bisection_without_budget_records_what_was_tested(tmp_path, monkeypatch):
+    request, state = _sitting(tmp_path)
+    state.data["elapsed_s"] = request.budget_s - 10  # no boot fits
+    monkeypatch.setattr(run, "boot_and_measure",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("booted")))
+    arms = [Candidate.from_json(c) for c in state.data["candidates"]]
+    ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
+                               run.agent_params(request), request.out / "ab-agents.json",
+                               request.port, resume=True,
+                               variants={c.name: (c.base, dict(c.args)) for c in arms})
+    results = run.open_results(ab_request)
+    index = [c.name for c in arms].index("seqs-82")
+    assert not run._arm(request, ab_request, state, results, run.KneeFacts(None, ""), index,
+                        arms, print)
+    assert state.data["capacity"]["seqs-82"]["text"].startswith("N* >= 16")
