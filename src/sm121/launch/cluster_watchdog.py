@@ -48,14 +48,19 @@ class ClusterWatchdog(WatchdogCore):
 
     def watch(self) -> None:
         failures = 0
+        unreachable = UnreachableCount(self.policy.health_failures)
         while True:
             time.sleep(self.policy.health_interval_s)
             nodes = [n for n in load_run(self.run_id).nodes if n.name in self.engine_nodes]
-            alive = in_parallel(nodes, control.node_alive)
-            dead = [n for n, ok in zip(nodes, alive, strict=True) if not ok]
+            states = in_parallel(nodes, control.node_state)
+            dead = [n for n, state in zip(nodes, states, strict=True) if state == "gone"]
             if dead:
                 raise Death(", ".join(f"node {n.name}: its engine is gone" for n in dead),
                             "serving", dead=dead)
+            lost = unreachable.after(nodes, states)
+            if lost:
+                raise Death(", ".join(f"node {n.name}: unreachable over ssh {unreachable.limit} "
+                                      "checks in a row" for n in lost), "serving", dead=lost)
             failures = 0 if health_ok(self.plan.readiness.url) else failures + 1
             if failures >= self.policy.health_failures:
                 raise Death(f"/health of the head failed {failures} times in a row",
@@ -98,6 +103,25 @@ class ClusterWatchdog(WatchdogCore):
         if self.launch is not None:
             in_parallel(self.launch.slots, recover_started)
             self.launch.save()
+
+
+class UnreachableCount:
+    """Checks in a row in which each node could not be reached over ssh. One failed ssh says
+    nothing about the engine (on a loaded host an ssh to a loopback node took over 30 s), so
+    it is not a death; a node unreachable for `limit` checks in a row (the policy's
+    health_failures, as for the head's /health) is lost: its engine may live, but it cannot
+    be watched or stopped, and a rollover is the way back."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.counts: dict[str, int] = {}
+
+    def after(self, nodes: list[NodeProcess], states: list[str]) -> list[NodeProcess]:
+        """Count this check; the nodes that reached the limit."""
+        for node, state in zip(nodes, states, strict=True):
+            self.counts[node.name] = self.counts.get(node.name, 0) + 1 \
+                if state == "unreachable" else 0
+        return [n for n in nodes if self.counts[n.name] >= self.limit]
 
 
 def _cause(nodes: list[NodeProcess], engine: EngineAdapter) -> tuple[str, list[str]]:

@@ -19,6 +19,16 @@ def node_alive(node: NodeProcess) -> bool:
     return node.pgid is not None and processes.group_alive_as(node.pgid, node.identity)
 
 
+def node_state(node: NodeProcess) -> str:
+    """"alive", "gone", or (for a node reached over ssh) "unreachable": ssh itself failed,
+    which says nothing about the engine (remote.node_state)."""
+    if through_transport(node):
+        from sm121.launch import remote
+
+        return remote.node_state(node)
+    return "alive" if node_alive(node) else "gone"
+
+
 def run_alive(run: RunInfo) -> bool:
     return any(node_alive(node) for node in run.nodes)
 

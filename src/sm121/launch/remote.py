@@ -43,7 +43,8 @@ def node_state(node: NodeProcess) -> NodeState:
 
 def node_alive(node: NodeProcess) -> bool:
     # Unreachable counts as not alive here: status shows "exited", stop retries. Readiness
-    # asks node_state instead, so an ssh hiccup never rolls a booting cluster back.
+    # and the cluster watchdog ask node_state instead, so an ssh hiccup never rolls a booting
+    # or serving cluster over.
     return node_state(node) == "alive"
 
 

@@ -32,3 +32,22 @@ def test_a_node_whose_engine_is_gone_is_dead() -> None:
     slot = SimpleNamespace(process=_node(ssh=None, pgid=None))
     liveness = Liveness([slot], every_s=0)  # type: ignore[list-item]
     assert liveness() is False and liveness.dead == [slot]
+
+
+def test_the_watchdog_counts_a_node_lost_only_after_unreachable_checks_in_a_row() -> None:
+    """The cluster watchdog read an unreachable node as a dead engine and rolled the whole
+    run over; now it takes the policy's health_failures checks in a row, as the head's /health
+    does, and a reachable check in between starts the count again."""
+    from sm121.launch.cluster_watchdog import UnreachableCount
+    from sm121.launch.control import node_state
+
+    node = _node(ssh="127.0.0.1", ssh_port=free_port(), pgid=4242, boot_id="b", start_time="1")
+    assert node_state(node) == "unreachable"
+    count = UnreachableCount(3)
+    assert count.after([node], ["unreachable"]) == []
+    assert count.after([node], ["unreachable"]) == []
+    assert count.after([node], ["alive"]) == []
+    assert count.after([node], ["unreachable"]) == []
+    assert count.after([node], ["unreachable"]) == []
+    assert count.after([node], ["unreachable"]) == [node]
+    assert node_state(_node(ssh=None, pgid=None)) == "gone"
