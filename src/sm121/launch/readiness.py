@@ -16,6 +16,7 @@ from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.engine_error import EngineError
 from sm121.errors import Sm121Error
 from sm121.plan.model import ReadinessProbe
+from sm121.protocols.routes import CHAT, COMPLETIONS
 
 T = TypeVar("T")
 GENERATION_TIMEOUT_S = 60.0
@@ -98,7 +99,7 @@ def _generate(probe: ReadinessProbe, key: str | None = None) -> int | None:
             "temperature": 0, "ignore_eos": True, "stream": False}
     try:
         status, raw = SyncEngineClient(probe.url, bearer(key)).request(
-            "/v1/completions", body, timeout_s=GENERATION_TIMEOUT_S)
+            COMPLETIONS.route, body, timeout_s=GENERATION_TIMEOUT_S)
     except EngineError:
         return None
     if status in (401, 403):
@@ -133,7 +134,7 @@ def check_tool_request(probe: ReadinessProbe, key: str | None = None) -> None:
             "tools": [READINESS_TOOL], "tool_choice": "auto", "max_tokens": 1, "temperature": 0}
     try:
         status, raw = SyncEngineClient(probe.url, bearer(key)).request(
-            "/v1/chat/completions", body, timeout_s=GENERATION_TIMEOUT_S)
+            CHAT.route, body, timeout_s=GENERATION_TIMEOUT_S)
     except EngineError as exc:
         raise NotReady(f"a chat request with tools failed: {exc.message}") from exc
     if status < 400:

@@ -41,11 +41,9 @@ def test_no_generation_route_is_spelled_outside_protocols() -> None:
 
 
 # A ratchet: spelled in files that were being reworked elsewhere while protocols/ was built
-# (launch's readiness probe, soak's workload, replay's capture filter); each should read
+# (soak's workload, replay's capture filter); each should read
 # protocols/routes.py next time it is touched, and leave this list.
 KNOWN_ELSEWHERE = {
-    'launch/readiness.py: "/v1/chat/completions"',
-    'launch/readiness.py: "/v1/completions"',
     'bench/soak/workload.py: "/v1/chat/completions"',
     'bench/agents/capture_log.py: "/v1/chat/completions"',
     'bench/agents/capture_log.py: "/v1/completions"',
