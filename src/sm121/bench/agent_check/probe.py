@@ -17,7 +17,7 @@ from sm121.protocols.sse import SSEParser
 Parsed = TypeVar("Parsed", bound=ReplyPart)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Reply:
     status: int
     body: Any  # parsed JSON, or the text when the body is not JSON
@@ -48,7 +48,7 @@ class StreamReply:
     error_body: Any = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Facts:
     """What the suite learns about the server once, before the cases run."""
 
