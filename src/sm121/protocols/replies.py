@@ -24,11 +24,16 @@ class ReplyPart(BaseModel):
         return str(self.echoed())
 
 
+class PromptTokensDetails(ReplyPart):
+    cached_tokens: int | None = None  # prefix-cache hits, when the engine reports them
+
+
 class Usage(ReplyPart):
     """Token counts under any protocol's names (protocols/usage.py reads them together)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: PromptTokensDetails | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_input_tokens: int | None = None
