@@ -15,6 +15,7 @@ import pytest
 from support import SM121, TinyEngine, free_port, run_cli
 
 from sm121.bench.agent_check import run_agent_check
+from sm121.bench.agent_check.report_file import AgentCheckReport
 from sm121.hosts import processes
 from sm121.launch.readiness import api_answers
 
@@ -53,14 +54,14 @@ def gateway(tiny_engine: TinyEngine, tmp_path_factory: pytest.TempPathFactory
         process.wait(timeout=10)
 
 
-def statuses(report: dict[str, Any]) -> dict[str, str]:
-    return {case["name"]: case["status"] for case in report["cases"]}
+def statuses(report: AgentCheckReport) -> dict[str, str]:
+    return {case.name: case.status.value for case in report.cases}
 
 
 def test_agent_check_passes_direct_and_gives_the_same_through_the_gateway(
         tiny_engine: TinyEngine, gateway: str) -> None:
     direct = asyncio.run(run_agent_check(tiny_engine.base_url, None, long_tokens=LONG_TOKENS))
-    failed = {c["name"]: c["reason"] for c in direct["cases"] if c["status"] == "fail"}
+    failed = {c.name: c.reason for c in direct.cases if c.status == "fail"}
     assert not failed, failed
     found = statuses(direct)
     # Named and required tool choice are guided by the tool's schema: always valid.
@@ -69,8 +70,8 @@ def test_agent_check_passes_direct_and_gives_the_same_through_the_gateway(
         assert found[case] == "pass", case
     assert found["reasoning.separated"] == "unsupported"  # tiny-cpu has no reasoning parser
     proxied = asyncio.run(run_agent_check(gateway, None, long_tokens=LONG_TOKENS))
-    differing = {c["name"]: (c["status"], c["reason"]) for c in proxied["cases"]
-                 if found.get(c["name"]) != c["status"]}
+    differing = {c.name: (c.status.value, c.reason) for c in proxied.cases
+                 if found.get(c.name) != c.status}
     assert statuses(proxied) == found, differing  # the reasons say why a case differs
 
 
@@ -81,16 +82,16 @@ def test_each_protocol_passes_direct_and_gives_the_same_through_the_gateway(
     limits. Every case passes or is unsupported with its reason, the same both ways."""
     direct = asyncio.run(run_agent_check(tiny_engine.base_url, None, long_tokens=LONG_TOKENS,
                                          api=api))
-    failed = {c["name"]: c["reason"] for c in direct["cases"] if c["status"] == "fail"}
+    failed = {c.name: c.reason for c in direct.cases if c.status == "fail"}
     assert not failed, failed
     found = statuses(direct)
     for case in ("tools.named", "tools.streamed", "tools.result-round-trip", "stream.usage",
                  "params.max-tokens", "limits.overflow-400", "limits.long-input"):
-        assert found[case] == "pass", (case, direct["cases"])
+        assert found[case] == "pass", (case, [c.to_json() for c in direct.cases])
     assert found["api.count-tokens"] == ("pass" if api == "messages" else "unsupported")
     proxied = asyncio.run(run_agent_check(gateway, None, long_tokens=LONG_TOKENS, api=api))
-    differing = {c["name"]: (c["status"], c["reason"]) for c in proxied["cases"]
-                 if found.get(c["name"]) != c["status"]}
+    differing = {c.name: (c.status.value, c.reason) for c in proxied.cases
+                 if found.get(c.name) != c.status}
     assert statuses(proxied) == found, differing
 
 

@@ -6,12 +6,15 @@ import asyncio
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from sm121.cli.bench_common import progress_bar
 from sm121.cli.output import console, print_json
+
+if TYPE_CHECKING:
+    from sm121.bench.agent_check.report_file import AgentCheckReport
 
 
 def register(bench_app: typer.Typer) -> None:
@@ -58,27 +61,26 @@ def agent_check(
             progress=update))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+        out.with_suffix(".json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
         out.with_suffix(".md").write_text(markdown(report))
     if as_json:
-        print_json(report)
+        print_json(report.to_json())
     else:
         _print(report, out)
-    if report["summary"]["fail"]:
+    if report.summary.fail:
         raise typer.Exit(1)
 
 
-def _print(report: dict[str, Any], out: Path | None) -> None:
+def _print(report: AgentCheckReport, out: Path | None) -> None:
     from rich.table import Table
 
     style = {"pass": "green", "fail": "bold red", "unsupported": "yellow"}
-    table = Table("case", "result", "why", title=f"agent-check {report['target']}")
-    for case in report["cases"]:
-        table.add_row(case["name"], f"[{style[case['status']]}]{case['status']}[/]",
-                      case["reason"])
+    table = Table("case", "result", "why", title=f"agent-check {report.target}")
+    for case in report.cases:
+        table.add_row(case.name, f"[{style[case.status]}]{case.status.value}[/]", case.reason)
     console.print(table)
-    console.print(f"summary: {report['summary']}"
-                  + (" (interrupted: the cases above were checked)" if report.get("interrupted")
+    console.print(f"summary: {report.summary.to_json()}"
+                  + (" (interrupted: the cases above were checked)" if report.interrupted
                      else ""))
     if out is not None:
         console.print(f"report: {out.with_suffix('.json')}, {out.with_suffix('.md')}")

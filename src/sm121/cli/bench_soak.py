@@ -64,11 +64,11 @@ def soak(
                       f"{path}", highlight=False)
     summary = asyncio.run(run_soak(request, say=lambda m: err_console.print(m, highlight=False)))
     if as_json:
-        print_json(summary)
+        print_json(summary.to_json())
     else:
-        console.print(f"soak {summary['status']}: {summary['elapsed_s']:.0f} s, "
-                      f"{summary['requests_ok']} turns ok, {summary['errors']} errors, "
-                      f"{summary['engine_restarts']} engine restarts; results: {path}")
+        console.print(f"soak {summary.status}: {summary.elapsed_s:.0f} s, "
+                      f"{summary.requests_ok} turns ok, {summary.errors} errors, "
+                      f"{summary.engine_restarts} engine restarts; results: {path}")
 
 
 def _run_of(run_id: str | None, url: str) -> str | None:

@@ -7,9 +7,23 @@ reply; bench's event-by-event reading is protocols/stream_readers.py."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from sm121.errors import Sm121Error
+from sm121.protocols.replies import (
+    AnthropicMessage,
+    ContentBlock,
+    FunctionCall,
+    OutputItem,
+    ReplyPart,
+    ResponseObject,
+    ToolCall,
+)
+
+Part = TypeVar("Part", bound=ReplyPart)
 
 
 class MalformedStream(Sm121Error):
@@ -17,20 +31,37 @@ class MalformedStream(Sm121Error):
     tool input that is not JSON."""
 
 
-def message_tool_uses(content: list[Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class StreamedMessage:
+    """A Messages stream assembled: the reply it stands for, and whether message_stop came."""
+
+    message: AnthropicMessage
+    stopped: bool
+
+
+@dataclass(frozen=True)
+class StreamedResponse:
+    """A Responses stream assembled: its function calls, and the final response of
+    response.completed (or .incomplete), None when none came."""
+
+    calls: list[ToolCall]
+    response: ResponseObject | None
+
+
+def message_tool_uses(content: list[ContentBlock]) -> list[ToolCall]:
     """The tool_use blocks of a Messages reply as chat-style calls (for check_call)."""
-    return [{"id": b.get("id"), "type": "function",
-             "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input"))}}
-            for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+    return [ToolCall(id=b.id, function=FunctionCall(name=b.name, arguments=json.dumps(b.input)))
+            for b in content if b.type == "tool_use"]
 
 
-def assemble_messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
+def assemble_messages_stream(events: list[dict[str, Any]]) -> StreamedMessage:
     """A Messages stream as the reply it stands for: content blocks (text, tool_use with its
     input parsed from the joined deltas), stop_reason, usage (input from message_start,
     output from message_delta) and whether message_stop came."""
     blocks: dict[int, dict[str, Any]] = {}
     pieces: dict[int, list[str]] = {}
-    reply: dict[str, Any] = {"content": [], "stop_reason": None, "usage": {}, "stopped": False}
+    reply: dict[str, Any] = {"content": [], "stop_reason": None, "usage": {}}
+    stopped = False
     for event in events:
         kind = event.get("type")
         if kind == "message_start":
@@ -51,7 +82,7 @@ def assemble_messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
             reply["stop_reason"] = (event.get("delta") or {}).get("stop_reason")
             reply["usage"].update(event.get("usage") or {})
         elif kind == "message_stop":
-            reply["stopped"] = True
+            stopped = True
         elif kind == "error":
             raise MalformedStream(f"the stream reported an error: {str(event)[:300]}")
     for index in sorted(blocks):
@@ -63,18 +94,26 @@ def assemble_messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 raise MalformedStream(f"tool_use input deltas {joined[:120]!r} are not JSON") from exc
         reply["content"].append(block)
-    return reply
+    return StreamedMessage(_parsed(AnthropicMessage, reply), stopped)
 
 
-def response_calls(output: list[Any]) -> list[dict[str, Any]]:
+def _parsed(model: type[Part], data: Any) -> Part:
+    """`data` read into `model`; a stream whose pieces do not fit it is malformed."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise MalformedStream(f"the stream does not assemble into a reply: {exc}") from exc
+
+
+def response_calls(output: list[OutputItem]) -> list[ToolCall]:
     """The function_call items of a Responses output as chat-style calls (for check_call);
     the call_id is what the next turn's function_call_output refers to."""
-    return [{"id": item.get("call_id"), "type": "function",
-             "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
-            for item in output if isinstance(item, dict) and item.get("type") == "function_call"]
+    return [ToolCall(id=item.call_id,
+                     function=FunctionCall(name=item.name, arguments=item.arguments))
+            for item in output if item.type == "function_call"]
 
 
-def assemble_responses_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
+def assemble_responses_stream(events: list[dict[str, Any]]) -> StreamedResponse:
     """A Responses stream: function calls from their added items and argument deltas (checked
     against the done event's arguments), the final response of response.completed (or
     .incomplete), and whether it came."""
@@ -96,13 +135,14 @@ def assemble_responses_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
             final = event.get("response") or {}
         elif kind in ("error", "response.failed"):
             raise MalformedStream(f"the stream reported an error: {str(event)[:300]}")
-    assembled = [{"id": c["call_id"], "type": "function",
-                  "function": {"name": c["name"], "arguments": c["arguments"]}}
+    assembled = [_parsed(ToolCall, {"id": c["call_id"], "type": "function",
+                                    "function": {"name": c["name"], "arguments": c["arguments"]}})
                  for c in calls.values()]
-    return {"calls": assembled, "response": final}
+    return StreamedResponse(assembled,
+                            None if final is None else _parsed(ResponseObject, final))
 
 
-def assemble_chat_tool_calls(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def assemble_chat_tool_calls(chunks: list[dict[str, Any]]) -> list[ToolCall]:
     """Tool-call deltas of a chat stream, joined per index the way the openai SDK does:
     id and name arrive once, arguments arrive in pieces (bench's event-by-event reading is
     stream_readers.merge_tool_calls)."""
@@ -117,5 +157,5 @@ def assemble_chat_tool_calls(chunks: list[dict[str, Any]]) -> list[dict[str, Any
                 function = delta.get("function") or {}
                 call["function"]["name"] = call["function"]["name"] or function.get("name")
                 call["function"]["arguments"] += function.get("arguments") or ""
-    return [calls[i] for i in sorted(calls)]
+    return [_parsed(ToolCall, calls[i]) for i in sorted(calls)]
 

@@ -11,18 +11,22 @@ from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported, Status, e
 from sm121.bench.agent_check.probe import Facts, Probe
 from sm121.bench.agent_check.report import markdown
 from sm121.bench.agent_check.runner import all_cases, report, run_case, select
-from sm121.bench.agent_check.tools import check_call
+from sm121.bench.agent_check.tools import CheckedCall, check_call
 from sm121.errors import Sm121Error
 from sm121.protocols.assembly import assemble_chat_tool_calls
+from sm121.protocols.replies import ToolCall
 
 
-def call(arguments: object, name: str = "get_weather", id_: str | None = "c1") -> dict:
-    return {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+def call(arguments: object, name: str = "get_weather", id_: str | None = "c1") -> ToolCall:
+    return ToolCall.model_validate(
+        {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}})
 
 
 def test_a_schema_valid_call_passes() -> None:
     checked = check_call(call('{"city": "Oslo", "unit": "c"}'), {"get_weather"})
-    assert checked == {"name": "get_weather", "arguments": {"city": "Oslo", "unit": "c"}}
+    assert checked == CheckedCall("get_weather", {"city": "Oslo", "unit": "c"})
+    # A case's reason quotes it as the pair it stands for.
+    assert repr(checked) == "{'name': 'get_weather', 'arguments': {'city': 'Oslo', 'unit': 'c'}}"
 
 
 @pytest.mark.parametrize("bad,says", [
@@ -33,7 +37,7 @@ def test_a_schema_valid_call_passes() -> None:
     (call('{"zone": "UTC"}', name="get_time"), "not one of"),
     (call('{"city": "Oslo", "unit": "c"}', id_=None), "no id"),
 ])
-def test_invalid_calls_fail_with_the_reason(bad: dict, says: str) -> None:
+def test_invalid_calls_fail_with_the_reason(bad: ToolCall, says: str) -> None:
     with pytest.raises(CaseFailed, match=says):
         check_call(bad, {"get_weather"})
 
@@ -48,9 +52,9 @@ def test_stream_deltas_assemble_per_index() -> None:
     ]
     chunks = [{"choices": [{"delta": {"tool_calls": [d]}}]} for d in deltas]
     calls = assemble_chat_tool_calls(chunks)
-    assert [c["id"] for c in calls] == ["a", "b"]
-    assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Oslo", "unit": "c"}
-    assert check_call(calls[1], {"get_time"})["arguments"] == {"zone": "UTC"}
+    assert [c.id for c in calls] == ["a", "b"]
+    assert json.loads(calls[0].function.arguments) == {"city": "Oslo", "unit": "c"}
+    assert check_call(calls[1], {"get_time"}).arguments == {"zone": "UTC"}
 
 
 def test_cases_are_selected_by_name_or_group() -> None:
@@ -77,7 +81,13 @@ def test_a_case_outcome_becomes_a_status_with_its_reason() -> None:
                (("a", failing), ("b", unsupported), ("c", passing))]
     assert [r.status for r in results] == [Status.FAIL, Status.UNSUPPORTED, Status.PASS]
     data = report("direct", Facts("m", 4096), results, 1.0)
-    assert data["summary"] == {"pass": 1, "fail": 1, "unsupported": 1}
+    written = data.to_json()
+    assert written["summary"] == {"pass": 1, "fail": 1, "unsupported": 1}
+    assert list(written) == ["kind", "api", "target", "model", "max_model_len", "elapsed_s",
+                             "summary", "cases"]
+    assert written["cases"][0] == {"name": "a", "status": "fail", "reason": "bad arguments",
+                                   "evidence": []}
+    assert report("direct", Facts("m"), results, 1.0, interrupted=True).to_json()["interrupted"]
     text = markdown(data)
     assert "| a | **FAIL** | bad arguments |" in text and "agent-check: direct" in text
 

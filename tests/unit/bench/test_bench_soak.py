@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sm121.bench.soak.interval import Interval
+from sm121.bench.soak.records import SoakInterval
 from sm121.bench.soak.runner import SoakFile, SoakRequest
 from sm121.bench.soak.workload import TurnOutcome
 from sm121.bench.timeline import load_jsonl, soak_panels, timeline_section
@@ -21,9 +22,9 @@ def test_goodput_counts_only_turns_within_the_slo() -> None:
     interval.add(TurnOutcome(True, completion_tokens=40, latency_s=5.0))  # too slow
     interval.add(TurnOutcome(False, latency_s=0.1, error="HTTP 503"))
     row = interval.summary(seconds=10.0)
-    assert row["goodput_tok_s"] == 4.0 and row["completion_tokens"] == 80
-    assert row["requests_ok"] == 2 and row["requests_good"] == 1 and row["errors"] == 1
-    assert row["error_samples"] == ["HTTP 503"]
+    assert row.goodput_tok_s == 4.0 and row.completion_tokens == 80
+    assert row.requests_ok == 2 and row.requests_good == 1 and row.errors == 1
+    assert row.error_samples == ["HTTP 503"]
 
 
 def _request(out: Path, resume: bool = False) -> SoakRequest:
@@ -34,8 +35,9 @@ def _request(out: Path, resume: bool = False) -> SoakRequest:
 def test_soak_file_refuses_to_overwrite_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "soak.jsonl"
     file = SoakFile(_request(out))
-    file.write({"kind": "soak", "elapsed_s": 120.0, "time": "2026-01-01T00:02:00+00:00",
-                "goodput_tok_s": 5.0, "engine_restarts": 1})
+    file.write(SoakInterval(kind="soak", elapsed_s=120.0, time="2026-01-01T00:02:00+00:00",
+                            interval_s=60.0, requests_ok=3, errors=0, completion_tokens=90,
+                            goodput_tok_s=5.0, engine_restarts=1))
     file.close()
     with open(out, "a") as handle:
         handle.write('{"kind": "soak", "elapsed_s": 1')  # a torn last line
@@ -46,7 +48,14 @@ def test_soak_file_refuses_to_overwrite_and_resumes(tmp_path: Path) -> None:
     again.close()
     rows = load_jsonl(out)
     assert [r["kind"] for r in rows] == ["soak-start", "soak", "event"]
-    assert rows[-1]["what"] == "resumed" and json.dumps(rows[0]["params"])
+    assert rows[-1]["what"] == "resumed" and rows[-1]["params"]["resume"] is True
+    assert rows[0]["params"] == {"url": "http://127.0.0.1:1", "model": "tiny",
+                                 "workload": "coding-agent", "agents": 2, "duration_s": 600,
+                                 "report_every_s": 60, "resume": False, "max_tokens": None,
+                                 "slo_s": 60.0, "metrics_url": None}
+    assert rows[1] == {"kind": "soak", "time": "2026-01-01T00:02:00+00:00", "elapsed_s": 120.0,
+                       "interval_s": 60.0, "requests_ok": 3, "errors": 0,
+                       "completion_tokens": 90, "goodput_tok_s": 5.0, "engine_restarts": 1}
 
 
 def test_soak_report_plots_goodput_with_the_restart(tmp_path: Path) -> None:

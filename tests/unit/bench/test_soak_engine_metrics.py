@@ -45,7 +45,7 @@ def old_engine() -> Iterator[str]:
 
 def test_the_soak_reads_kv_usage_by_the_older_vllm_name(old_engine: str) -> None:
     state = engine_state(old_engine, None)
-    assert state["engine_up"] is True
-    assert state["kv_usage_pct"] == 25.0
-    assert state["engine_started"] == 1700000000.0
-    assert state["engine_rss_gib"] == 1.0
+    assert state.engine_up is True
+    assert state.kv_usage_pct == 25.0
+    assert state.engine_started == 1700000000.0
+    assert state.engine_rss_gib == 1.0

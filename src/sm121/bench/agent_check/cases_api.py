@@ -7,8 +7,9 @@ from typing import Any
 
 from sm121.bench.agent_check.cases_tools import CHAT, accepted, completion
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
-from sm121.bench.agent_check.probe import Probe
+from sm121.bench.agent_check.probe import Case, Probe
 from sm121.bench.agent_check.tools import TOOLS
+from sm121.protocols.replies import AnthropicMessage, ResponseObject
 from sm121.protocols.routes import MESSAGES, RESPONSES
 
 PROMPT = [{"role": "user", "content": "Write a short note about prefix caching."}]
@@ -35,8 +36,8 @@ async def usage_in_last_chunk(p: Probe) -> str:
 
 async def max_tokens_honoured(p: Probe) -> str:
     data = completion(await p.post(CHAT, plain(p, max_tokens=5)), "max_tokens 5")
-    tokens = (data.get("usage") or {}).get("completion_tokens")
-    finish = data["choices"][0].get("finish_reason")
+    tokens = data.usage.completion_tokens if data.usage else None
+    finish = data.choices[0].finish_reason
     if not isinstance(tokens, int) or tokens > 5 or (finish == "length" and tokens != 5):
         raise CaseFailed(f"max_tokens 5 gave completion_tokens {tokens}, finish {finish!r}")
     return f"completion_tokens {tokens} <= 5, finish_reason {finish!r}"
@@ -45,12 +46,12 @@ async def max_tokens_honoured(p: Probe) -> str:
 async def stop_honoured(p: Probe) -> str:
     """Greedy decoding twice: the second request stops at a piece of the first one's text."""
     first = accepted(await p.post(CHAT, plain(p, max_tokens=24)), "without stop")
-    text = str(first.get("content") or "")
+    text = first.content or ""
     stop = stop_word(text)
     if stop is None:
         raise CaseUnsupported(f"the reply {text!r} has no piece to stop at")
     second = accepted(await p.post(CHAT, plain(p, max_tokens=24, stop=[stop])), "with stop")
-    cut = str(second.get("content") or "")
+    cut = second.content or ""
     if stop in cut or not text.startswith(cut):
         raise CaseFailed(f"stop {stop!r}: got {cut!r}, expected the text before it "
                          f"{text[:text.find(stop)]!r}")
@@ -61,9 +62,9 @@ async def seed_honoured(p: Probe) -> str:
     body = plain(p, temperature=1.0, seed=4242, max_tokens=16)
     first = accepted(await p.post(CHAT, body), "seed, first")
     second = accepted(await p.post(CHAT, body), "seed, second")
-    if first.get("content") != second.get("content"):
-        raise CaseFailed(f"same seed at temperature 1 gave {first.get('content')!r} and "
-                         f"{second.get('content')!r}")
+    if first.content != second.content:
+        raise CaseFailed(f"same seed at temperature 1 gave {first.content!r} and "
+                         f"{second.content!r}")
     return "temperature 1, same seed: identical text twice"
 
 
@@ -71,13 +72,13 @@ async def reasoning_separated(p: Probe) -> str:
     """With a reasoning parser the reasoning arrives in its own field and never leaks its
     markers into content; without one the case is unsupported."""
     message = accepted(await p.post(CHAT, plain(p, max_tokens=64)), "reasoning")
-    reasoning = message.get("reasoning") or message.get("reasoning_content")
-    content = str(message.get("content") or "")
+    reasoning = message.reasoning or message.reasoning_content
+    content = message.content or ""
     leaked = [m for m in THINK_MARKERS if m in content]
     if reasoning:
         if leaked:
             raise CaseFailed(f"reasoning is separated, but content still holds {leaked}")
-        return f"reasoning ({len(str(reasoning))} chars) apart from content ({len(content)})"
+        return f"reasoning ({len(reasoning)} chars) apart from content ({len(content)})"
     if leaked:
         raise CaseFailed(f"content holds {leaked} and no reasoning field: the server needs "
                          "--reasoning-parser NAME")
@@ -115,21 +116,21 @@ async def responses_api(p: Probe) -> str:
                                              "max_output_tokens": 16, "temperature": 0})
     if reply.status == 404:
         raise CaseUnsupported("the server has no /v1/responses")
-    data = reply.json()
-    if reply.status != 200 or data.get("object") != "response":
+    data = reply.parsed(ResponseObject, RESPONSES.route) if reply.status == 200 else None
+    if data is None or data.object != "response":
         raise CaseFailed(f"/v1/responses: HTTP {reply.status}: {str(reply.body)[:300]}")
-    if data.get("output"):
-        return f"status {data.get('status')!r}, {len(data['output'])} output item(s)"
+    if data.output:
+        return f"status {data.status!r}, {len(data.output)} output item(s)"
     # vLLM adds a message item only for text: an empty output may be a model whose tokens
     # decode to nothing (random weights). Chat's answer to the same prompt tells which.
     chat = accepted(await p.post(CHAT, {"model": p.model, "max_tokens": 16, "temperature": 0,
                                         "messages": [{"role": "user", "content": "Say hello."}]}),
                     "the same prompt over chat")
-    tokens = (data.get("usage") or {}).get("output_tokens")
-    if chat.get("content") or not tokens:
+    tokens = data.usage.output_tokens if data.usage else None
+    if chat.content or not tokens:
         raise CaseFailed(f"/v1/responses: output [] ({tokens} output tokens) where chat answers "
-                         f"{chat.get('content')!r}: {str(reply.body)[:200]}")
-    return (f"status {data.get('status')!r}, output []: its {tokens} tokens decode to no text, "
+                         f"{chat.content!r}: {str(reply.body)[:200]}")
+    return (f"status {data.status!r}, output []: its {tokens} tokens decode to no text, "
             "as chat's reply to the same prompt (vLLM adds a message item only for text)")
 
 
@@ -138,10 +139,10 @@ async def anthropic_messages(p: Probe) -> str:
                                             "messages": [{"role": "user", "content": "Hello"}]})
     if reply.status in (404, 405):
         raise CaseUnsupported("the server offers no Anthropic-style /v1/messages")
-    data = reply.json()
-    if reply.status != 200 or data.get("type") != "message" or not data.get("content"):
+    data = reply.parsed(AnthropicMessage, MESSAGES.route) if reply.status == 200 else None
+    if data is None or data.type != "message" or not data.content:
         raise CaseFailed(f"/v1/messages: HTTP {reply.status}: {str(reply.body)[:300]}")
-    return f"message with {len(data['content'])} content block(s), stop {data.get('stop_reason')}"
+    return f"message with {len(data.content)} content block(s), stop {data.stop_reason}"
 
 
 def _model_entries(body: Any) -> Any:
@@ -159,7 +160,7 @@ def stop_word(text: str) -> str | None:
     return None
 
 
-CASES = {
+CASES: dict[str, Case] = {
     "stream.include-usage": usage_in_last_chunk,
     "params.max-tokens": max_tokens_honoured,
     "params.stop": stop_honoured,

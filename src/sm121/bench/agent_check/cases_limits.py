@@ -6,18 +6,19 @@ in the engine's tokens."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sm121.bench.agent_check.cases_tools import CHAT, completion
 from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported
-from sm121.bench.agent_check.probe import Probe, Reply
+from sm121.bench.agent_check.probe import Case, Probe, Reply
 from sm121.bench.prompts import filler
+from sm121.protocols.replies import ChatCompletion
 
 # Tokens left for the reply and the template's own margin in the near-limit case.
 HEADROOM = 256
-Case = Callable[[Probe], Awaitable[str]]
+ReplyT = TypeVar("ReplyT")
 
 
 async def chat_tokens(p: Probe, text: str) -> int:
@@ -43,15 +44,15 @@ async def prompt_of(p: Probe, tokens: int, seed: int) -> tuple[str, int]:
 
 
 @dataclass(frozen=True)
-class TextAsk:
+class TextAsk(Generic[ReplyT]):
     """How one protocol asks with a plain text prompt and reads what it served: the limit
     cases are the same on every protocol but for these."""
 
     route: str
     prompt_field: str  # the request field the prompt is in (shown in the record)
     body: Callable[[Probe, str], dict[str, Any]]  # the request for a text prompt
-    read: Callable[[Reply, str], dict[str, Any]]  # the reply's JSON, or CaseFailed
-    served: Callable[[dict[str, Any]], int | None]  # the prompt tokens the reply reports
+    read: Callable[[Reply, str], ReplyT]  # the protocol's reply, or CaseFailed
+    served: Callable[[ReplyT], int | None]  # the prompt tokens the reply reports
 
 
 def _limit(p: Probe) -> int:
@@ -60,7 +61,7 @@ def _limit(p: Probe) -> int:
     return p.facts.max_model_len
 
 
-def overflow(ask: TextAsk) -> Case:
+def overflow(ask: TextAsk[Any]) -> Case:
     """A prompt 512 tokens over max_model_len gets a clean 400 the client can act on."""
 
     async def case(p: Probe) -> str:
@@ -76,7 +77,7 @@ def overflow(ask: TextAsk) -> Case:
     return case
 
 
-def long_input(ask: TextAsk, target_tokens: int | None) -> Case:
+def long_input(ask: TextAsk[ReplyT], target_tokens: int | None) -> Case:
     """The near-limit case; `target_tokens` caps the prompt (a CPU test engine takes about a
     minute per 65K-token prefill), None means max_model_len minus headroom."""
 
@@ -92,8 +93,12 @@ def long_input(ask: TextAsk, target_tokens: int | None) -> Case:
     return case
 
 
+def _chat_prompt_tokens(data: ChatCompletion) -> int | None:
+    return data.usage.prompt_tokens if data.usage else None
+
+
 CHAT_ASK = TextAsk(
     route=CHAT, prompt_field="messages",
     body=lambda p, text: {"model": p.model, "messages": [{"role": "user", "content": text}],
                           "max_tokens": 16, "temperature": 0},
-    read=completion, served=lambda data: (data.get("usage") or {}).get("prompt_tokens"))
+    read=completion, served=_chat_prompt_tokens)

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass, field
 from typing import Any
 
+from sm121.bench.agent_check.report_file import CaseRecord, ExchangeRecord, Status
 from sm121.errors import Sm121Error
 
 EXCERPT_CHARS = 400
-
-
-class Status(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-    UNSUPPORTED = "unsupported"  # the endpoint does not offer it (404, or no parser set)
+__all__ = ["CaseFailed", "CaseResult", "CaseUnsupported", "Exchange", "Status", "excerpt"]
 
 
 @dataclass(frozen=True)
@@ -41,10 +36,12 @@ class CaseResult:
     reason: str
     evidence: list[Exchange] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["status"] = self.status.value
-        return data
+    def record(self) -> CaseRecord:
+        """The case as the report file writes it."""
+        return CaseRecord(name=self.name, status=self.status, reason=self.reason,
+                          evidence=[ExchangeRecord(method=e.method, path=e.path,
+                                                   request=e.request, status=e.status,
+                                                   reply=e.reply) for e in self.evidence])
 
 
 class CaseFailed(Sm121Error):

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
+from pydantic import ValidationError
 
-from sm121.bench.agent_check.model import Exchange
+from sm121.bench.agent_check.model import CaseFailed, Exchange
+from sm121.protocols.replies import ReplyPart
 from sm121.protocols.sse import SSEParser
 
+Parsed = TypeVar("Parsed", bound=ReplyPart)
 
-@dataclass
+
+@dataclass(frozen=True)
 class Reply:
     status: int
     body: Any  # parsed JSON, or the text when the body is not JSON
@@ -23,7 +27,17 @@ class Reply:
         return self.status == 200 and isinstance(self.body, dict)
 
     def json(self) -> dict[str, Any]:
+        """The reply's JSON object as received ({} for anything else)."""
         return self.body if isinstance(self.body, dict) else {}
+
+    def parsed(self, model: type[Parsed], what: str) -> Parsed:
+        """The reply read as the protocol's `model`; a reply that does not fit fails the
+        case, naming what did not."""
+        try:
+            return model.model_validate(self.json())
+        except ValidationError as exc:
+            raise CaseFailed(f"{what}: the reply is not a {model.__name__}: "
+                             f"{str(exc)[:300]}") from exc
 
 
 @dataclass
@@ -34,7 +48,7 @@ class StreamReply:
     error_body: Any = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Facts:
     """What the suite learns about the server once, before the cases run."""
 
@@ -85,6 +99,10 @@ class Probe:
             "last": result.chunks[-1] if result.chunks else None}
         self.evidence.append(Exchange.of("POST", path, body, result.status, shown))
         return result
+
+
+# One case: it asks the server through its probe and returns why it passed (or raises).
+Case = Callable[[Probe], Awaitable[str]]
 
 
 async def _read_events(response: aiohttp.ClientResponse, result: StreamReply) -> None:

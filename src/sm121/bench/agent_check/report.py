@@ -2,34 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from sm121.bench.agent_check.report_file import AgentCheckReport
 
 MARK = {"pass": "pass", "fail": "**FAIL**", "unsupported": "unsupported"}
 
 
-def markdown(report: dict[str, Any]) -> str:
-    counts = report["summary"]
+def markdown(report: AgentCheckReport) -> str:
+    counts = report.summary
     lines = [
-        f"# agent-check: {report['target']}",
+        f"# agent-check: {report.target}",
         "",
-        f"Protocol `{report.get('api', 'chat')}`; model `{report['model']}`, max_model_len "
-        f"{report['max_model_len']}; "
-        f"{counts['pass']} pass, {counts['fail']} fail, {counts['unsupported']} unsupported "
-        f"in {report['elapsed_s']} s.",
+        f"Protocol `{report.api}`; model `{report.model}`, max_model_len "
+        f"{report.max_model_len}; "
+        f"{counts.pass_} pass, {counts.fail} fail, {counts.unsupported} unsupported "
+        f"in {report.elapsed_s} s.",
         "",
         "| case | result | why |",
         "|---|---|---|",
     ]
-    for case in report["cases"]:
-        lines.append(f"| {case['name']} | {MARK[case['status']]} | {_cell(case['reason'])} |")
+    for case in report.cases:
+        lines.append(f"| {case.name} | {MARK[case.status]} | {_cell(case.reason)} |")
     lines += ["", "## Evidence", ""]
-    for case in report["cases"]:
-        lines.append(f"### {case['name']}: {case['status']}")
-        for ex in case["evidence"]:
-            lines.append(f"- `{ex['method']} {ex['path']}` -> {ex['status']}")
-            if ex["request"]:
-                lines.append(f"  - request: `{_cell(ex['request'])}`")
-            lines.append(f"  - reply: `{_cell(ex['reply'])}`")
+    for case in report.cases:
+        lines.append(f"### {case.name}: {case.status.value}")
+        for ex in case.evidence:
+            lines.append(f"- `{ex.method} {ex.path}` -> {ex.status}")
+            if ex.request:
+                lines.append(f"  - request: `{_cell(ex.request)}`")
+            lines.append(f"  - reply: `{_cell(ex.reply)}`")
         lines.append("")
     return "\n".join(lines)
 

@@ -3,11 +3,18 @@ it) as a model: what each case found, with its evidence."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import Field
 
 from sm121.bench.result_models import Open
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNSUPPORTED = "unsupported"  # the endpoint does not offer it (404, or no parser set)
 
 
 class ExchangeRecord(Open):
@@ -22,7 +29,7 @@ class ExchangeRecord(Open):
 
 class CaseRecord(Open):
     name: str
-    status: Literal["pass", "fail", "unsupported"]
+    status: Status
     reason: str
     evidence: list[ExchangeRecord] = Field(default_factory=list)
 
@@ -35,6 +42,7 @@ class CaseCounts(Open):
 
 class AgentCheckReport(Open):
     kind: Literal["agent-check"]
+    api: str = "chat"  # the protocol checked (reports before --api have none: chat)
     target: str
     model: str | None
     max_model_len: int | None

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import aiohttp
 
@@ -21,13 +19,13 @@ from sm121.bench.agent_check import (
     cases_tools,
 )
 from sm121.bench.agent_check.model import CaseFailed, CaseResult, CaseUnsupported, Status
-from sm121.bench.agent_check.probe import Facts, Probe
+from sm121.bench.agent_check.probe import Case, Facts, Probe
+from sm121.bench.agent_check.report_file import AgentCheckReport, CaseCounts
 from sm121.engines.client import EngineClient, max_model_len
 from sm121.errors import Sm121Error
 from sm121.progress import Progress, quiet
 from sm121.protocols.assembly import MalformedStream
 
-Case = Callable[[Probe], Awaitable[str]]
 CASE_TIMEOUT_S = 900.0  # the near-limit prefill of a 65K prompt on a loaded CPU is minutes
 APIS = ("chat", "messages", "responses")
 
@@ -66,7 +64,7 @@ def select(cases: dict[str, Case], only: list[str] | None) -> dict[str, Case]:
 async def run_agent_check(url: str, model: str | None, *, api_key: str | None = None,
                           only: list[str] | None = None, long_tokens: int | None = None,
                           label: str | None = None, api: str = "chat",
-                          progress: Progress = quiet) -> dict[str, Any]:
+                          progress: Progress = quiet) -> AgentCheckReport:
     """`label` names the target in the report instead of the URL (for committed results)."""
     cases = select(all_cases(long_tokens, api), only)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -88,8 +86,8 @@ async def run_agent_check(url: str, model: str | None, *, api_key: str | None = 
                 progress(name, i, len(cases))
                 results.append(await run_case(name, case, Probe(session, url, facts)))
         except asyncio.CancelledError:  # Ctrl-C: keep what was checked
-            data = report(label or url, facts, results, time.time() - started, api)
-            return data | {"interrupted": True}
+            return report(label or url, facts, results, time.time() - started, api,
+                          interrupted=True)
         progress("done", len(cases), len(cases))
     return report(label or url, facts, results, time.time() - started, api)
 
@@ -137,15 +135,14 @@ async def _engine_after(probe: Probe) -> str:
 
 
 def report(target: str, facts: Facts, results: list[CaseResult], elapsed_s: float,
-           api: str = "chat") -> dict[str, Any]:
-    counts = {s.value: sum(r.status is s for r in results) for s in Status}
-    return {
-        "kind": "agent-check",
-        "api": api,
-        "target": target,
-        "model": facts.model,
-        "max_model_len": facts.max_model_len,
-        "elapsed_s": round(elapsed_s, 1),
-        "summary": counts,
-        "cases": [r.to_json() for r in results],
-    }
+           api: str = "chat", *, interrupted: bool = False) -> AgentCheckReport:
+    """The report file's model; `interrupted` is written only when true (Ctrl-C)."""
+    counts = CaseCounts.model_validate(
+        {s.value: sum(r.status is s for r in results) for s in Status})
+    data = AgentCheckReport(kind="agent-check", api=api, target=target, model=facts.model,
+                            max_model_len=facts.max_model_len,
+                            elapsed_s=round(elapsed_s, 1), summary=counts,
+                            cases=[r.record() for r in results])
+    if interrupted:
+        data.interrupted = True  # set, so the file says it
+    return data

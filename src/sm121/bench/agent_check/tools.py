@@ -7,11 +7,12 @@ string. What a case asserts is what the server guarantees, not what a model choo
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
 
 from sm121.bench.agent_check.model import CaseFailed
+from sm121.protocols.replies import ToolCall
 
 WEATHER = {
     "type": "object",
@@ -36,22 +37,29 @@ TOOLS = [
 ASK = "What is the weather in Oslo in celsius, and the time in UTC? Use the tools."
 
 
-def named(name: str) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name}}
+# chat's tool_choice for one named tool (the cases name get_weather: its schema is the larger).
+NAMED_WEATHER = {"type": "function", "function": {"name": "get_weather"}}
 
 
-def tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(message.get("tool_calls") or [])
+@dataclass(frozen=True)
+class CheckedCall:
+    """A tool call that passed `check_call`: an offered tool, arguments valid for its schema
+    (objects of string enums, so their values are strings)."""
+
+    name: str
+    arguments: dict[str, str]
+
+    def __repr__(self) -> str:  # a case's reason quotes it as the JSON-like pair it stands for
+        return repr({"name": self.name, "arguments": self.arguments})
 
 
-def check_call(call: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
+def check_call(call: ToolCall, allowed: set[str]) -> CheckedCall:
     """The call names an offered tool; its arguments are a JSON string whose value matches
-    that tool's schema. Returns {"name", "arguments"} with the arguments parsed."""
-    function = call.get("function") or {}
-    name = function.get("name")
-    if name not in allowed:
+    that tool's schema. Returns the name and the arguments parsed."""
+    name = call.function.name
+    if name is None or name not in allowed:
         raise CaseFailed(f"tool call names {name!r}, not one of {sorted(allowed)}")
-    raw = function.get("arguments")
+    raw = call.function.arguments
     if not isinstance(raw, str):
         raise CaseFailed(f"{name}: arguments is {type(raw).__name__}, not a JSON string")
     try:
@@ -63,7 +71,7 @@ def check_call(call: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
     if errors:
         raise CaseFailed(f"{name}: arguments {raw[:120]!r} do not match the tool's schema: "
                          f"{errors[0].message}")
-    if not call.get("id"):
+    if not call.id:
         raise CaseFailed(f"{name}: the tool call has no id (a tool result cannot refer to it)")
-    return {"name": name, "arguments": arguments}
+    return CheckedCall(name, arguments)
 

@@ -3,11 +3,27 @@ happen) and the summary `bench soak --json` prints, as models."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from sm121.bench.result_models import Number, Open
+
+
+class SoakParams(Open):
+    """What the soak was asked (`runner.SoakRequest` less its process watch and its file),
+    written at the start and again on each resume."""
+
+    url: str
+    model: str
+    workload: str
+    agents: int
+    duration_s: Number
+    report_every_s: Number
+    resume: bool = False
+    max_tokens: int | None = None
+    slo_s: Number = 60.0
+    metrics_url: str | None = None
 
 
 class SoakStart(Open):
@@ -15,7 +31,7 @@ class SoakStart(Open):
     what: str
     elapsed_s: Number
     time: str
-    params: dict[str, Any]
+    params: SoakParams
 
 
 class SoakEvent(Open):
@@ -25,7 +41,7 @@ class SoakEvent(Open):
     what: str
     elapsed_s: Number
     time: str
-    params: dict[str, Any] | None = None
+    params: SoakParams | None = None
 
 
 class SoakInterval(Open):
@@ -38,9 +54,11 @@ class SoakInterval(Open):
     requests_ok: int
     requests_good: int | None = None
     errors: int
-    error_samples: list[Any] = Field(default_factory=list)
+    error_samples: list[str] = Field(default_factory=list)
     completion_tokens: int
     goodput_tok_s: Number | None = None
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
     latency_p50_s: Number | None = None
     latency_p95_s: Number | None = None
     engine_up: bool | None = None

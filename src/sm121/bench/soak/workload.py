@@ -19,6 +19,7 @@ from sm121.bench.client import BenchClient
 from sm121.bench.soak.agent_sessions import AgentSessions
 from sm121.bench.soak.turn import TurnOutcome, Workload
 from sm121.errors import Sm121Error
+from sm121.protocols.replies import ChatCompletion, Usage
 
 __all__ = ["WORKLOADS", "ChatLoop", "TurnOutcome", "Workload", "workload"]
 
@@ -57,21 +58,23 @@ class ChatLoop:
                                 "ignore_eos": True, "stream": False}
         started = time.monotonic()
         try:
-            payload = await client.post_json("/v1/chat/completions", body)
+            reply = ChatCompletion.model_validate(
+                await client.post_json("/v1/chat/completions", body))
         except (Sm121Error, aiohttp.ClientError, TimeoutError, ValueError) as exc:
             messages.pop()  # the turn did not happen: the next one retries it
             message = exc.message if isinstance(exc, Sm121Error) else repr(exc)
             return TurnOutcome(False, latency_s=time.monotonic() - started,
                                error=message[:300])
         latency = time.monotonic() - started
-        usage = payload.get("usage") or {}
-        reply = ((payload.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-        messages.append({"role": "assistant", "content": reply})
-        if (usage.get("prompt_tokens") or 0) > self.session_tokens:
+        usage = reply.usage or Usage()
+        text = reply.choices[0].message.content if reply.choices else None
+        messages.append({"role": "assistant", "content": text or ""})
+        prompt = usage.prompt_tokens or 0
+        if prompt > self.session_tokens:
             self._sessions.pop(agent)
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        return TurnOutcome(True, int(usage.get("completion_tokens") or 0),
-                           int(usage.get("prompt_tokens") or 0), int(cached), latency)
+        details = usage.prompt_tokens_details
+        cached = (details.cached_tokens if details else None) or 0
+        return TurnOutcome(True, usage.completion_tokens or 0, prompt, cached, latency)
 
 
 def workload(name: str, max_tokens: int | None) -> Workload:

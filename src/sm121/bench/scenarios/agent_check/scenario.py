@@ -24,6 +24,5 @@ class AgentCheck(Scenario[Open, AgentCheckReport]):
     api = "chat"
 
     async def run(self, ctx: Context, params: Params) -> AgentCheckReport:
-        report = await run_agent_check(ctx.client.base_url, ctx.client.model,
-                                       progress=ctx.progress, **params.given())
-        return AgentCheckReport.model_validate(report)
+        return await run_agent_check(ctx.client.base_url, ctx.client.model,
+                                     progress=ctx.progress, **params.given())
