@@ -12,8 +12,10 @@ from sm121.bench.report import plots
 from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import fmt, markdown_table, table_rows
 from sm121.bench.report.sections import images, measured
+from sm121.bench.scenario import Record
 from sm121.bench.scenarios import get
 from sm121.bench.scenarios.overlap.metrics import overlap_metrics, summarize_reps
+from sm121.bench.scenarios.overlap.models import OverlapSample
 
 WINDOWS_NOTE = (
     "Windows: the *client* window runs from the long request's submission to its first token;"
@@ -39,14 +41,21 @@ def recompute_overlap(data: dict[str, Any]) -> dict[str, Any]:
     if data["kind"] == "ab":
         for entry in measured(data):
             for sample in entry["samples"]:
-                sample["metrics"] = overlap_metrics(sample)
+                sample["metrics"] = _metrics(sample)
             entry["metrics"] = spec.flat(entry["samples"])
         data["summary"] = compare_with(spec, measured(data), data["params"]["profiles"])
     else:
-        for sample in data["samples"]:
-            sample["metrics"] = overlap_metrics(sample)
-        data["summary"] = summarize_reps([s["metrics"] for s in data["samples"]])
+        samples = [OverlapSample.model_validate(s) for s in data["samples"]]
+        for sample, raw in zip(samples, data["samples"], strict=True):
+            sample.metrics = overlap_metrics(sample)
+            raw["metrics"] = sample.metrics.to_json()
+        data["summary"] = summarize_reps([s.metrics for s in samples]).to_json()
     return data
+
+
+def _metrics(sample: Record) -> Record:
+    """One raw sample's metrics, recomputed, as the file holds them."""
+    return overlap_metrics(OverlapSample.model_validate(sample)).to_json()
 
 
 def _overlap_groups(data: dict[str, Any]) -> plots.Groups:
