@@ -90,7 +90,7 @@ def test_samples_are_typed_by_the_scenario():
     results = load_typed(RESULTS / "gpu-h200" / "ab-overlap" / "agent-rep1.json.gz")
     assert isinstance(results, ScenarioResults)
     assert all(isinstance(s, OverlapSample) for s in results.samples)
-    assert results.samples[0].long.prompt_tokens == results.params["prefill_tokens"]
+    assert results.samples[0].long.prompt_tokens == results.params.to_json()["prefill_tokens"]
     assert results.probe is not None and results.probe.safe
 
 
