@@ -71,6 +71,10 @@ class ServerInfo(Open):
     max_model_len: int | None = None
     cache_config: dict[str, Scalar] | None = None
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field as the dict this was read: kept for the callers that read `ctx.server` so."""
+        return getattr(self, key, default)
+
 
 class MetricComparison(Open):
     profiles: dict[str, Stats]
@@ -165,6 +169,8 @@ class AbEntry(Open, Generic[S]):
     samples: list[S] = Field(default_factory=list)
     summary: Open = Field(default_factory=Open)  # the scenario's summary of this run
     error: str | None = None  # a boot or run that failed: recorded, and the A/B went on
+    boot_index: int | None = None  # which boot measured it (several repetitions per boot)
+    rep_on_boot: int | None = None  # 0: the boot's first repetition
 
 
 class AbResults(Header, Generic[S]):

@@ -39,5 +39,5 @@ def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgVal
             "knee", Knee().scenario(), Target(boot.plan.base_url, boot.plan.readiness.model),
             {**params, "chunk": args[step_budget]}, out,
             progress=steps(say), needs_stream=True))
-        results.set(boot=boot.record)
+        results.set(boot=boot.record.to_json())
     return results

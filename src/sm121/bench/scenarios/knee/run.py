@@ -158,7 +158,7 @@ def steps_that_fit(p: KneeSettings, max_model_len: int | None) -> tuple[list[int
 
 
 async def knee(ctx: Context, p: KneeSettings) -> KneeSummary:
-    max_model_len = ctx.server.get("max_model_len")
+    max_model_len = ctx.server.max_model_len
     steps, dropped = steps_that_fit(p, max_model_len)
     if not steps:
         raise Sm121Error(f"no step of {p.steps} fits this engine (chunk {p.chunk}, "

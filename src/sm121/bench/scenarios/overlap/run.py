@@ -74,7 +74,7 @@ async def _attempt(ctx: Context, p: OverlapSettings, rep: int, attempt: int,
     decode_rate = 1.5 * max(_decode_rate(r) for r in warm)
     # + 5 s: a starved API server delivers the first token late, after decoding for a while.
     budget_s = p.before_s + 2 * tokenize_s + predicted_s * margin + p.after_s + 5.0
-    max_out = (ctx.server.get("max_model_len") or 1 << 20) - 256
+    max_out = (ctx.server.max_model_len or 1 << 20) - 256
     ongoing_tokens = max(64, min(int(decode_rate * budget_s) + 64, max_out))
     say(f"prefill of {p.prefill_tokens} tokens (predicted {predicted_s:.0f} s)")
     ongoing, long, shorts = await _overlap(ctx, p, long_prompt, tag, ongoing_tokens,
