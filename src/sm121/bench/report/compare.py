@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from sm121.bench.boot_effect import boot_effects
+from sm121.bench.result_models import AbEntry
 from sm121.bench.scenario import Scenario
 from sm121.bench.stats import summarize
 
@@ -26,7 +27,9 @@ def compare_with(spec: Scenario[Any, Any], samples: list[dict[str, Any]], profil
     if verdict is not None:
         table["verdict"] = verdict(samples, profiles)
     if any(s.get("rep_on_boot") for s in samples):
-        table["boot_effect"] = boot_effects(samples, [k for k, *_ in spec.headline_rows()])
+        entries = [AbEntry[Any].model_validate(s) for s in samples]
+        effects = boot_effects(entries, [k for k, *_ in spec.headline_rows()])
+        table["boot_effect"] = {m: e.to_json() for m, e in effects.items()}
     return table
 
 
