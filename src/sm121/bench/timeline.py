@@ -80,11 +80,11 @@ def load_jsonl(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def timeline_lines(records: list[dict[str, Any]]) -> list[Line]:
+def read_timeline(path: Path) -> list[Line]:
     """The lines of a timeline, typed; a line of an unexpected shape is skipped, as a torn
     one is."""
     lines = []
-    for record in records:
+    for record in load_jsonl(path):
         try:
             lines.append(Line.model_validate(record))
         except ValidationError:
@@ -214,7 +214,7 @@ def soak_summary(records: list[Line]) -> list[str]:
 
 def timeline_section(path: Path, out: Path) -> list[str]:
     """The Markdown section of `sm121 bench report` for one JSONL file."""
-    records = timeline_lines(load_jsonl(path))
+    records = read_timeline(path)
     stem = path.name.removesuffix(".jsonl")
     kind = "soak" if any(r.kind == "soak" for r in records) else "top"
     panels = soak_panels(records) if kind == "soak" else top_panels(records)
