@@ -21,6 +21,7 @@ from typing import Any
 
 from sm121.bench.boot import Boot, booted, steps
 from sm121.bench.report.compare import compare_with
+from sm121.bench.result_models import AbEntry, Open
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
@@ -113,7 +114,8 @@ def boot_and_measure(request: AbRequest, results: ResultsFile, boot_index: int, 
         with booted(request.recipe, base, {**request.overrides, **args}, request.port,
                     request.host, request.trust, say=lambda m: say(f"  {profile}: {m}"),
                     cluster=request.cluster) as boot:
-            results.data["boots"].append({**boot.record, "name": profile, "boot_index": boot_index})
+            results.data["boots"].append({**boot.record.to_json(), "name": profile,
+                                          "boot_index": boot_index})
             results.save()
             for k, rep in enumerate(reps):
                 if k:
@@ -128,29 +130,30 @@ def boot_and_measure(request: AbRequest, results: ResultsFile, boot_index: int, 
         done = measured_pairs(results)
         for k, rep in enumerate(reps):
             if (rep, profile) not in done:
-                _add(request, results, {"profile": profile, "rep": rep, "error": str(exc),
-                                        "metrics": {}}, boot_index, k)
+                _add(request, results, AbEntry(profile=profile, rep=rep, error=str(exc),
+                                               metrics=Open()), boot_index, k)
 
 
-def _add(request: AbRequest, results: ResultsFile, sample: dict[str, Any], boot: int,
+def _add(request: AbRequest, results: ResultsFile, entry: AbEntry[Any], boot: int,
          rep_on_boot: int) -> None:
-    results.add_sample({**sample, "boot_index": boot, "rep_on_boot": rep_on_boot})
+    entry.boot_index, entry.rep_on_boot = boot, rep_on_boot
+    results.add_sample(entry.to_json())
     measured = [s for s in results.data["samples"] if not s.get("error")]
     results.set(summary=compare(measured, request.profiles, request.scenario))
 
 
 def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
-                       ) -> dict[str, Any]:
+                       ) -> AbEntry[Any]:
     try:
         return measure_on_boot(request, boot, profile, rep, say)
     except Exception as exc:  # a failed repetition; the next one may still measure
         say(f"  {profile}: repetition {rep + 1} failed: {exc}")
-        return {"profile": profile, "rep": rep, "run_id": boot.run_id, "error": str(exc),
-                "metrics": {}}
+        return AbEntry(profile=profile, rep=rep, run_id=boot.run_id, error=str(exc),
+                       metrics=Open())
 
 
 def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
-                    ) -> dict[str, Any]:
+                    ) -> AbEntry[Any]:
     """One repetition of the scenario on a served engine (its own results file)."""
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
     spec = get(request.scenario)
@@ -161,14 +164,14 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
         {**request.params, "reps": 1}, sub_out,
         progress=steps(say, f"  {profile}: "),
         needs_stream=spec.needs_stream))
-    data = scenario_results.data
+    data = scenario_results.data  # the run's file as written (JSON)
     record = boot.record
-    return {"profile": profile, "rep": rep, "run_id": boot.run_id,
-            "engine_args": record["engine_args"], "boot": record["boot"],
-            "timings": record["timings"], "results_file": str(sub_out),
-            "server": data["server"], "probe": data["probe"], "samples": data["samples"],
-            "summary": data["summary"],
-            "metrics": spec.flat(data["samples"])}
+    return AbEntry.model_validate({
+        "profile": profile, "rep": rep, "run_id": boot.run_id,
+        "engine_args": record.engine_args, "boot": record.boot, "timings": record.timings,
+        "results_file": str(sub_out), "server": data["server"], "probe": data["probe"],
+        "samples": data["samples"], "summary": data["summary"],
+        "metrics": spec.flat(data["samples"])})
 
 
 def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
+from sm121.bench.result_models import Open
 from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
 from sm121.progress import Progress
@@ -20,13 +20,26 @@ from sm121.serving.served import served
 Say = Callable[[str], None]
 
 
+class BootRecord(Open):
+    """What a results file keeps of a boot: the run, how it was served, and its facts."""
+
+    run_id: str
+    profile: str | None = None
+    overrides: dict[str, ArgValue] = {}
+    mode: str | None = None
+    nodes: list[str] = []
+    engine_args: dict[str, ArgValue] = {}
+    boot: Open = Open()  # boot-log facts (runs.state.BootFacts, as JSON)
+    timings: Open = Open()  # the launch's phases (runs.state.Timings, as JSON)
+
+
 @dataclass(frozen=True)
 class Boot:
     """A served engine: its plan (URL, model, engine args) and its run record."""
 
     plan: ServePlan
     run_id: str
-    record: dict[str, Any]  # run id, mode, engine args, boot-log facts, phase timings (JSON)
+    record: BootRecord
 
 
 def steps(say: Say, prefix: str = "") -> Progress:
@@ -47,8 +60,8 @@ def booted(recipe: str, profile: str | None, overrides: dict[str, ArgValue], por
     plan = build_plan(recipe, profile, cluster, overrides, port, host)
     mode = mode_for(plan, cluster is not None)
     with served(plan, mode, progress=steps(say), trust=trust) as run:
-        yield Boot(plan, run.run_id, {
-            "run_id": run.run_id, "profile": profile, "overrides": overrides, "mode": mode,
-            "nodes": [n.name for n in plan.nodes], "engine_args": plan.engine_args,
-            "boot": run.info.boot.model_dump(mode="json"),
-            "timings": run.info.timings.model_dump(mode="json")})
+        yield Boot(plan, run.run_id, BootRecord(
+            run_id=run.run_id, profile=profile, overrides=overrides, mode=mode,
+            nodes=[n.name for n in plan.nodes], engine_args=plan.engine_args,
+            boot=Open.model_validate(run.info.boot.model_dump(mode="json")),
+            timings=Open.model_validate(run.info.timings.model_dump(mode="json"))))

@@ -14,8 +14,36 @@ from collections import defaultdict
 from statistics import median
 from typing import Any
 
+from sm121.bench.result_models import AbEntry, Number, Open
+
 ALPHA = 0.05
 MIN_PAIRS = 6  # 2 * 0.5**5 = 0.0625: five pairs all one way are not yet p < 0.05
+
+
+class BootPair(Open):
+    """A boot's first repetition and its k-th, of one metric."""
+
+    profile: str
+    boot: int
+    k: int
+    first: Number
+    later: Number
+
+
+class BootEffect(Open):
+    """The later repetitions of every boot against its first, for one metric."""
+
+    metric: str
+    pairs: list[BootPair]
+    n: int
+    later_higher: int
+    later_lower: int
+    ties: int
+    median_ratio: Number | None = None
+    min_ratio: Number | None = None
+    max_ratio: Number | None = None
+    sign_test_p: Number
+    verdict: str
 
 
 def sign_test(up: int, down: int) -> float:
@@ -27,25 +55,26 @@ def sign_test(up: int, down: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def pairs(samples: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+def pairs(samples: list[AbEntry[Any]], metric: str) -> list[BootPair]:
     """(profile, boot, k): the metric of the boot's first repetition and of its repetition
-    k >= 1 (k >= 1), where both measured."""
-    by_boot: dict[tuple[str, int], dict[int, float]] = defaultdict(dict)
-    for s in samples:
-        value = (s.get("metrics") or {}).get(metric)
-        if s.get("error") or value is None or s.get("boot_index") is None:
+    k >= 1 (k >= 1), where both measured. The entries may be as read from a file (JSON):
+    each is checked into its model here."""
+    by_boot: dict[tuple[str, int], dict[int, Number]] = defaultdict(dict)
+    for entry in map(AbEntry[Any].model_validate, samples):
+        value = getattr(entry.metrics, metric, None)
+        if entry.error or value is None or entry.boot_index is None:
             continue
-        by_boot[(s["profile"], int(s["boot_index"]))][int(s.get("rep_on_boot", 0))] = value
-    return [{"profile": p, "boot": b, "k": k, "first": reps[0], "later": reps[k]}
+        by_boot[(entry.profile, entry.boot_index)][entry.rep_on_boot or 0] = value
+    return [BootPair(profile=p, boot=b, k=k, first=reps[0], later=reps[k])
             for (p, b), reps in sorted(by_boot.items()) if 0 in reps
             for k in sorted(reps) if k > 0]
 
 
-def boot_effect(samples: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+def boot_effect(samples: list[AbEntry[Any]], metric: str) -> BootEffect:
     found = pairs(samples, metric)
-    ratios = [p["later"] / p["first"] for p in found if p["first"]]
-    up = sum(p["later"] > p["first"] for p in found)
-    down = sum(p["later"] < p["first"] for p in found)
+    ratios = [p.later / p.first for p in found if p.first]
+    up = sum(p.later > p.first for p in found)
+    down = sum(p.later < p.first for p in found)
     p_value = sign_test(up, down)
     if up + down < MIN_PAIRS:
         verdict = (f"too few pairs for a test ({up + down} untied; {MIN_PAIRS} needed): "
@@ -54,29 +83,30 @@ def boot_effect(samples: list[dict[str, Any]], metric: str) -> dict[str, Any]:
         verdict = f"systematic: the later repetition is {'higher' if up > down else 'lower'}"
     else:
         verdict = "no systematic difference detected"
-    return {"metric": metric, "pairs": found, "n": len(found), "later_higher": up,
-            "later_lower": down, "ties": len(found) - up - down,
-            "median_ratio": median(ratios) if ratios else None,
-            "min_ratio": min(ratios) if ratios else None,
-            "max_ratio": max(ratios) if ratios else None,
-            "sign_test_p": p_value, "verdict": verdict}
+    return BootEffect(metric=metric, pairs=found, n=len(found), later_higher=up,
+                      later_lower=down, ties=len(found) - up - down,
+                      median_ratio=median(ratios) if ratios else None,
+                      min_ratio=min(ratios) if ratios else None,
+                      max_ratio=max(ratios) if ratios else None,
+                      sign_test_p=p_value, verdict=verdict)
 
 
-def boot_effects(samples: list[dict[str, Any]], metrics: list[str]) -> dict[str, Any]:
+def boot_effects(samples: list[AbEntry[Any]], metrics: list[str]) -> dict[str, BootEffect]:
     return {m: boot_effect(samples, m) for m in metrics}
 
 
-def describe(effects: dict[str, Any]) -> list[str]:
-    """One line per metric, for the console and the report."""
+def describe(effects: dict[str, BootEffect]) -> list[str]:
+    """One line per metric, for the console and the report (effects read from a file are
+    checked into their model here)."""
     lines = []
-    for metric, e in effects.items():
-        if not e["n"]:
+    for metric, e in ((m, BootEffect.model_validate(e)) for m, e in effects.items()):
+        if not e.n:
             continue
-        ratio = "" if e["median_ratio"] is None else (
-            f", later/first median {e['median_ratio']:.3g} "
-            f"(range {e['min_ratio']:.3g}-{e['max_ratio']:.3g})")
-        lines.append(f"{metric}: {e['n']} pairs (later repetition against the boot's "
+        ratio = "" if e.median_ratio is None else (
+            f", later/first median {e.median_ratio:.3g} "
+            f"(range {e.min_ratio:.3g}-{e.max_ratio:.3g})")
+        lines.append(f"{metric}: {e.n} pairs (later repetition against the boot's "
                      f"first){ratio}; later higher "
-                     f"{e['later_higher']}, lower {e['later_lower']}, ties {e['ties']}; "
-                     f"sign test p={e['sign_test_p']:.3g}: {e['verdict']}")
+                     f"{e.later_higher}, lower {e.later_lower}, ties {e.ties}; "
+                     f"sign test p={e.sign_test_p:.3g}: {e.verdict}")
     return lines

@@ -14,11 +14,14 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sm121.recipes.schema import ArgValue
+
 SCHEMA = "sm121.bench.results"
 SCHEMA_VERSION = 1
 
 Status = Literal["running", "complete", "interrupted", "failed"]
 Number = float | int
+Scalar = str | int | float | bool | None
 
 
 class Open(BaseModel):
@@ -63,10 +66,14 @@ class ServerInfo(Open):
 
     url: str | None = None
     model: str | None = None
-    models: dict[str, Any] | None = None
+    models: Open | None = None  # /v1/models as the server answered
     version: str | None = None
     max_model_len: int | None = None
-    cache_config: dict[str, Any] | None = None
+    cache_config: dict[str, Scalar] | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field as the dict this was read: kept for the callers that read `ctx.server` so."""
+        return getattr(self, key, default)
 
 
 class MetricComparison(Open):
@@ -101,8 +108,8 @@ class AbParams(Open):
     recipe: str
     profiles: list[str]
     reps: int
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    scenario_params: dict[str, Any] = Field(default_factory=dict)
+    overrides: dict[str, ArgValue] = Field(default_factory=dict)
+    scenario_params: Open = Field(default_factory=Open)  # the scenario's params, as given
     order: list[str] = Field(default_factory=list)
 
 
@@ -120,7 +127,7 @@ class Header(Open):
     sm121_version: str
     created: str
     status: Status
-    server: ServerInfo | dict[str, Any] = Field(default_factory=dict)
+    server: ServerInfo = Field(default_factory=ServerInfo)
     probe: ProbeReport | None = None
     error: str | None = None
     finished: str | None = None
@@ -132,16 +139,16 @@ class Header(Open):
 class Envelope(Header):
     """Any results file, its params and summary unread (checked when a file is loaded)."""
 
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: Open = Field(default_factory=Open)
     samples: list[Any] = Field(default_factory=list)
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: Open = Field(default_factory=Open)
 
 
 class ScenarioResults(Header, Generic[S, U]):
     """`sm121 bench NAME`: one run; samples as the scenario recorded them."""
 
     kind: Literal["scenario"]
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: Open = Field(default_factory=Open)  # the scenario's params, as given
     samples: list[S] = Field(default_factory=list)
     summary: U
 
@@ -151,17 +158,19 @@ class AbEntry(Open, Generic[S]):
 
     profile: str
     rep: int
-    metrics: dict[str, Any] = Field(default_factory=dict)  # the scenario's flattened headline
+    metrics: Open = Field(default_factory=Open)  # the scenario's `flatten`: its headline
     run_id: str | None = None
-    engine_args: dict[str, Any] = Field(default_factory=dict)
-    boot: dict[str, Any] = Field(default_factory=dict)
-    timings: dict[str, Any] = Field(default_factory=dict)
+    engine_args: dict[str, ArgValue] = Field(default_factory=dict)
+    boot: Open = Field(default_factory=Open)  # the boot-log facts (runs.state.BootFacts)
+    timings: Open = Field(default_factory=Open)  # the launch's phases (runs.state.Timings)
     results_file: str | None = None
-    server: ServerInfo | dict[str, Any] = Field(default_factory=dict)
+    server: ServerInfo = Field(default_factory=ServerInfo)
     probe: ProbeReport | None = None
     samples: list[S] = Field(default_factory=list)
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: Open = Field(default_factory=Open)  # the scenario's summary of this run
     error: str | None = None  # a boot or run that failed: recorded, and the A/B went on
+    boot_index: int | None = None  # which boot measured it (several repetitions per boot)
+    rep_on_boot: int | None = None  # 0: the boot's first repetition
 
 
 class AbResults(Header, Generic[S]):
@@ -170,26 +179,32 @@ class AbResults(Header, Generic[S]):
     kind: Literal["ab"]
     params: AbParams
     samples: list[AbEntry[S]] = Field(default_factory=list)
-    summary: AbSummary | dict[str, Any] = Field(default_factory=dict)  # {} before a sample
+    summary: AbSummary | Open = Field(default_factory=Open)  # empty before a sample
 
 
 class SweepEntry(Open, Generic[S]):
     agents: int
     results_file: str | None = None
     samples: list[S] = Field(default_factory=list)
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    metrics: Open = Field(default_factory=Open)
+
+
+class SweepPoint(Open):
+    """One N of a sweep: its headline metrics beside it."""
+
+    agents: int
 
 
 class SweepSummary(Open):
     slo: str
     largest_n: int | None = None
-    points: list[dict[str, Any]] = Field(default_factory=list)
+    points: list[SweepPoint] = Field(default_factory=list)
 
 
 class SweepResults(Header, Generic[S]):
     """`sm121 bench sweep`: the agents scenario at each N."""
 
     kind: Literal["sweep"]
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: Open = Field(default_factory=Open)
     samples: list[SweepEntry[S]] = Field(default_factory=list)
-    summary: SweepSummary | dict[str, Any] = Field(default_factory=dict)
+    summary: SweepSummary | Open = Field(default_factory=Open)

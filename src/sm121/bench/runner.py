@@ -14,7 +14,7 @@ import aiohttp
 from pydantic import BaseModel
 
 from sm121.bench.client import BenchClient
-from sm121.bench.result_models import ProbeReport
+from sm121.bench.result_models import ProbeReport, ServerInfo
 from sm121.bench.results import ResultsFile
 from sm121.bench.scenarios.probe.run import probe_server
 from sm121.bench.server import server_info
@@ -30,7 +30,7 @@ class Context:
 
     client: BenchClient
     results: ResultsFile
-    server: dict[str, Any]
+    server: ServerInfo
     progress: Progress = quiet
     t0: float = field(default_factory=time.monotonic)
 
@@ -109,7 +109,7 @@ async def _record_scenario(results: ResultsFile, scenario: Scenario, target: Tar
             _require_countable(report, target.stream, needs_stream)
             client.cache_salt = bool(report.cache_salt)
             ctx = Context(client, results, await server_info(client), progress)
-            results.set(server=ctx.server)
+            results.set(server=ctx.server.to_json())
             results.set(summary=await scenario(ctx, params))
 
 

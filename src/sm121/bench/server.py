@@ -3,9 +3,8 @@ counters (read before and after a measurement, so deltas belong to it)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sm121.bench.client import BenchClient
+from sm121.bench.result_models import ServerInfo
 from sm121.engines.client import EngineClient, cache_config, max_model_len
 from sm121.engines.prometheus import parse_metrics
 from sm121.engines.registry import metric_names
@@ -47,16 +46,17 @@ async def read_counters(client: BenchClient) -> dict[str, float]:
     return parse_metrics(text) if text else {}
 
 
-async def server_info(client: BenchClient) -> dict[str, Any]:
+async def server_info(client: BenchClient) -> ServerInfo:
     """The server's config as far as it tells: /v1/models, /version, cache_config_info."""
     engine = engine_of(client)
     models = await engine.models()
-    info: dict[str, Any] = {"url": client.base_url, "model": client.model, "models": models}
-    info["version"] = await engine.version()
+    info = ServerInfo.model_validate({"url": client.base_url, "model": client.model,
+                                      "models": models})
+    info.version = await engine.version()
     metrics = await engine.metrics_text()
     if metrics:
         keep = ("block_size", "enable_prefix_caching", "kv_cache_size_tokens",
                 "gpu_memory_utilization", "cache_dtype", "kv_cache_max_concurrency")
-        info["cache_config"] = {k: v for k, v in cache_config(metrics).items() if k in keep}
-    info["max_model_len"] = max_model_len(models, client.model)
+        info.cache_config = {k: v for k, v in cache_config(metrics).items() if k in keep}
+    info.max_model_len = max_model_len(models, client.model)
     return info

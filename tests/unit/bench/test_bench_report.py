@@ -1,12 +1,11 @@
 """`sm121 bench report` turns results files into Markdown with PNG plots."""
 
 from support import invoke_cli
-from test_bench_overlap_metrics import ONGOING, _sample
+from test_bench_overlap_metrics import ONGOING, _sample, metrics_of
 
 from sm121.bench.ab import compare
 from sm121.bench.report.markdown import render_report
 from sm121.bench.results import ResultsFile
-from sm121.bench.scenarios.overlap.metrics import overlap_metrics
 
 
 def _ab_file(path):
@@ -15,7 +14,7 @@ def _ab_file(path):
                                       (1, "agent", 12.1)]:
         short = {"submitted": 7.0, "first_token": first_token if profile == "agent" else 7.2}
         sample = _sample(ONGOING, [short])
-        sample["metrics"] = overlap_metrics(sample)
+        sample["metrics"] = metrics_of(sample)
         results.add_sample({"profile": profile, "rep": rep, "samples": [sample],
                             "engine_args": {"max-num-batched-tokens": 2048},
                             "metrics": sample["metrics"], "probe": {"safe": True}})

@@ -90,7 +90,8 @@ def test_ab_records_a_failed_boot_goes_on_and_resumes_only_what_is_missing(tmp_p
     from contextlib import contextmanager
 
     from sm121.bench import ab
-    from sm121.bench.boot import Boot
+    from sm121.bench.boot import Boot, BootRecord
+    from sm121.bench.result_models import AbEntry, Open
 
     calls, boots = [], []
 
@@ -99,11 +100,11 @@ def test_ab_records_a_failed_boot_goes_on_and_resumes_only_what_is_missing(tmp_p
         boots.append(profile)
         if profile == "b" and boots.count("b") == 1:  # the first boot of b fails
             raise Sm121Error("the engine did not become ready")
-        yield Boot(None, f"run-{len(boots)}", {"run_id": f"run-{len(boots)}"})  # type: ignore[arg-type]
+        yield Boot(None, f"run-{len(boots)}", BootRecord(run_id=f"run-{len(boots)}"))  # type: ignore[arg-type]
 
     def measure(request, boot, profile, rep, say):
         calls.append((rep, profile))
-        return {"profile": profile, "rep": rep, "metrics": {"admission_ratio": 1.0}}
+        return AbEntry(profile=profile, rep=rep, metrics=Open(admission_ratio=1.0))
 
     monkeypatch.setattr(ab, "booted", booted)
     monkeypatch.setattr(ab, "measure_on_boot", measure)

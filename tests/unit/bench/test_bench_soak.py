@@ -12,7 +12,7 @@ from sm121.bench.soak.interval import Interval
 from sm121.bench.soak.records import SoakInterval
 from sm121.bench.soak.runner import SoakFile, SoakRequest
 from sm121.bench.soak.workload import TurnOutcome
-from sm121.bench.timeline import load_jsonl, soak_panels, timeline_section
+from sm121.bench.timeline import load_jsonl, read_timeline, soak_panels, timeline_section
 from sm121.errors import Sm121Error
 
 
@@ -67,7 +67,7 @@ def test_soak_report_plots_goodput_with_the_restart(tmp_path: Path) -> None:
              for i in range(1, 6)]
     rows.insert(4, {"kind": "event", "what": "engine restarted", "elapsed_s": 170.0})
     out.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    assert len(soak_panels(load_jsonl(out))["goodput tokens/s"]["goodput"]) == 5
+    assert len(soak_panels(read_timeline(out))["goodput tokens/s"]["goodput"]) == 5
     lines = timeline_section(out, tmp_path)
     assert "- engine restarted at 170 s" in lines
     assert (tmp_path / "s-timeline.png").stat().st_size > 1000

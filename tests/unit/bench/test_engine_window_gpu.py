@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from sm121.bench.scenarios.overlap.metrics import overlap_metrics
+from sm121.bench.scenarios.overlap.models import OverlapSample
 from sm121.recipes.loader import load_recipe
 
 GPU = Path(__file__).resolve().parents[3] / "docs" / "results" / "gpu-h200"
@@ -41,7 +42,7 @@ def _repetitions():
 
 @pytest.mark.parametrize(("profile", "sample"), list(_repetitions()))
 def test_the_engine_window_holds_one_decode_token_per_prefill_step(profile, sample):
-    m = overlap_metrics(sample)
+    m = overlap_metrics(OverlapSample.model_validate(sample)).to_json()
     steps = _steps(profile, sample["prefill_tokens"])
     assert m["engine_start_source"].startswith("knee")
     # +2: the step that ends in the long request's first token, and the chunk that opens the

@@ -16,7 +16,7 @@ from sm121.bench.agent_check.report_file import AgentCheckReport
 from sm121.bench.result_models import AbSummary, ScenarioResults
 from sm121.bench.results import ResultsFile, load_results
 from sm121.bench.scenarios import load_typed, parse_results
-from sm121.bench.scenarios.overlap.scenario import OverlapSample
+from sm121.bench.scenarios.overlap.models import OverlapSample
 from sm121.bench.soak.records import SoakLine, SoakSummary
 from sm121.errors import Sm121Error
 
@@ -90,7 +90,7 @@ def test_samples_are_typed_by_the_scenario():
     results = load_typed(RESULTS / "gpu-h200" / "ab-overlap" / "agent-rep1.json.gz")
     assert isinstance(results, ScenarioResults)
     assert all(isinstance(s, OverlapSample) for s in results.samples)
-    assert results.samples[0].long["prompt_tokens"] == results.params["prefill_tokens"]
+    assert results.samples[0].long.prompt_tokens == results.params.to_json()["prefill_tokens"]
     assert results.probe is not None and results.probe.safe
 
 

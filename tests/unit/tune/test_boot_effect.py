@@ -23,18 +23,18 @@ def test_sign_test_is_exact_and_two_sided():
 
 
 def _sample(profile, boot, k, value, error=None):
-    return {"profile": profile, "boot_index": boot, "rep_on_boot": k, "error": error,
+    return {"profile": profile, "rep": k, "boot_index": boot, "rep_on_boot": k, "error": error,
             "metrics": {} if error else {"m": value}}
 
 
 def test_pairs_come_from_one_boot_and_a_lean_one_way_is_systematic():
     samples = [s for b in range(6) for s in (_sample("a", b, 0, 1.0), _sample("a", b, 1, 1.2))]
     effect = boot_effect(samples, "m")
-    assert effect["n"] == 6 and effect["later_higher"] == 6
-    assert effect["median_ratio"] == pytest.approx(1.2)
-    assert effect["verdict"].startswith("systematic: the later repetition is higher")
+    assert effect.n == 6 and effect.later_higher == 6
+    assert effect.median_ratio == pytest.approx(1.2)
+    assert effect.verdict.startswith("systematic: the later repetition is higher")
     three = [_sample("a", 0, k, v) for k, v in enumerate((1.0, 1.1, 0.9))]
-    assert [(p["k"], p["later"]) for p in boot_effect(three, "m")["pairs"]] == [(1, 1.1), (2, 0.9)]
+    assert [(p.k, p.later) for p in boot_effect(three, "m").pairs] == [(1, 1.1), (2, 0.9)]
 
 
 def test_mixed_pairs_are_no_systematic_difference_and_few_pairs_are_said_to_be_few():
@@ -44,8 +44,8 @@ def test_mixed_pairs_are_no_systematic_difference_and_few_pairs_are_said_to_be_f
     samples.append(_sample("a", 9, 1, 5.0))  # no first repetition on boot 9: no pair
     samples += [_sample("b", 0, 0, 1.0), _sample("b", 0, 1, None, error="boom")]
     effect = boot_effect(samples, "m")
-    assert effect["n"] == 6 and effect["verdict"] == "no systematic difference detected"
-    assert effect["sign_test_p"] == 1.0
+    assert effect.n == 6 and effect.verdict == "no systematic difference detected"
+    assert effect.sign_test_p == 1.0
     few = boot_effect(samples[:4], "m")
-    assert few["verdict"].startswith("too few pairs")
+    assert few.verdict.startswith("too few pairs")
     assert "2 pairs" in describe({"m": few})[0]

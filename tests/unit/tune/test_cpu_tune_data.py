@@ -31,8 +31,8 @@ def test_a_later_repetition_on_a_boot_does_not_differ_systematically_from_its_fi
                                               "background_ttft_s"])
     for line in describe(effects):
         print(line)
-    assert all(e["n"] == 6 for e in effects.values())  # 3 boots x (2nd, 3rd) vs 1st
-    assert not any(e["verdict"].startswith("systematic") for e in effects.values())
+    assert all(e.n == 6 for e in effects.values())  # 3 boots x (2nd, 3rd) vs 1st
+    assert not any(e.verdict.startswith("systematic") for e in effects.values())
 
 
 def test_the_tune_ranks_agent_admission_above_agent_as_bench_ab_did():

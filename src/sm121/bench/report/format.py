@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm121.bench.result_models import Stats
 from sm121.bench.scenarios import find
 
 
@@ -21,14 +22,19 @@ def fmt(value: Any, kind: str = "") -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def cell(stats: dict[str, Any], kind: str) -> str:
+def cell(stats: Stats | None, kind: str) -> str:
     """median [min-max] (n)"""
-    if not stats or stats.get("median") is None:
+    if stats is None or stats.median is None:
         return "-"
-    if stats["n"] == 1:
-        return f"{fmt(stats['median'], kind)} n=1"
-    return (f"{fmt(stats['median'], kind)} [{fmt(stats['min'], kind)}-{fmt(stats['max'], kind)}]"
-            f" n={stats['n']}")
+    if stats.n == 1:
+        return f"{fmt(stats.median, kind)} n=1"
+    return (f"{fmt(stats.median, kind)} [{fmt(stats.min, kind)}-{fmt(stats.max, kind)}]"
+            f" n={stats.n}")
+
+
+def _stats(held: object) -> Stats | None:
+    """Stats as a summary holds them (JSON); None where it holds none."""
+    return Stats.model_validate(held) if held else None
 
 
 def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -48,11 +54,11 @@ def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             if not entry:
                 continue
             ratios = [fmt(entry["ratio_to_baseline"].get(p), "x") for p in profiles[1:]]
-            rows.append([label, *[cell(entry["profiles"][p], kind) for p in profiles], *ratios])
+            rows.append([label, *[cell(_stats(entry["profiles"][p]), kind) for p in profiles], *ratios])
         return headers, rows
     if spec.rep_stats:  # a scenario's own summary: stats of the headline over repetitions
         return ["metric", "median [min-max]"], [
-            [label, cell(summary.get(key, {}), kind)] for key, label, kind, _ in headline]
+            [label, cell(_stats(summary.get(key)), kind)] for key, label, kind, _ in headline]
     return [], []
 
 

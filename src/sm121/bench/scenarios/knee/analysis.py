@@ -11,53 +11,78 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any
+from typing import Literal
 
+from sm121.bench.scenarios.knee.models import (
+    TOLERANCE,
+    BatchRate,
+    KneePoint,
+    KneeSample,
+    KneeSummary,
+    KneeWindow,
+    Saturation,
+    StepRate,
+)
 from sm121.bench.stats import summarize
 
-TOLERANCE = 0.05
 WINDOWS = ("engine", "client")
+Curve = list[StepRate] | list[BatchRate]
+Size = Literal["step", "batch"]
 
 
-def curve(samples: list[dict[str, Any]], kind: str, key: str, rate: str) -> list[dict[str, Any]]:
-    """Rows sorted by `key` (step or batch): median, min, max, n of `rate` over the
-    repetitions (warm-up samples, rep < 0, are left out)."""
+def _groups(samples: list[KneeSample], kind: str, key: Size, rate: str
+            ) -> list[tuple[int, list[float | None]]]:
+    """The `rate` of every measured repetition by size (warm-up samples, rep < 0, left out)."""
     groups: dict[int, list[float | None]] = defaultdict(list)
     for sample in samples:
-        if sample.get("kind") == kind and sample.get("rep", 0) >= 0:
-            groups[int(sample[key])].append(sample.get(rate))
-    return [{key: size, **summarize(values)} for size, values in sorted(groups.items())]
+        if sample.kind == kind and sample.rep >= 0:
+            groups[int(getattr(sample, key))].append(getattr(sample, rate, None))
+    return sorted(groups.items())
 
 
-def knee_of(rows: list[dict[str, Any]], key: str, tolerance: float = TOLERANCE
-            ) -> dict[str, Any]:
-    """Peak and the smallest size within `tolerance` of it, from curve() rows."""
-    measured = [r for r in rows if r["median"] is not None]
+def prefill_curve(samples: list[KneeSample], rate: str) -> list[StepRate]:
+    """Median, min, max, n of `rate` per step size, sorted by step."""
+    return [StepRate(step=size, **summarize(values))
+            for size, values in _groups(samples, "prefill", "step", rate)]
+
+
+def decode_curve(samples: list[KneeSample], rate: str) -> list[BatchRate]:
+    return [BatchRate(batch=size, **summarize(values))
+            for size, values in _groups(samples, "decode", "batch", rate)]
+
+
+def _sized(rows: Curve, key: Size) -> list[tuple[int, float]]:
+    """(size, median) of the measured points of a curve, in its order."""
+    return [(int(getattr(r, key)), float(r.median)) for r in rows if r.median is not None]
+
+
+def knee_of(rows: Curve, key: Size, tolerance: float = TOLERANCE) -> KneePoint:
+    """Peak and the smallest size within `tolerance` of it, from a curve."""
+    measured = _sized(rows, key)
     if not measured:
-        return {"peak": None, "peak_at": None, "knee_at": None, "knee_rate": None}
-    peak_row = max(measured, key=lambda r: r["median"])
-    knee_row = next(r for r in measured if r["median"] >= (1 - tolerance) * peak_row["median"])
-    return {"peak": peak_row["median"], "peak_at": peak_row[key], "knee_at": knee_row[key],
-            "knee_rate": knee_row["median"],
-            "share_of_peak": {str(r[key]): r["median"] / peak_row["median"] for r in measured}}
+        return KneePoint(peak=None, peak_at=None, knee_at=None, knee_rate=None)
+    peak_at, peak = max(measured, key=lambda point: point[1])
+    knee_at, knee_rate = next(p for p in measured if p[1] >= (1 - tolerance) * peak)
+    return KneePoint(peak=peak, peak_at=peak_at, knee_at=knee_at, knee_rate=knee_rate,
+                     share_of_peak={str(size): rate / peak for size, rate in measured})
 
 
-def rate_at(rows: list[dict[str, Any]], key: str, size: int) -> float | None:
+def rate_at(rows: Curve, key: Size, size: int) -> float | None:
     """The median rate at `size`, interpolated linearly in log2(size) between measured sizes
     (clamped to the measured range)."""
-    measured = [(r[key], r["median"]) for r in rows if r["median"] is not None]
+    measured = _sized(rows, key)
     if not measured:
         return None
     if size <= measured[0][0]:
-        return float(measured[0][1])
+        return measured[0][1]
     for (lo, lo_rate), (hi, hi_rate) in zip(measured, measured[1:], strict=False):
         if lo <= size <= hi:
             share = (math.log2(size) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
-            return float(lo_rate + share * (hi_rate - lo_rate))
-    return float(measured[-1][1])
+            return lo_rate + share * (hi_rate - lo_rate)
+    return measured[-1][1]
 
 
-def prefill_cost(rows: list[dict[str, Any]], step: int, reference: int = 8192) -> float | None:
+def prefill_cost(rows: list[StepRate], step: int, reference: int = 8192) -> float | None:
     """How much slower a long prefill runs in steps of `step` tokens than in steps of
     `reference` (the field's batch-8192): 1 - rate(step) / rate(reference); negative when
     `step` is faster."""
@@ -65,17 +90,18 @@ def prefill_cost(rows: list[dict[str, Any]], step: int, reference: int = 8192) -
     return None if here is None or not there else 1.0 - here / there
 
 
-def summarize_knee(samples: list[dict[str, Any]], tolerance: float = TOLERANCE
-                   ) -> dict[str, Any]:
+def _window(samples: list[KneeSample], window: str, tolerance: float) -> KneeWindow:
+    prefill = prefill_curve(samples, f"{window}_tok_s")
+    decode = decode_curve(samples, f"{window}_tok_s")
+    sat = knee_of(decode, "batch", tolerance)
+    largest = max((r.batch for r in decode if r.median is not None), default=None)
+    saturation = Saturation(**sat.model_dump(exclude_unset=True),
+                            saturated=sat.knee_at is not None and sat.knee_at != largest)
+    return KneeWindow(prefill=prefill, knee=knee_of(prefill, "step", tolerance),
+                      decode=decode, decode_saturation=saturation)
+
+
+def summarize_knee(samples: list[KneeSample], tolerance: float = TOLERANCE) -> KneeSummary:
     """Both curves in both windows, the knee and the decode saturation point of each."""
-    out: dict[str, Any] = {"tolerance": tolerance}
-    for window in WINDOWS:
-        prefill = curve(samples, "prefill", "step", f"{window}_tok_s")
-        decode = curve(samples, "decode", "batch", f"{window}_tok_s")
-        sat = knee_of(decode, "batch", tolerance)
-        largest = max((r["batch"] for r in decode if r["median"] is not None), default=None)
-        out[window] = {
-            "prefill": prefill, "knee": knee_of(prefill, "step", tolerance),
-            "decode": decode, "decode_saturation": {
-                **sat, "saturated": sat["knee_at"] is not None and sat["knee_at"] != largest}}
-    return out
+    return KneeSummary(tolerance=tolerance, engine=_window(samples, "engine", tolerance),
+                       client=_window(samples, "client", tolerance))

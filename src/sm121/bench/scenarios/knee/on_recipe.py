@@ -10,7 +10,8 @@ from typing import Any
 from sm121.bench.boot import Say, booted, steps
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
-from sm121.bench.scenarios.knee.run import DEFAULTS, knee
+from sm121.bench.scenarios.knee.models import KneeSettings
+from sm121.bench.scenarios.knee.scenario import Knee
 from sm121.engines.registry import adapter_for
 from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import ArgValue
@@ -21,9 +22,8 @@ def knee_overrides(recipe: str, params: dict[str, Any], overrides: dict[str, Arg
     """The boot's args: its step budget holds the largest step and its batch limit the
     largest batch (the engine's names for both, from its adapter)."""
     knobs = adapter_for(load_recipe(recipe).recipe.engine.kind).scheduler
-    p = {**DEFAULTS, **params}
-    return ({**overrides, knobs.batched_tokens: max(int(s) for s in p["steps"]),
-             knobs.max_num_seqs: max(int(b) for b in p["batches"])},
+    p = KneeSettings.model_validate(params)
+    return ({**overrides, knobs.batched_tokens: max(p.steps), knobs.max_num_seqs: max(p.batches)},
             knobs.batched_tokens, knobs.max_num_seqs)
 
 
@@ -36,8 +36,8 @@ def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgVal
         say(f"knee: engine ready ({step_budget} {args[step_budget]}, {batch_limit} "
             f"{args[batch_limit]}), measuring")
         results = asyncio.run(run_scenario(
-            "knee", knee, Target(boot.plan.base_url, boot.plan.readiness.model),
+            "knee", Knee().scenario(), Target(boot.plan.base_url, boot.plan.readiness.model),
             {**params, "chunk": args[step_budget]}, out,
             progress=steps(say), needs_stream=True))
-        results.set(boot=boot.record)
+        results.set(boot=boot.record.to_json())
     return results

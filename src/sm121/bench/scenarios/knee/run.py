@@ -27,21 +27,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import filler
+from sm121.bench.result_models import Number
 from sm121.bench.runner import Context, run_together
-from sm121.bench.scenarios.knee.analysis import TOLERANCE, summarize_knee
+from sm121.bench.scenarios.knee.analysis import summarize_knee
+from sm121.bench.scenarios.knee.models import (
+    DecodeBatch,
+    KneeSample,
+    KneeSettings,
+    KneeSummary,
+    PrefillStep,
+)
 from sm121.bench.scenarios.scaling.run import decode_metrics
 from sm121.bench.server import read_counters
 from sm121.engines.registry import metric_names
 from sm121.errors import Sm121Error
 
-STEPS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-BATCHES = (1, 2, 4, 8, 16, 32)
-DEFAULTS: dict[str, Any] = {"steps": list(STEPS), "batches": list(BATCHES), "reps": 3,
-                            "decode_tokens": 128, "tolerance": TOLERANCE, "chunk": None}
 # The engine's names (its adapter's table): the first name of each that the engine has.
 _NAMES = metric_names()
 _PREFILL, _DECODE = _NAMES.prefill_time[0], _NAMES.decode_time[0]
@@ -101,7 +104,7 @@ def _rate(tokens: float, seconds: float | None) -> float | None:
     return tokens / seconds if seconds and seconds > 0 else None
 
 
-async def prefill_step(ctx: Context, ids: list[int], step: int, rep: int) -> dict[str, Any]:
+async def prefill_step(ctx: Context, ids: list[int], step: int, rep: int) -> PrefillStep:
     client = ctx.client
     prompt, tag = await salted_ids(client, ids, step)
     before = await read_counters(client)
@@ -113,13 +116,13 @@ async def prefill_step(ctx: Context, ids: list[int], step: int, rep: int) -> dic
         else None
     client_s = record.ttft or ((record.finished or record.submitted) - record.submitted)
     cached = record.cached_tokens or 0
-    return {"kind": "prefill", "step": step, "rep": rep, "prompt_tokens": record.prompt_tokens,
-            "cached_tokens": cached, "engine_s": engine_s, "client_s": client_s,
-            "engine_tok_s": _rate(step - cached, engine_s),
-            "client_tok_s": _rate(step - cached, client_s)}
+    return PrefillStep(kind="prefill", step=step, rep=rep, prompt_tokens=record.prompt_tokens,
+                       cached_tokens=cached, engine_s=engine_s, client_s=client_s,
+                       engine_tok_s=_rate(step - cached, engine_s),
+                       client_tok_s=_rate(step - cached, client_s))
 
 
-async def decode_batch(ctx: Context, batch: int, tokens: int, rep: int) -> dict[str, Any]:
+async def decode_batch(ctx: Context, batch: int, tokens: int, rep: int) -> DecodeBatch:
     client = ctx.client
     before = await read_counters(client)
     records: list[StreamRecord] = await run_together(*(
@@ -133,58 +136,59 @@ async def decode_batch(ctx: Context, batch: int, tokens: int, rep: int) -> dict[
     client_side = decode_metrics(records)
     # The first token of each stream comes from its prefill step, not from decode.
     decoded = generated - batch if generated else None
-    return {"kind": "decode", "batch": batch, "rep": rep, "generated": generated,
-            "engine_mean_decode_s": mean_decode_s,
-            "engine_tok_s": _rate(decoded, mean_decode_s) if decoded else None,
-            "client_tok_s": client_side.aggregate_tok_s,
-            "per_stream_tok_s_median": client_side.per_stream_tok_s_median}
+    return DecodeBatch(kind="decode", batch=batch, rep=rep, generated=generated,
+                       engine_mean_decode_s=mean_decode_s,
+                       engine_tok_s=_rate(decoded, mean_decode_s) if decoded else None,
+                       client_tok_s=client_side.aggregate_tok_s,
+                       per_stream_tok_s_median=client_side.per_stream_tok_s_median)
 
 
 def _ordered(sizes: list[int], rep: int) -> list[int]:
     return sizes if rep % 2 == 0 else list(reversed(sizes))
 
 
-def steps_that_fit(p: dict[str, Any], max_model_len: int | None) -> tuple[list[int], list[int]]:
+def steps_that_fit(p: KneeSettings, max_model_len: int | None) -> tuple[list[int], list[int]]:
     """(kept, dropped): a step above the engine's step budget (`chunk`) would be split over
     several steps, and one above the context cannot be sent."""
-    ceilings = [int(c) for c in (p.get("chunk"), max_model_len and max_model_len - 8) if c]
+    ceilings = [c for c in (p.chunk, max_model_len and max_model_len - 8) if c]
     ceiling = min(ceilings) if ceilings else None
-    steps = sorted(int(s) for s in p["steps"])
+    steps = sorted(p.steps)
     kept = [s for s in steps if ceiling is None or s <= ceiling]
     return kept, [s for s in steps if s not in kept]
 
 
-async def knee(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    p = {**DEFAULTS, **params}
-    steps, dropped = steps_that_fit(p, ctx.server.get("max_model_len"))
+async def knee(ctx: Context, p: KneeSettings) -> KneeSummary:
+    max_model_len = ctx.server.max_model_len
+    steps, dropped = steps_that_fit(p, max_model_len)
     if not steps:
-        raise Sm121Error(f"no step of {p['steps']} fits this engine (chunk {p.get('chunk')}, "
-                         f"max-model-len {ctx.server.get('max_model_len')})",
-                         "pass smaller --steps")
-    batches, reps = sorted(int(b) for b in p["batches"]), int(p["reps"])
+        raise Sm121Error(f"no step of {p.steps} fits this engine (chunk {p.chunk}, "
+                         f"max-model-len {max_model_len})", "pass smaller --steps")
+    batches, reps = sorted(p.batches), p.reps
     ids = await filler_ids(ctx.client, max(steps))
     total = (reps + 1) * (len(steps) + len(batches))
-    done = 0
+    samples: list[KneeSample] = []
     for rep in range(-1, reps):  # -1: the warm-up pass, kept in the file, left out of medians
         for step in _ordered(steps, rep):
-            ctx.progress(f"knee: prefill {step} tokens, rep {rep + 1}", done, total)
-            ctx.add(await prefill_step(ctx, ids, step, rep))
-            done += 1
+            ctx.progress(f"knee: prefill {step} tokens, rep {rep + 1}", len(samples), total)
+            samples.append(await prefill_step(ctx, ids, step, rep))
+            ctx.add(samples[-1])
         for batch in _ordered(batches, rep):
-            ctx.progress(f"knee: decode batch {batch}, rep {rep + 1}", done, total)
-            ctx.add(await decode_batch(ctx, batch, int(p["decode_tokens"]), rep))
-            done += 1
-    summary = summarize_knee(ctx.results.data["samples"], float(p["tolerance"]))
-    return {**summary, "steps": steps, "dropped_steps": dropped, "batches": batches,
-            "reps": reps}
+            ctx.progress(f"knee: decode batch {batch}, rep {rep + 1}", len(samples), total)
+            samples.append(await decode_batch(ctx, batch, p.decode_tokens, rep))
+            ctx.add(samples[-1])
+    summary = summarize_knee(samples, p.tolerance)
+    summary.steps, summary.dropped_steps, summary.batches, summary.reps = (
+        steps, dropped, batches, reps)
+    return summary
 
 
-def flatten(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def flatten(samples: list[KneeSample]) -> dict[str, Number | None]:
     """The headline numbers of one knee run (an A/B's table)."""
     s = summarize_knee(samples)
-    engine, client = s["engine"], s["client"]
-    return {"knee_step_engine": engine["knee"]["knee_at"],
-            "peak_prefill_tok_s_engine": engine["knee"]["peak"],
-            "knee_step_client": client["knee"]["knee_at"],
-            "decode_saturation_batch": engine["decode_saturation"]["knee_at"],
-            "peak_decode_tok_s_engine": engine["decode_saturation"]["peak"]}
+    engine, client = s.engine, s.client
+    assert engine is not None and client is not None  # summarize_knee fills both
+    return {"knee_step_engine": engine.knee.knee_at,
+            "peak_prefill_tok_s_engine": engine.knee.peak,
+            "knee_step_client": client.knee.knee_at,
+            "decode_saturation_batch": engine.decode_saturation.knee_at,
+            "peak_decode_tok_s_engine": engine.decode_saturation.peak}

@@ -5,15 +5,16 @@ turn, and the prefix reuse (usage cached_tokens and the server's prefix-cache co
 
 from __future__ import annotations
 
-from typing import Any
-
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context
-from sm121.bench.scenarios.locality.models import LocalitySample, LocalitySummary, LocalityTurn
+from sm121.bench.scenarios.locality.models import (
+    LocalityReading,
+    LocalitySample,
+    LocalitySettings,
+    LocalitySummary,
+    LocalityTurn,
+)
 from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
-
-DEFAULTS: dict[str, Any] = {"placements": ["clean", "bottom", "middle", "top"], "turns": 4,
-                            "base_words": 1200, "append_words": 60, "max_tokens": 8}
 
 
 def place(placement: str, head: str, body: str, stamp: str) -> str:
@@ -32,24 +33,23 @@ def place(placement: str, head: str, body: str, stamp: str) -> str:
     raise ValueError(f"unknown placement {placement!r}")
 
 
-async def locality(ctx: Context, params: dict[str, Any]) -> LocalitySummary:
-    p = {**DEFAULTS, **params}
+async def locality(ctx: Context, p: LocalitySettings) -> LocalitySummary:
     runs: dict[str, list[LocalitySample]] = {}
-    for index, placement in enumerate(p["placements"]):
-        ctx.progress(f"locality {placement}", index, len(p["placements"]))
+    for index, placement in enumerate(p.placements):
+        ctx.progress(f"locality {placement}", index, len(p.placements))
         runs[placement] = await _conversation(ctx, p, placement)
     return LocalitySummary(placements={name: _summary(turns, runs.get("clean"))
                                        for name, turns in runs.items()})
 
 
-async def _conversation(ctx: Context, p: dict[str, Any], placement: str
+async def _conversation(ctx: Context, p: LocalitySettings, placement: str
                         ) -> list[LocalitySample]:
     client, tag = ctx.client, ctx.client.new_salt()
-    body, turns = filler(p["base_words"], seed=1), []
-    for turn in range(int(p["turns"])):
+    body, turns = filler(p.base_words, seed=1), []
+    for turn in range(p.turns):
         prompt = place(placement, f"[{tag}]\n", body, f"[now: {tag}.{turn:04d}]")
         before = await read_counters(client)
-        record = await client.complete(prompt, p["max_tokens"], f"{placement}-{turn}",
+        record = await client.complete(prompt, p.max_tokens, f"{placement}-{turn}",
                                        salt=False, extra=client.cache_salt_field(tag))
         deltas = counter_deltas(before, await read_counters(client))
         row = LocalitySample(
@@ -60,7 +60,7 @@ async def _conversation(ctx: Context, p: dict[str, Any], placement: str
             request=record.to_json(ctx.t0))
         ctx.add(row)
         turns.append(row)
-        body += " " + filler(p["append_words"], seed=100 + turn)  # append-only growth
+        body += " " + filler(p.append_words, seed=100 + turn)  # append-only growth
     return turns
 
 
@@ -69,9 +69,7 @@ def _summary(turns: list[LocalitySample], clean: list[LocalitySample] | None
     rows = []
     for row in turns:
         base = clean[row.turn].ttft_s if clean and row.turn < len(clean) else None
-        rows.append(LocalityTurn(
-            turn=row.turn, ttft_s=row.ttft_s, prompt_tokens=row.prompt_tokens,
-            cached_tokens=row.cached_tokens, reuse_usage=row.reuse_usage,
-            reuse_metrics=row.reuse_metrics,
-            ratio_to_clean=row.ttft_s / base if base and row.ttft_s is not None else None))
+        reading = {name: getattr(row, name) for name in LocalityReading.model_fields}
+        ratio = row.ttft_s / base if base and row.ttft_s is not None else None
+        rows.append(LocalityTurn(**reading, ratio_to_clean=ratio))
     return rows

@@ -6,14 +6,14 @@ from pathlib import Path
 
 from sm121.bench.report.sections import rows_section
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario, option
-from sm121.bench.scenarios.locality.models import LocalitySample, LocalitySummary
+from sm121.bench.scenario import Params, Record, Scenario
+from sm121.bench.scenarios.locality.models import (
+    LocalityParams,
+    LocalitySample,
+    LocalitySettings,
+    LocalitySummary,
+)
 from sm121.bench.scenarios.locality.run import locality
-
-
-class LocalityParams(Params):
-    turns: int = option(4, "--turns")
-    base_words: int = option(1200, "--base-words", "Size of the first prompt.")
 
 
 class Locality(Scenario[LocalitySample, LocalitySummary]):
@@ -24,7 +24,7 @@ class Locality(Scenario[LocalitySample, LocalitySummary]):
     summary = LocalitySummary
 
     async def run(self, ctx: Context, params: Params) -> LocalitySummary:
-        return await locality(ctx, params.given())
+        return await locality(ctx, LocalitySettings.model_validate(params.given()))
 
     def section(self, data: Record, files: list[Path]) -> list[str] | None:
         return rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",

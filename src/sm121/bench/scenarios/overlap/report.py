@@ -8,12 +8,21 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.boot_effect import describe
-from sm121.bench.report import plots
 from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import fmt, markdown_table, table_rows
 from sm121.bench.report.sections import images, measured
+from sm121.bench.result_models import AbEntry
+from sm121.bench.scenario import Record
 from sm121.bench.scenarios import get
 from sm121.bench.scenarios.overlap.metrics import overlap_metrics, summarize_reps
+from sm121.bench.scenarios.overlap.models import OverlapSample
+from sm121.bench.scenarios.overlap.plots import (
+    OverlapGroups,
+    admission,
+    decode_timeline,
+    gap_distribution,
+)
+from sm121.recipes.schema import ArgValue
 
 WINDOWS_NOTE = (
     "Windows: the *client* window runs from the long request's submission to its first token;"
@@ -39,56 +48,74 @@ def recompute_overlap(data: dict[str, Any]) -> dict[str, Any]:
     if data["kind"] == "ab":
         for entry in measured(data):
             for sample in entry["samples"]:
-                sample["metrics"] = overlap_metrics(sample)
+                sample["metrics"] = _metrics(sample)
             entry["metrics"] = spec.flat(entry["samples"])
         data["summary"] = compare_with(spec, measured(data), data["params"]["profiles"])
     else:
-        for sample in data["samples"]:
-            sample["metrics"] = overlap_metrics(sample)
-        data["summary"] = summarize_reps([s["metrics"] for s in data["samples"]])
+        samples = [OverlapSample.model_validate(s) for s in data["samples"]]
+        for sample, raw in zip(samples, data["samples"], strict=True):
+            sample.metrics = overlap_metrics(sample)
+            raw["metrics"] = sample.metrics.to_json()
+        data["summary"] = summarize_reps([s.metrics for s in samples]).to_json()
     return data
 
 
-def _overlap_groups(data: dict[str, Any]) -> plots.Groups:
+def _metrics(sample: Record) -> Record:
+    """One raw sample's metrics, recomputed, as the file holds them."""
+    return overlap_metrics(OverlapSample.model_validate(sample)).to_json()
+
+
+def _entries(data: dict[str, Any]) -> list[AbEntry[OverlapSample]]:
+    """The repetitions of a run or of an A/B's measured entries, typed: a run's sample is
+    an entry of profile "-" (the file as read: the edge)."""
     if data["kind"] == "ab":
-        groups: plots.Groups = {p: [] for p in data["params"]["profiles"]}
-        for entry in measured(data):
-            groups[entry["profile"]].extend(entry["samples"])
+        return [AbEntry[OverlapSample].model_validate(e) for e in measured(data)]
+    samples = [OverlapSample.model_validate(s) for s in data["samples"]]
+    return [AbEntry[OverlapSample](profile="-", rep=s.rep, samples=[s]) for s in samples]
+
+
+def _overlap_groups(kind: str, entries: list[AbEntry[OverlapSample]], profiles: list[str],
+                    label: str) -> OverlapGroups:
+    if kind == "ab":
+        groups: OverlapGroups = {p: [] for p in profiles}
+        for entry in entries:
+            groups[entry.profile].extend(entry.samples)
         return groups
-    return {data.get("label") or data["server"].get("url", "run"): data["samples"]}
+    return {label: [s for entry in entries for s in entry.samples]}
 
 
 def overlap_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    groups = _overlap_groups(data)
-    return [plots.decode_timeline(groups, out / f"{stem}-decode-timeline.png"),
-            plots.gap_distribution(groups, out / f"{stem}-gaps.png"),
-            plots.admission(groups, out / f"{stem}-admission.png")]
+    profiles = data["params"].get("profiles") or []
+    label = data.get("label") or data["server"].get("url", "run")
+    groups = _overlap_groups(data["kind"], _entries(data), profiles, label)
+    return [decode_timeline(groups, out / f"{stem}-decode-timeline.png"),
+            gap_distribution(groups, out / f"{stem}-gaps.png"),
+            admission(groups, out / f"{stem}-admission.png")]
 
 
-def _rep_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _rep_rows(entries: list[AbEntry[OverlapSample]]) -> tuple[list[str], list[list[str]]]:
     headers = ["profile", "rep", "order", "valid", "share (engine)", "share (client)",
                "decode tok (engine)", "decode tok (client)", "p95 gap", "prefill tok/s",
                "short TTFT", "admission"]
     rows = []
-    entries = measured(data) if data["kind"] == "ab" else [
-        {"profile": "-", "rep": s["rep"], "samples": [s]} for s in data["samples"]]
     for index, entry in enumerate(entries):
-        for sample in entry["samples"]:
-            m = sample["metrics"]
-            retry = " (retry)" if sample.get("attempt") else ""
-            rows.append([entry["profile"], f"{entry['rep'] + 1}{retry}", str(index + 1),
-                         "yes" if m["valid"] else "no", fmt(m["decode_share"], "pct"),
-                         fmt(m["decode_share_client"], "pct"), fmt(m["decode_tokens"], "int"),
-                         fmt(m["decode_tokens_client"], "int"), fmt(m["gap_p95"], "s"),
-                         fmt(m["prefill_tok_s"], "int"), fmt(m["short_ttft_s"], "s"),
-                         fmt(m["admission_ratio"], "x")])
+        for sample in entry.samples:
+            m = sample.metrics
+            retry = " (retry)" if sample.attempt else ""
+            rows.append([entry.profile, f"{entry.rep + 1}{retry}", str(index + 1),
+                         "yes" if m.valid else "no", fmt(m.decode_share, "pct"),
+                         fmt(m.decode_share_client, "pct"), fmt(m.decode_tokens, "int"),
+                         fmt(m.decode_tokens_client, "int"), fmt(m.gap_p95, "s"),
+                         fmt(m.prefill_tok_s, "int"), fmt(m.short_ttft_s, "s"),
+                         fmt(m.admission_ratio, "x")])
     return headers, rows
 
 
 def overlap_section(data: dict[str, Any], files: list[Path]) -> list[str]:
+    entries = _entries(data)
     lines = [WINDOWS_NOTE, "", *markdown_table(*table_rows(data))]
     lines += ["Per repetition (order = run order; the profile order alternates between boots):",
-              "", *markdown_table(*_rep_rows(data))]
+              "", *markdown_table(*_rep_rows(entries))]
     effect = (data.get("summary") or {}).get("boot_effect")
     if effect:
         lines += ["Later repetitions on a boot against its first (the prefix cache is salted "
@@ -97,9 +124,9 @@ def overlap_section(data: dict[str, Any], files: list[Path]) -> list[str]:
     lines += images(files) + [""]
     if data["kind"] == "ab":
         lines += ["Engine args per profile (as served by sm121):", ""]
-        seen: dict[str, Any] = {}
-        for entry in measured(data):
-            seen.setdefault(entry["profile"], entry["engine_args"])
+        seen: dict[str, dict[str, ArgValue]] = {}
+        for entry in entries:
+            seen.setdefault(entry.profile, entry.engine_args)
         failed = [e for e in data["samples"] if e.get("error")]
         lines += [f"Failed and re-run: rep {e['rep'] + 1} {e['profile']}: {e['error']}"
                   for e in failed] + ([""] if failed else [])

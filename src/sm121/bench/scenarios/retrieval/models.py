@@ -3,6 +3,20 @@
 from __future__ import annotations
 
 from sm121.bench.result_models import Number, Open
+from sm121.bench.scenario import Params, option
+
+
+class RetrievalParams(Params):
+    lengths: list[int] = option([4096, 16384], "--lengths", "Context lengths (tokens).",
+                                nonempty="4096,16384")
+    depths: list[float] = option([0.08, 0.5, 0.92], "--depths")
+
+
+class RetrievalSettings(RetrievalParams):
+    """Everything a run uses: the command's params and the knobs only `--param` reaches."""
+
+    distractors: int = 2
+    max_tokens: int = 16
 
 
 class RetrievalSample(Open):

@@ -5,14 +5,15 @@ is returned when another needle's code is."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from sm121.bench.prompts import code_for, count_tokens, filler, needle
 from sm121.bench.runner import Context
-from sm121.bench.scenarios.retrieval.models import RetrievalSample, RetrievalSummary
+from sm121.bench.scenarios.retrieval.models import (
+    RetrievalSample,
+    RetrievalSettings,
+    RetrievalSummary,
+)
 
-DEFAULTS: dict[str, Any] = {"lengths": [4096, 16384], "depths": [0.08, 0.5, 0.92],
-                            "distractors": 2, "max_tokens": 16}
 NAMES = ("Aurora", "Basalt", "Cobalt", "Dune", "Ember", "Fjord", "Granite", "Harbor")
 
 
@@ -29,12 +30,11 @@ def score(answer: str, code: str, distractor_codes: list[str]) -> tuple[bool, li
     return code in answer, [d for d in distractor_codes if d in answer]
 
 
-async def retrieval(ctx: Context, params: dict[str, Any]) -> RetrievalSummary:
-    p = {**DEFAULTS, **params}
+async def retrieval(ctx: Context, p: RetrievalSettings) -> RetrievalSummary:
     probe = filler(400, seed=3)
     tokens_per_word = await count_tokens(ctx.client, probe) / 400
     rows = []
-    cases = [(n, d) for n in p["lengths"] for d in p["depths"]]
+    cases = [(n, d) for n in p.lengths for d in p.depths]
     for index, (length, depth) in enumerate(cases):
         ctx.progress(f"retrieval {length} tokens, depth {depth:.0%}", index, len(cases))
         rows.append(await _case(ctx, p, int(length), float(depth), tokens_per_word, index))
@@ -42,13 +42,13 @@ async def retrieval(ctx: Context, params: dict[str, Any]) -> RetrievalSummary:
         found=sum(bool(r.found) for r in rows), cases=len(rows),
         distractors_returned=sum(len(r.distractors_returned) for r in rows),
         by_length={str(n): sum(bool(r.found) for r in rows if r.length == n)
-                   for n in p["lengths"]})
+                   for n in p.lengths})
 
 
-async def _case(ctx: Context, p: dict[str, Any], length: int, depth: float,
+async def _case(ctx: Context, p: RetrievalSettings, length: int, depth: float,
                 tokens_per_word: float, index: int) -> RetrievalSample:
     rng = random.Random(index)
-    names = rng.sample(NAMES, 1 + int(p["distractors"]))
+    names = rng.sample(NAMES, 1 + p.distractors)
     codes = [code_for(rng) for _ in names]
     others = [d for d in (0.3, 0.7, 0.15, 0.85) if abs(d - depth) > 0.1][:len(names) - 1]
     insertions = [(depth, needle(names[0], codes[0]))]
@@ -58,7 +58,7 @@ async def _case(ctx: Context, p: dict[str, Any], length: int, depth: float,
                f"Answer: the access code for {names[0]} is"
     words = filler(max(1, int(length / tokens_per_word)), seed=index).split(" ")
     record = await ctx.client.complete(haystack(words, insertions) + question,
-                                       p["max_tokens"], f"needle-{index}", ignore_eos=False)
+                                       p.max_tokens, f"needle-{index}", ignore_eos=False)
     found, distractors = score(record.text, codes[0], codes[1:])
     sample = RetrievalSample(length=length, depth=depth, prompt_tokens=record.prompt_tokens,
                              ttft_s=record.ttft, code=codes[0], answer=record.text,

@@ -8,7 +8,25 @@ from typing import Literal
 from pydantic import Field
 
 from sm121.bench.result_models import Number, Open
-from sm121.bench.scenario import Record
+from sm121.bench.scenario import Params, Record, option
+
+_N_HELP = "Concurrency levels."
+
+
+class DecodeScalingParams(Params):
+    n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
+    max_tokens: int = option(256, "--max-tokens")
+
+
+class DecodeScalingSettings(DecodeScalingParams):
+    """Everything a run uses: the command's params and the knobs only `--param` reaches."""
+
+    prompt_words: int = 48
+
+
+class PrefillScalingParams(Params):
+    n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
+    prompt_tokens: int = option(4096, "--prompt-tokens")
 
 
 class DecodeMetrics(Open):

@@ -8,14 +8,15 @@ and whole-request times; interval metrics are then absent."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sm121.bench.client import StreamRecord
 from sm121.bench.prompts import filler, salted_exact_prompt
+from sm121.bench.result_models import Number
 from sm121.bench.runner import Context, run_together
 from sm121.bench.scenarios.scaling.models import (
     DecodeMetrics,
+    DecodeScalingSettings,
     PrefillMetrics,
+    PrefillScalingParams,
     ScalingMetrics,
     ScalingSample,
     ScalingSummary,
@@ -23,8 +24,6 @@ from sm121.bench.scenarios.scaling.models import (
 from sm121.bench.server import counter_deltas, read_counters, spec_acceptance
 from sm121.bench.stats import inter_token_intervals, percentile
 
-DECODE_DEFAULTS: dict[str, Any] = {"n": [1, 2, 4, 6], "max_tokens": 256, "prompt_words": 48}
-PREFILL_DEFAULTS: dict[str, Any] = {"n": [1, 2, 4, 6], "prompt_tokens": 4096}
 DECODE_HEADLINE = tuple(
     (f"aggregate_tok_s@{n}", f"decode aggregate tok/s at N={n}", "int", "higher")
     for n in (1, 2, 4, 6))
@@ -33,15 +32,14 @@ PREFILL_HEADLINE = tuple(
     for n in (1, 2, 4, 6))
 
 
-async def decode_scaling(ctx: Context, params: dict[str, Any]) -> ScalingSummary:
-    p = {**DECODE_DEFAULTS, **params}
-    await ctx.client.complete(filler(p["prompt_words"], 1), p["max_tokens"], "warmup")
+async def decode_scaling(ctx: Context, p: DecodeScalingSettings) -> ScalingSummary:
+    await ctx.client.complete(filler(p.prompt_words, 1), p.max_tokens, "warmup")
     rows = []
-    for index, n in enumerate(p["n"]):
-        ctx.progress(f"decode N={n}", index, len(p["n"]))
+    for index, n in enumerate(p.n):
+        ctx.progress(f"decode N={n}", index, len(p.n))
         before = await read_counters(ctx.client)
         records = await run_together(*(ctx.client.complete(
-            filler(p["prompt_words"], seed=i), p["max_tokens"], f"decode-{n}-{i}")
+            filler(p.prompt_words, seed=i), p.max_tokens, f"decode-{n}-{i}")
             for i in range(n)))
         deltas = counter_deltas(before, await read_counters(ctx.client))
         row = ScalingMetrics(n=n, **decode_metrics(records).model_dump(),
@@ -52,12 +50,11 @@ async def decode_scaling(ctx: Context, params: dict[str, Any]) -> ScalingSummary
     return ScalingSummary(rows=rows)
 
 
-async def prefill_scaling(ctx: Context, params: dict[str, Any]) -> ScalingSummary:
-    p = {**PREFILL_DEFAULTS, **params}
+async def prefill_scaling(ctx: Context, p: PrefillScalingParams) -> ScalingSummary:
     rows = []
-    for index, n in enumerate(p["n"]):
-        ctx.progress(f"prefill N={n}", index, len(p["n"]))
-        prompts = [await salted_exact_prompt(ctx.client, int(p["prompt_tokens"]), seed=i) for i in range(n)]
+    for index, n in enumerate(p.n):
+        ctx.progress(f"prefill N={n}", index, len(p.n))
+        prompts = [await salted_exact_prompt(ctx.client, p.prompt_tokens, seed=i) for i in range(n)]
         records = await run_together(*(ctx.client.complete(
             prompt, 1, f"prefill-{n}-{i}", salt=False, extra=ctx.client.cache_salt_field(tag))
             for i, (prompt, tag) in enumerate(prompts)))
@@ -100,10 +97,10 @@ def prefill_metrics(records: list[StreamRecord]) -> PrefillMetrics:
                           prompt_tokens=prompt, ttft_min_s=min(ttfts), ttft_max_s=max(ttfts))
 
 
-def flatten(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def flatten(samples: list[ScalingSample]) -> dict[str, Number | None]:
     """{aggregate_tok_s@N or prefill_tok_s@N: value} for an A/B table."""
-    flat: dict[str, Any] = {}
+    flat: dict[str, Number | None] = {}
     for sample in samples:
-        key = "aggregate_tok_s" if sample["kind"] == "decode" else "prefill_tok_s"
-        flat[f"{key}@{sample['n']}"] = sample["metrics"].get(key)
+        key = "aggregate_tok_s" if sample.kind == "decode" else "prefill_tok_s"
+        flat[f"{key}@{sample.n}"] = getattr(sample.metrics, key, None)
     return flat

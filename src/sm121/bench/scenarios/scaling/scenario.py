@@ -6,8 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario, option
-from sm121.bench.scenarios.scaling.models import ScalingSample, ScalingSummary
+from sm121.bench.scenario import Params, Record, Scenario
+from sm121.bench.scenarios.scaling.models import (
+    DecodeScalingParams,
+    DecodeScalingSettings,
+    PrefillScalingParams,
+    ScalingSample,
+    ScalingSummary,
+)
 from sm121.bench.scenarios.scaling.report import scaling_plots, scaling_section
 from sm121.bench.scenarios.scaling.run import (
     DECODE_HEADLINE,
@@ -17,18 +23,6 @@ from sm121.bench.scenarios.scaling.run import (
     prefill_scaling,
 )
 
-_N_HELP = "Concurrency levels."
-
-
-class DecodeScalingParams(Params):
-    n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
-    max_tokens: int = option(256, "--max-tokens")
-
-
-class PrefillScalingParams(Params):
-    n: list[int] = option([1, 2, 4, 6], "--n", _N_HELP)
-    prompt_tokens: int = option(4096, "--prompt-tokens")
-
 
 class _Scaling(Scenario[ScalingSample, ScalingSummary]):
     sample = ScalingSample
@@ -37,7 +31,7 @@ class _Scaling(Scenario[ScalingSample, ScalingSummary]):
     stream_option = True
 
     def flatten(self, samples: list[Record]) -> Record:
-        return flatten(samples)
+        return flatten([ScalingSample.model_validate(s) for s in samples])
 
     def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
         return scaling_plots(data, out, stem)
@@ -53,7 +47,8 @@ class DecodeScaling(_Scaling):
     headline = DECODE_HEADLINE
 
     async def run(self, ctx: Context, params: Params) -> ScalingSummary:
-        return await decode_scaling(ctx, params.given())
+        return await decode_scaling(
+            ctx, DecodeScalingSettings.model_validate(params.given()))
 
 
 class PrefillScaling(_Scaling):
@@ -63,4 +58,5 @@ class PrefillScaling(_Scaling):
     headline = PREFILL_HEADLINE
 
     async def run(self, ctx: Context, params: Params) -> ScalingSummary:
-        return await prefill_scaling(ctx, params.given())
+        return await prefill_scaling(
+            ctx, PrefillScalingParams.model_validate(params.given()))
