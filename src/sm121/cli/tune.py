@@ -103,7 +103,7 @@ def tune(
     if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1 or boots < 1:
         raise Sm121Error("--agents, --reps, --turns, --knee-reps and --boots must be at "
                          "least 1", "example: --agents 8 --reps 3")
-    spec = agent_params(agents, turns, None, workload, slo)["workload"]  # checked here
+    spec = agent_params(agents, turns, None, workload, slo).workload  # checked here
     if cluster is not None:
         from sm121.cluster.spec import load_cluster
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.agents.conversation import tool_definitions, tools_as_text
-from sm121.bench.agents.records import TurnSample
+from sm121.bench.agents.records import TurnSample, read_run
 from sm121.bench.agents.session import (
     Record,
     RunPlan,
@@ -24,7 +24,7 @@ from sm121.bench.agents.session import (
     run_session,
 )
 from sm121.bench.agents.slo import DEFAULT_SLO, parse_slo
-from sm121.bench.agents.summary import summarize_agents
+from sm121.bench.agents.summary import summarize_run
 from sm121.bench.agents.workload import Workload, fit, load_workload, turns_that_fit
 from sm121.bench.client import BenchClient
 from sm121.bench.runner import Context, run_together
@@ -101,7 +101,7 @@ async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                                    workload.background.delay_s))
     await run_together(*jobs)
     deltas = counter_deltas(before, await read_counters(client))
-    summary = summarize_agents(ctx.results.data["samples"], p.slo)
+    summary = summarize_run(read_run(ctx.results.data["samples"]), p.slo)
     # the scenario table's contract: the summary as the results file keeps it
     return {**summary.model_dump(), "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
             "wall_s": time.monotonic() - plan.t0}

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sm121.bench.agents.params import AgentRunParams
 from sm121.bench.agents.params import agent_params as checked_agent_params
 
 
@@ -51,7 +52,7 @@ class TuneRequest:
                 "cluster": self.cluster, "host": self.host}
 
 
-def agent_params(request: TuneRequest) -> dict[str, Any]:
+def agent_params(request: TuneRequest) -> AgentRunParams:
     """The agents scenario's params (checked: a bad workload or SLO fails here)."""
     return checked_agent_params(request.agents, request.turns, None, request.workload,
                                 request.slo)

@@ -141,7 +141,8 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
     arms = found[:request.max_candidates or len(found)]
     names = [c.name for c in arms]
     variants = {c.name: (c.base, dict(c.args)) for c in arms}
-    ab_request = AbRequest(request.recipe, names, "agents", request.reps, agent_params(request),
+    ab_request = AbRequest(request.recipe, names, "agents", request.reps,
+                           agent_params(request).model_dump(),
                            request.out / "ab-agents.json", request.port, host=request.host,
                            resume=True, trust=request.trust, reps_per_boot=request.reps,
                            rest_s=request.rest_s, variants=variants, cluster=request.cluster)
