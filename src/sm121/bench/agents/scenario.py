@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.agents.conversation import tool_definitions, tools_as_text
+from sm121.bench.agents.messages import ToolSpec, user, wire, wire_tools
 from sm121.bench.agents.records import TurnSample, read_run
 from sm121.bench.agents.session import (
     Record,
@@ -45,7 +46,7 @@ class AgentsParams(BaseModel):
 
 
 async def tools_mode(client: BenchClient, workload: Workload,
-                     tools: list[dict[str, Any]]) -> tuple[str, str | None]:
+                     tools: list[ToolSpec]) -> tuple[str, str | None]:
     """How the tools travel: "api" when the server takes `tools` (asked once, with a
     one-token request), else "system_prompt" (with the server's reason), or "none"."""
     if not tools:
@@ -55,8 +56,8 @@ async def tools_mode(client: BenchClient, workload: Workload,
     if client.api != "chat":
         return "system_prompt", "the completions API has no `tools`"
     try:
-        await client.chat([{"role": "user", "content": "tools check"}], 1, "tools-check",
-                          tools=tools)
+        await client.chat(wire([user("tools check")]), 1, "tools-check",
+                          tools=wire_tools(tools))
     except Sm121Error as exc:
         return "system_prompt", f"the server refused `tools`: {exc.message[:300]}"
     return "api", None
