@@ -26,7 +26,7 @@ def _sitting(tmp_path: Path) -> tuple[TuneRequest, TuneState]:
     request = TuneRequest("gpu-llama", "coding-agent-with-batch", "ttft_p95=2s", 16, out, 8000,
                           budget_s=3000, turns=5, baselines=["agent-admission"], reps=1,
                           max_agents=40, sweep_points=2)
-    return request, TuneState(out, request.to_json())
+    return request, TuneState(out, request.to_record())
 
 
 def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monkeypatch):

@@ -40,7 +40,7 @@ Say = Callable[[str], None]
 
 
 def run_tune(request: TuneRequest, say: Say = lambda _: None) -> dict[str, Any]:
-    state = TuneState(request.out, request.to_json(), fresh=request.fresh)
+    state = TuneState(request.out, request.to_record(), fresh=request.fresh)
     try:
         return _tune(request, state, say)
     finally:  # an interrupted tune keeps the time it spent (the budget counts it)
@@ -62,7 +62,8 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
         found_arms, dropped = cands.arms(
             names[0], {n: profile_args(recipe, n) for n in dict.fromkeys(names)},
             request.largest_n, knobs_of(recipe.engine.kind))
-        state.set(candidates=[c.to_json() for c in found_arms], dropped=dropped)
+        state.set(candidates=[c.to_json().model_dump(mode="json") for c in found_arms],
+                  dropped=dropped)
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, facts, say)
