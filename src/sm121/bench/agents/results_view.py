@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from sm121.bench.agents.choose import Verdict
-from sm121.bench.agents.entries import AbEntry, SweepEntry, ab_entries, sweep_entries
+from sm121.bench.agents.entries import AbEntry, SweepEntry, sweep_entries
 
 
 class AbResults(BaseModel):
@@ -27,7 +27,8 @@ class SweepResults(BaseModel):
 
 def read_ab(data: dict[str, Any]) -> AbResults:
     verdict = (data.get("summary") or {}).get("verdict")
-    return AbResults(profiles=list(data["params"]["profiles"]), entries=ab_entries(data),
+    entries = [AbEntry.model_validate(e) for e in data["samples"]]
+    return AbResults(profiles=list(data["params"]["profiles"]), entries=entries,
                      verdict=Verdict.model_validate(verdict) if verdict else None)
 
 

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sm121.bench.boot_effect import boot_effects, describe  # noqa: E402
+from sm121.bench.tune.files import KneeFile  # noqa: E402
 from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
 from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
 
@@ -80,12 +81,10 @@ def candidates_plot(table: list[ArmRow], chosen: str | None, path: Path) -> Path
     return path
 
 
-def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], data: dict[str, Any]
-                 ) -> Path:
-    """report.md and its plots, from the knee's and the A/B's results files and tune.json
-    (their data as read: the JSON edge)."""
-    state = TuneRecord.model_validate(data)
-    summary, result, request = knee["summary"], state.result, state.request
+def write_report(out: Path, knee: KneeFile, ab: dict[str, Any], state: TuneRecord) -> Path:
+    """report.md and its plots, from the knee's run, the A/B's results file (its data as
+    read: the repetitions' boot effects read it) and tune.json."""
+    summary, result, request = knee.summary, state.result, state.request
     knee_plot(summary, out / "tune-knee.png")
     candidates_plot(result.table, result.chosen, out / "tune-candidates.png")
     engine = summary["engine"]
