@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, field_validator
 
-from sm121.bench.agents.records import TurnSample, bars_of
+from sm121.bench.agents.records import TurnSample, read_run
 from sm121.bench.agents.summary_model import RunMetrics
 
 
@@ -25,7 +25,7 @@ class RunEntry(BaseModel):
         return value or None  # `{}`: not measured, as a missing key
 
     def bars(self) -> list[TurnSample]:
-        return bars_of(self.samples)
+        return read_run(self.samples).bars
 
 
 class StoredSummary(BaseModel):
@@ -56,7 +56,3 @@ class SweepEntry(RunEntry):
     """One N of a sweep."""
 
     agents: int
-
-
-def sweep_entries(data: dict[str, Any]) -> list[SweepEntry]:
-    return [SweepEntry.model_validate(e) for e in data["samples"]]

@@ -18,9 +18,8 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.agents.apis import send_turn
 from sm121.bench.agents.capture_log import (
@@ -43,6 +42,7 @@ from sm121.bench.agents.session import (
 )
 from sm121.bench.agents.slo import DEFAULT_SLO, parse_slo
 from sm121.bench.agents.summary import summarize_run
+from sm121.bench.agents.summary_model import RunExtras, RunOutcome
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
@@ -183,11 +183,22 @@ async def _replay_session(ctx: Context, index: int, items: list[Prepared]) -> No
         previous, original_previous = record.submitted, entry.arrived
 
 
-async def replay(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    slo = params.get("slo") or DEFAULT_SLO
+class ReplayArgs(BaseModel):
+    """What one replay is asked (the params its results file keeps)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    capture_dir: Path
+    speed: float | None = 1.0
+    slo: str | None = DEFAULT_SLO
+
+
+async def replay(ctx: Context, params: ReplayArgs) -> RunOutcome:
+    """The capture sent again; its summary, sessions and how its gaps held."""
+    slo = params.slo or DEFAULT_SLO
     parse_slo(slo)
-    entries = load_capture(Path(params["capture_dir"]))
-    timed = schedule(entries, float(params.get("speed") or 1.0))
+    entries = load_capture(params.capture_dir)
+    timed = schedule(entries, float(params.speed or 1.0))
     regen = Regenerator(ctx.client)
     sessions: dict[str, list[Prepared]] = {name: [] for name in by_session(entries)}
     ctx.progress("replay: preparing requests", 0, len(timed))
@@ -202,8 +213,6 @@ async def replay(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     await run_together(*[_replay_session(ctx, i, items)
                          for i, items in enumerate(sessions.values())])
     run = read_run(ctx.results.data["samples"])
-    # the scenario table's contract: the summary as the results file keeps it
-    return {**summarize_run(run, slo).model_dump(), "sessions": len(sessions),
-            "gaps": gap_errors(run.turns).model_dump(),
-            "late_max_s": max((t.late_s for t in run.turns if t.late_s is not None),
-                              default=None)}
+    return RunOutcome(summarize_run(run, slo), RunExtras(
+        sessions=len(sessions), gaps=gap_errors(run.turns),
+        late_max_s=max((t.late_s for t in run.turns if t.late_s is not None), default=None)))

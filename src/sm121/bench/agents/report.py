@@ -11,9 +11,9 @@ from pydantic import JsonValue
 
 from sm121.bench.agents import plots
 from sm121.bench.agents.choose import largest_meeting
-from sm121.bench.agents.entries import AbEntry, sweep_entries
+from sm121.bench.agents.entries import AbEntry
 from sm121.bench.agents.records import AgentsRun, TurnSample, read_run
-from sm121.bench.agents.results_view import AbResults, SweepResults
+from sm121.bench.agents.results_view import AbResults, SweepResults, read_sweep
 from sm121.bench.agents.summary import flatten, summarize_run
 from sm121.bench.agents.summary_model import (
     AgentsSummary,
@@ -33,7 +33,7 @@ def _ttft(p: Percentiles) -> list[str]:
     return [fmt(p.p50, "s"), fmt(p.p95, "s"), fmt(p.p99, "s")]
 
 
-def rejudge(data: dict[str, Any], slo: str) -> dict[str, Any]:
+def rejudge(data: dict[str, Any], slo: str) -> None:
     """The same raw turns judged against another SLO (`bench report --slo`): every run's
     config record carries the SLO its summary uses."""
     runs = [data["samples"]] if data["kind"] == "scenario" else \
@@ -44,10 +44,9 @@ def rejudge(data: dict[str, Any], slo: str) -> dict[str, Any]:
                 sample["slo"] = slo
     if data["kind"] == "sweep":
         data.setdefault("summary", {})["slo"] = slo
-    return data
 
 
-def recompute(data: dict[str, Any]) -> dict[str, Any]:
+def recompute(data: dict[str, Any]) -> None:
     """An A/B's or sweep's metrics again from the raw turns, with this sm121's functions."""
     if data["kind"] in ("ab", "sweep"):
         for entry in data["samples"]:
@@ -58,8 +57,7 @@ def recompute(data: dict[str, Any]) -> dict[str, Any]:
         data["summary"] = compare_with(get(data["scenario"]), measured,
                                        data["params"]["profiles"])
     if data["kind"] == "sweep":
-        data.setdefault("summary", {})["largest_n"] = largest_meeting(sweep_entries(data))
-    return data
+        data.setdefault("summary", {})["largest_n"] = largest_meeting(read_sweep(data).entries)
 
 
 def _judged(s: AgentsSummary) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from sm121.bench.agents.choose import Verdict
-from sm121.bench.agents.entries import AbEntry, SweepEntry, sweep_entries
+from sm121.bench.agents.entries import AbEntry, SweepEntry
 
 
 class AbResults(BaseModel):
@@ -34,6 +34,7 @@ def read_ab(data: dict[str, Any]) -> AbResults:
 
 def read_sweep(data: dict[str, Any]) -> SweepResults:
     summary = data.get("summary") or {}
-    return SweepResults(entries=sweep_entries(data), slo=summary.get("slo"),
+    entries = [SweepEntry.model_validate(e) for e in data["samples"]]
+    return SweepResults(entries=entries, slo=summary.get("slo"),
                         largest_n=summary.get("largest_n"),
                         has_largest_n="largest_n" in summary)

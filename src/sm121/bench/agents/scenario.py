@@ -8,7 +8,6 @@ background prompt), so building exact-length text never overlaps a measured turn
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,6 +25,7 @@ from sm121.bench.agents.session import (
 )
 from sm121.bench.agents.slo import DEFAULT_SLO, parse_slo
 from sm121.bench.agents.summary import summarize_run
+from sm121.bench.agents.summary_model import RunExtras, RunOutcome
 from sm121.bench.agents.workload import Workload, fit, load_workload, turns_that_fit
 from sm121.bench.client import BenchClient
 from sm121.bench.runner import Context, run_together
@@ -33,7 +33,7 @@ from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
 from sm121.errors import Sm121Error
 
 
-class AgentsParams(BaseModel):
+class AgentsRunArgs(BaseModel):
     """What one agents run is asked (the params its results file keeps)."""
 
     model_config = ConfigDict(extra="ignore")
@@ -63,10 +63,8 @@ async def tools_mode(client: BenchClient, workload: Workload,
     return "api", None
 
 
-async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """The scenario table's hook: the params as the results file keeps them in, the summary
-    as it keeps it out."""
-    p = AgentsParams.model_validate(params)
+async def agents(ctx: Context, p: AgentsRunArgs) -> RunOutcome:
+    """The run: its turns recorded as they end; its summary, engine deltas and wall time."""
     n_agents, turns = p.agents, p.turns or None
     duration = p.duration_s or None
     if turns is None and duration is None:
@@ -103,9 +101,9 @@ async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     await run_together(*jobs)
     deltas = counter_deltas(before, await read_counters(client))
     summary = summarize_run(read_run(ctx.results.data["samples"]), p.slo)
-    # the scenario table's contract: the summary as the results file keeps it
-    return {**summary.model_dump(), "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
-            "wall_s": time.monotonic() - plan.t0}
+    return RunOutcome(summary, RunExtras(engine_metrics=deltas,
+                                         prefix_reuse_metrics=prefix_reuse(deltas),
+                                         wall_s=time.monotonic() - plan.t0))
 
 
 def _recorder(ctx: Context, total: int) -> Record:

@@ -9,12 +9,12 @@ from sm121.bench.agents import report
 from sm121.bench.agents.choose import verdict
 from sm121.bench.agents.entries import AbEntry
 from sm121.bench.agents.params import agent_params, replay_params
-from sm121.bench.agents.records import bars_of, read_run
-from sm121.bench.agents.replay import replay
+from sm121.bench.agents.records import read_run
+from sm121.bench.agents.replay import ReplayArgs, replay
 from sm121.bench.agents.results_view import read_ab, read_sweep
-from sm121.bench.agents.scenario import agents
+from sm121.bench.agents.scenario import AgentsRunArgs, agents
 from sm121.bench.agents.summary import HEADLINE, flatten
-from sm121.bench.agents.summary_model import AgentsSummary, RunExtras
+from sm121.bench.agents.summary_model import AgentsSummary, RunExtras, RunOutcome
 from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option
@@ -40,6 +40,13 @@ class ReplayParams(Params):
     slo: str = _SLO
 
 
+def _stored(outcome: RunOutcome) -> models.AgentsSummary:
+    """The summary as the results file keeps it: the run's, then the extras it set."""
+    extras = outcome.extras
+    return models.AgentsSummary.model_validate(
+        {**outcome.summary.model_dump(), **extras.model_dump(include=extras.model_fields_set)})
+
+
 class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
     sample = models.AgentsSample
     summary = models.AgentsSummary
@@ -50,7 +57,8 @@ class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
         return flatten(samples)
 
     def recompute(self, data: Record) -> Record:
-        return report.recompute(data)
+        report.recompute(data)
+        return data
 
     def rejudge(self, data: Record, slo: str) -> None:
         report.rejudge(data, slo)
@@ -63,7 +71,7 @@ class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
             return report.ab_plots(read_ab(data), out, stem)
         if data["kind"] == "sweep":
             return report.sweep_plots(read_sweep(data), out, stem)
-        return report.run_plots(bars_of(data["samples"]), out, stem)
+        return report.run_plots(read_run(data["samples"]).bars, out, stem)
 
     def section(self, data: Record, files: list[Path]) -> list[str] | None:
         """The headline table, then the run, A/B or sweep in detail."""
@@ -90,7 +98,7 @@ class Agents(_AgentScenario):
     params = AgentsParams
 
     async def run(self, ctx: Context, params: Params) -> models.AgentsSummary:
-        return models.AgentsSummary.model_validate(await agents(ctx, params.given()))
+        return _stored(await agents(ctx, AgentsRunArgs.model_validate(params.given())))
 
     def prepare(self, values: Params) -> Record:
         assert isinstance(values, AgentsParams)
@@ -111,7 +119,7 @@ class Replay(_AgentScenario):
     api_option = False
 
     async def run(self, ctx: Context, params: Params) -> models.AgentsSummary:
-        return models.AgentsSummary.model_validate(await replay(ctx, params.given()))
+        return _stored(await replay(ctx, ReplayArgs.model_validate(params.given())))
 
     def prepare(self, values: Params) -> Record:
         assert isinstance(values, ReplayParams)
