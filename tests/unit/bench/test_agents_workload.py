@@ -25,7 +25,7 @@ def small(**extra):
             "tools": {"count": 3, "tokens_each": 15}, "append_tokens": [30, 60],
             "output_tokens": [4, 8], "think_time_s": 0}
     return load_workload("coding-agent").model_copy(update={}).model_validate(
-        {**PRESETS["coding-agent"], **base, **extra})
+        {**PRESETS["coding-agent"].model_dump(exclude_unset=True), **base, **extra})
 
 
 def test_presets_load_and_carry_the_field_sizes():

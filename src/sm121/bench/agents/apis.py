@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from sm121.bench.agents.messages import ChatMessage, ToolSpec, wire, wire_tools
+from sm121.bench.agents.messages import ChatMessage, ToolSpec, wire
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.errors import Sm121Error
 from sm121.protocols.requests import BUILDERS
@@ -35,7 +35,7 @@ async def send_turn(client: BenchClient, api: str, messages: list[ChatMessage], 
                     extra: dict[str, str] | None = None) -> StreamRecord:
     """One streamed turn over `api` (messages or responses); `extra` joins the body (vLLM's
     cache_salt, which both take)."""
-    body = {**BUILDERS[api](client.model, wire(messages), output, wire_tools(tools)),
+    body = {**BUILDERS[api](client.model, wire(messages), output, wire(tools or [])),
             **(extra or {}), "stream": True}
     record = StreamRecord(label=label, submitted=time.monotonic())
     record.prompt_chars = sum(len(m.text) for m in messages)

@@ -1,6 +1,6 @@
 """An agent's conversation in process, typed: chat messages (role, content, the assistant's
 tool calls, a tool result's call id) and the tool definitions a request offers. They become
-the chat API's JSON only where a request body is built (`wire`, `wire_tools`).
+the chat API's JSON only where a request body is built (`wire`).
 
 Keys a model does not name are kept and written back as given (a replayed capture's messages
 may carry fields of their own, content may be a list of parts), and only the keys set are
@@ -8,6 +8,7 @@ written, so a message goes on the wire exactly as it was made or captured."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -59,11 +60,6 @@ def user(text: str) -> ChatMessage:
     return ChatMessage(role="user", content=text)
 
 
-def wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """The messages as a request body carries them: the keys each was given."""
-    return [m.model_dump(mode="json", exclude_unset=True) for m in messages]
-
-
-def wire_tools(tools: list[ToolSpec] | None) -> list[dict[str, Any]] | None:
-    return None if tools is None else [t.model_dump(mode="json", exclude_unset=True)
-                                       for t in tools]
+def wire(items: Sequence[ChatMessage] | Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Messages or tools as a request body carries them: the keys each was given."""
+    return [item.model_dump(mode="json", exclude_unset=True) for item in items]

@@ -32,7 +32,7 @@ from sm121.bench.agents.capture_log import (
     schedule,
 )
 from sm121.bench.agents.conversation import exact_text
-from sm121.bench.agents.messages import ChatMessage, ToolSpec, wire, wire_tools
+from sm121.bench.agents.messages import ChatMessage, ToolSpec, wire
 from sm121.bench.agents.records import read_run
 from sm121.bench.agents.session import (
     SESSION_HEADER,
@@ -150,7 +150,8 @@ async def _send(client: BenchClient, prepared: Prepared, label: str) -> StreamRe
                                extra)
     if entry.path.endswith("/chat/completions"):
         return await client.chat(wire(messages), output, label,
-                                 tools=wire_tools(prepared.tools), headers=headers, extra=extra)
+                                 tools=wire(prepared.tools or []), headers=headers,
+                                 extra=extra)
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or is_redacted(prompt):
         prompt = filler_chars(redacted_chars(str(prompt)) or 200, 7)

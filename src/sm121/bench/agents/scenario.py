@@ -12,7 +12,7 @@ import time
 from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.agents.conversation import tool_definitions, tools_as_text
-from sm121.bench.agents.messages import ToolSpec, user, wire, wire_tools
+from sm121.bench.agents.messages import ToolSpec, user, wire
 from sm121.bench.agents.records import TurnSample, read_run
 from sm121.bench.agents.session import (
     Record,
@@ -57,7 +57,7 @@ async def tools_mode(client: BenchClient, workload: Workload,
         return "system_prompt", "the completions API has no `tools`"
     try:
         await client.chat(wire([user("tools check")]), 1, "tools-check",
-                          tools=wire_tools(tools))
+                          tools=wire(tools or []))
     except Sm121Error as exc:
         return "system_prompt", f"the server refused `tools`: {exc.message[:300]}"
     return "api", None

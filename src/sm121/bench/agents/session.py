@@ -11,7 +11,7 @@ from typing import Any
 
 from sm121.bench.agents.apis import send_turn
 from sm121.bench.agents.conversation import Conversation, exact_text, flat_prompt
-from sm121.bench.agents.messages import ChatMessage, ToolCall, ToolSpec, user, wire, wire_tools
+from sm121.bench.agents.messages import ChatMessage, ToolCall, ToolSpec, user, wire
 from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.workload import Workload, turns_that_fit
 from sm121.bench.client import BenchClient, StreamRecord
@@ -118,7 +118,7 @@ async def count_request(client: BenchClient, messages: list[ChatMessage],
     body: dict[str, Any] = {"model": client.model, "messages": wire(messages),
                             "add_generation_prompt": True}
     if tools:
-        body["tools"] = wire_tools(tools)
+        body["tools"] = wire(tools)
     return int((await client.engine.tokenize(body))["count"])
 
 
@@ -130,7 +130,7 @@ async def send(client: BenchClient, messages: list[ChatMessage], output: int, la
         return await send_turn(client, client.api, messages, output, label, headers, tools,
                                extra)
     if client.api == "chat":
-        return await client.chat(wire(messages), output, label, tools=wire_tools(tools),
+        return await client.chat(wire(messages), output, label, tools=wire(tools or []),
                                  headers=headers, extra=extra)
     return await client.complete(flat_prompt(messages), output, label, salt=False,
                                  extra=extra, headers=headers)
