@@ -130,13 +130,13 @@ class BenchClient:
     def new_salt(self) -> str:
         return f"{self.run_salt}-{next(self._counter)}"
 
-    def cache_salt_field(self, tag: str) -> dict[str, Any]:
+    def cache_salt_field(self, tag: str) -> dict[str, str]:
         """For prompts that carry their own salt tag (exact-length prompts, locality)."""
         return {"cache_salt": tag} if self.cache_salt else {}
 
     async def complete(self, prompt: str | list[int], max_tokens: int, label: str, *,
                        salt: bool = True, ignore_eos: bool = True,
-                       extra: dict[str, Any] | None = None,
+                       extra: dict[str, str] | None = None,
                        into: StreamRecord | None = None,
                        headers: dict[str, str] | None = None) -> StreamRecord:
         """One completion. With salt, a unique tag opens the prompt (and goes in cache_salt
@@ -165,7 +165,7 @@ class BenchClient:
 
     async def chat(self, messages: list[dict[str, Any]], max_tokens: int, label: str, *,
                    tools: list[dict[str, Any]] | None = None, ignore_eos: bool = True,
-                   extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+                   extra: dict[str, str] | None = None, headers: dict[str, str] | None = None,
                    into: StreamRecord | None = None) -> StreamRecord:
         """One chat completion of these messages as they are (no salt added: an agent's
         conversation carries its own, once per session, so its prefix cache works)."""
@@ -180,20 +180,29 @@ class BenchClient:
 
     async def _send(self, api: str, body: dict[str, Any], record: StreamRecord, label: str,
                     headers: dict[str, str] | None = None) -> StreamRecord:
+        """Streamed: token ids and usage asked for, every chunk timed. Whole (no stream): one
+        timestamp, the tokens counted from the reply's ids or else from usage."""
         record.label, record.submitted = label, time.monotonic()
+        path = route_of(api)
         if self.stream:
-            await self._stream(route_of(api), body, record, headers)
-        else:
-            await self._whole(route_of(api), body, record, headers)
+            body.update(stream=True, return_token_ids=True,
+                        stream_options={"include_usage": True})
+            await self.stream_events(path, body, record, headers,
+                                     lambda data, now: take_chat_event(data, now, record))
+            check_usage(record.tokens, record.usage, record.label)
+            return record
+        body["stream"] = False
+        async with self.session.post(f"{self.base_url}{path}", json=body,
+                                     headers=headers) as response:
+            await raise_for_status(response, record.label)
+            record.headers = dict(response.headers)
+            payload = await response.json()
+        record.finished = time.monotonic()
+        counted = take_chat_reply(payload, record)
+        tokens = check_usage(counted, record.usage, record.label) if counted is not None \
+            else int((record.usage or {}).get("completion_tokens") or 0)
+        record.chunk_times, record.chunk_tokens = [record.finished], [tokens]
         return record
-
-    async def _stream(self, path: str, body: dict[str, Any], record: StreamRecord,
-                      headers: dict[str, str] | None) -> None:
-        body.update(stream=True, return_token_ids=True,
-                    stream_options={"include_usage": True})
-        await self.stream_events(path, body, record, headers,
-                                 lambda data, now: take_chat_event(data, now, record))
-        check_usage(record.tokens, record.usage, record.label)
 
     async def stream_events(self, path: str, body: dict[str, Any], record: StreamRecord,
                             headers: dict[str, str] | None,
@@ -217,20 +226,6 @@ class BenchClient:
             for event in parser.flush():
                 take(event.data, time.monotonic())
         record.finished = time.monotonic()
-
-    async def _whole(self, path: str, body: dict[str, Any], record: StreamRecord,
-                     headers: dict[str, str] | None) -> None:
-        body["stream"] = False
-        async with self.session.post(f"{self.base_url}{path}", json=body,
-                                     headers=headers) as response:
-            await raise_for_status(response, record.label)
-            record.headers = dict(response.headers)
-            payload = await response.json()
-        record.finished = time.monotonic()
-        counted = take_chat_reply(payload, record)
-        tokens = check_usage(counted, record.usage, record.label) if counted is not None \
-            else int((record.usage or {}).get("completion_tokens") or 0)
-        record.chunk_times, record.chunk_tokens = [record.finished], [tokens]
 
     @property
     def engine(self) -> EngineClient:

@@ -85,7 +85,8 @@ def ab(
     if scenario == "agents":
         from sm121.bench.agents.params import agent_params  # numpy, pydantic: only for agents
 
-        scenario_params = {**agent_params(agents, turns, None, workload, slo), **scenario_params}
+        scenario_params = {**agent_params(agents, turns, None, workload, slo).model_dump(),
+                           **scenario_params}
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
                         out or default_path(f"ab-{scenario}"), port or free_port(), host,
                         overrides=parse_sets(sets), cluster=cluster, resume=resume, trust=trust,

@@ -5,7 +5,7 @@ the best as profile `tuned` into the user's recipe."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,6 +14,9 @@ from sm121.cli.options import CLUSTER, HOST, JSON, TRUST
 from sm121.cli.output import console, print_json
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
+
+if TYPE_CHECKING:
+    from sm121.bench.tune.result import TuneRecord
 
 
 def register(app: typer.Typer) -> None:
@@ -103,7 +106,7 @@ def tune(
     if agents < 1 or reps < 1 or turns < 1 or knee_reps < 1 or boots < 1:
         raise Sm121Error("--agents, --reps, --turns, --knee-reps and --boots must be at "
                          "least 1", "example: --agents 8 --reps 3")
-    spec = agent_params(agents, turns, None, workload, slo)["workload"]  # checked here
+    spec = agent_params(agents, turns, None, workload, slo).workload  # checked here
     if cluster is not None:
         from sm121.cluster.spec import load_cluster
 
@@ -119,31 +122,31 @@ def tune(
         rep_estimate_s=rep_estimate, boot_estimate_s=boot_estimate, cluster=cluster, host=host,
         trust=trust, fresh=fresh, write=not no_write)
     with LongWait(f"tune {recipe}: {workload}, {slo}, {agents} agents") as wait:
-        data = run_tune(request, say=wait.say)
+        record = run_tune(request, say=wait.say)
     if as_json:
-        print_json(data["result"])
+        print_json(record.result.model_dump(mode="json"))
         return
-    _print(data)
+    _print(record)
 
 
-def _print(data: dict[str, Any]) -> None:
-    result = data["result"]
-    for row in result["table"]:
-        mark = " [bold](chosen)[/]" if row["name"] == result["chosen"] else ""
-        goodput = "-" if row["goodput"] is None else f"{row['goodput']:.1%}"
-        ci = row.get("goodput_ci")
+def _print(record: TuneRecord) -> None:
+    result = record.result
+    for row in result.table:
+        mark = " [bold](chosen)[/]" if row.name == result.chosen else ""
+        goodput = "-" if row.goodput is None else f"{row.goodput:.1%}"
+        ci = row.goodput_ci
         interval = f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else ""
-        cost = "-" if row["prefill_cost"] is None else f"{row['prefill_cost']:.1%}"
-        differs = ", ".join(row["differs"]) or "baseline"
-        console.print(f"{row['name']}{mark} ({differs}): capacity {row['capacity']['text']}; "
-                      f"goodput {goodput}{interval} over {row['reps']} reps; prefill cost "
-                      f"{cost} vs {row.get('prefill_reference') or '-'}", highlight=False)
-    for item in result.get("claims") or []:
-        console.print(item["text"], highlight=False)
-    console.print(f"targets: {result['binding']['text']}", highlight=False)
-    console.print(f"report: {data.get('report')}")
-    if data.get("written"):
-        console.print(f"profile `tuned` written into {data['written']}")
-        if data.get("serve_needs_trust"):
+        cost = "-" if row.prefill_cost is None else f"{row.prefill_cost:.1%}"
+        differs = ", ".join(row.differs) or "baseline"
+        console.print(f"{row.name}{mark} ({differs}): capacity {row.capacity.text}; "
+                      f"goodput {goodput}{interval} over {row.reps} reps; prefill cost "
+                      f"{cost} vs {row.prefill_reference or '-'}", highlight=False)
+    for item in result.claims:
+        console.print(item.text, highlight=False)
+    console.print(f"targets: {result.binding.text}", highlight=False)
+    console.print(f"report: {record.report}")
+    if record.written:
+        console.print(f"profile `tuned` written into {record.written}")
+        if record.serve_needs_trust:
             console.print("serving it needs --trust (the copy is not built in): "
-                          + "; ".join(data["serve_needs_trust"]), highlight=False)
+                          + "; ".join(record.serve_needs_trust), highlight=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sm121.bench.agents.records import TurnSample, read_run
-from sm121.bench.agents.summary import summarize_agents
+from sm121.bench.agents.summary import summarize_run
 from sm121.bench.agents.summary_model import AgentsSummary
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
@@ -33,7 +33,7 @@ def test_a_committed_run_round_trips_through_the_models(path: Path):
     assert len(run.turns) == sum(s.get("kind") == "turn" for s in data["samples"])
     # the stored summary is what this sm121 computes from the raw turns, key for key (up to
     # a float's last bits, where a recompute differs from the stored file on main as well)
-    recomputed = summarize_agents(data["samples"]).model_dump()
+    recomputed = summarize_run(read_run(data["samples"])).model_dump()
     stored = {k: v for k, v in data["summary"].items() if k in AgentsSummary.model_fields}
     assert recomputed.keys() == stored.keys()
     _same(json.loads(json.dumps(recomputed)), stored)

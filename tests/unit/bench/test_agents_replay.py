@@ -21,7 +21,7 @@ from sm121.bench.agents.capture_log import (
     schedule,
 )
 from sm121.bench.agents.records import TurnSample
-from sm121.bench.agents.replay import filler_chars, replay
+from sm121.bench.agents.replay import ReplayArgs, filler_chars, replay
 from sm121.bench.client import BenchClient
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Context
@@ -124,11 +124,11 @@ async def test_a_replay_keeps_the_gaps_over_speed(tmp_path, fake_upstream):
     params = {"capture_dir": str(folder), "speed": 2.0, "slo": "ttft_p95=2s"}
     results = ResultsFile(tmp_path / "replay.json", "scenario", "replay", params)
     async with BenchClient(url, "m", api="chat") as client:
-        summary = await replay(Context(client, results, {}), params)
-    assert summary["sessions"] == 2 and summary["turns"] == 5
-    assert summary["usage_checked"] == 5 and summary["prompt_exact"] == 5
-    gaps = summary["gaps"]
-    assert gaps["gaps"] == 3 and gaps["within_10pct"] == 3  # 0.2, 0.3 and 0.3 s wanted
+        outcome = await replay(Context(client, results, {}), ReplayArgs.model_validate(params))
+    summary, gaps = outcome.summary, outcome.extras.gaps
+    assert outcome.extras.sessions == 2 and summary.turns == 5
+    assert summary.usage_checked == 5 and summary.prompt_exact == 5
+    assert gaps is not None and gaps.gaps == 3 and gaps.within_10pct == 3  # 0.2, 0.3 and 0.3 s wanted
     turns = [s for s in results.data["samples"] if s.get("kind") == "turn"]
     a = sorted((t for t in turns if t["session"] == session_id({"x-session-id": "a"}, {})), key=lambda t: t["turn"])
     assert [round(t["scheduled_s"], 3) for t in a] == [0.0, 0.2, 0.5]

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from support.aiohttp_server import served
 
-from sm121.bench.agents.replay import replay
+from sm121.bench.agents.replay import ReplayArgs, replay
 from sm121.bench.client import BenchClient
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Context
@@ -105,8 +105,8 @@ async def test_a_captured_session_replays_in_its_own_protocol(
     params = {"capture_dir": str(folder), "speed": 10.0, "slo": "ttft_p95=2s"}
     results = ResultsFile(tmp_path / "replay.json", "scenario", "replay", params)
     async with BenchClient(url, "m", api="chat") as client:
-        summary = await replay(Context(client, results, {}), params)
-    assert summary["turns"] == 2 and summary["usage_checked"] == 2
+        outcome = await replay(Context(client, results, {}), ReplayArgs.model_validate(params))
+    assert outcome.summary.turns == 2 and outcome.summary.usage_checked == 2
     assert [p for p, _ in seen] == [path, path]
     for (_, sent), captured in zip(seen, turns, strict=True):
         # What the engine renders is what the agent sent.

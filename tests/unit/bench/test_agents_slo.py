@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from sm121.bench.agents.choose import verdict
-from sm121.bench.agents.entries import SweepEntry
-from sm121.bench.agents.records import TurnSample
+from sm121.bench.agents.entries import AbEntry, SweepEntry
+from sm121.bench.agents.records import TurnSample, read_run
 from sm121.bench.agents.slo import evaluate, parse_slo
-from sm121.bench.agents.summary import flatten, overlaps_background, summarize_agents
+from sm121.bench.agents.summary import flatten, overlaps_background, summarize_run
 from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.agents.sweep import largest_meeting
 from sm121.errors import Sm121Error
@@ -67,7 +67,7 @@ def test_turns_waiting_during_the_background_prefill_are_split_out():
     assert not overlaps_background(typed(after), typed(background))
     samples = [{"kind": "config", "slo": "ttft_p95=2s", "workload": {"name": "w"}},
                during, before, after, background]
-    summary = summarize_agents(samples)
+    summary = summarize_run(read_run(samples))
     assert summary.background is not None
     assert summary.background.turns_during == 1
     assert summary.background.ttft_during.p50 == 8.0
@@ -82,7 +82,7 @@ def test_summary_by_turn_and_per_agent():
     samples = [{"kind": "config", "slo": "ttft_p95=2s"},
                turn(2.0, agent=0, index=0, reuse=0.0), turn(3.0, agent=1, index=0, reuse=0.0),
                turn(0.2, 40, agent=0, index=1), turn(0.3, 20, agent=1, index=1, reuse=0.97)]
-    summary = summarize_agents(samples)
+    summary = summarize_run(read_run(samples))
     first, second = summary.by_turn
     assert (first.n, first.reuse_mean) == (2, 0.0)
     assert second.reuse_mean == pytest.approx(0.96)
@@ -91,18 +91,18 @@ def test_summary_by_turn_and_per_agent():
 
 
 def _ab_sample(profile, goodput, ttft_p95):
-    return {"profile": profile, "metrics": {"goodput": goodput, "ttft_p95_s": ttft_p95,
-                                            "slo_terms": {"ttft_p95=2s": ttft_p95}}}
+    return AbEntry(profile=profile, rep=0, metrics=RunMetrics(
+        goodput=goodput, ttft_p95_s=ttft_p95, slo_terms={"ttft_p95=2s": ttft_p95}))
 
 
 def test_the_verdict_names_the_profile_with_the_best_goodput_and_why():
     samples = [_ab_sample("agent", 0.5, 9.0), _ab_sample("agent", 0.6, 8.0),
                _ab_sample("agent-admission", 0.9, 1.5), _ab_sample("agent-admission", 1.0, 1.1)]
-    result = verdict(samples, ["agent", "agent-admission"])
+    result = verdict(samples, ["agent", "agent-admission"]).model_dump()
     assert result["best"] == "agent-admission"
     assert result["profiles"]["agent"]["goodput"] == pytest.approx(0.55)
     assert "ttft_p95=2s observed 1.3" in result["why"] and "agent: goodput 55.0%" in result["why"]
-    tie = verdict([_ab_sample("a", 1.0, 2.0), _ab_sample("b", 1.0, 1.0)], ["a", "b"])
+    tie = verdict([_ab_sample("a", 1.0, 2.0), _ab_sample("b", 1.0, 1.0)], ["a", "b"]).model_dump()
     assert tie["best"] == "b"  # equal goodput: the lower TTFT p95
 
 

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from sm121.bench.agents.conversation import Conversation, exact_text, tool_definitions
+from sm121.bench.agents.messages import wire
 from sm121.bench.agents.workload import PRESETS, fit, load_workload, turns_that_fit
 from sm121.errors import Sm121Error
 
@@ -24,7 +25,7 @@ def small(**extra):
             "tools": {"count": 3, "tokens_each": 15}, "append_tokens": [30, 60],
             "output_tokens": [4, 8], "think_time_s": 0}
     return load_workload("coding-agent").model_copy(update={}).model_validate(
-        {**PRESETS["coding-agent"], **base, **extra})
+        {**PRESETS["coding-agent"].model_dump(exclude_unset=True), **base, **extra})
 
 
 def test_presets_load_and_carry_the_field_sizes():
@@ -81,14 +82,14 @@ async def test_texts_are_exact_to_the_token():
             tokens
     tools = await tool_definitions(count, small())
     assert len(tools) == 3
-    assert [await count(t["function"]["description"]) for t in tools] == [15, 15, 15]
+    assert [await count(t.function.description or "") for t in tools] == [15, 15, 15]
 
 
 async def _turns(conv: Conversation, turns: int) -> list[list[dict]]:
     await conv.open(count)
     sent = []
     for _ in range(turns):
-        sent.append([dict(m) for m in conv.request()])
+        sent.append(wire(conv.request()))
         output, paste, appended, _think = conv.draw_turn()
         await conv.append(count, f"answer {conv.turn}", [], appended, paste)
     return sent

@@ -10,7 +10,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[3] / "src" / "sm121" / "bench"
 PATTERN = re.compile(r"dict\[str, *Any\]")
-CEILING = 145
+CEILING = 71
 
 
 def _counts() -> Counter[str]:

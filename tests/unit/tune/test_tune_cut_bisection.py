@@ -26,7 +26,7 @@ def _sitting(tmp_path: Path) -> tuple[TuneRequest, TuneState]:
     request = TuneRequest("gpu-llama", "coding-agent-with-batch", "ttft_p95=2s", 16, out, 8000,
                           budget_s=3000, turns=5, baselines=["agent-admission"], reps=1,
                           max_agents=40, sweep_points=2)
-    return request, TuneState(out, request.to_json())
+    return request, TuneState(out, request.to_record())
 
 
 def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monkeypatch):
@@ -40,7 +40,7 @@ def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monke
         if after is not None:
             after(object())
 
-    def run_point(boot: Any, params: dict[str, Any], n: int, out: Path, say: Any) -> Probe:
+    def run_point(boot: Any, params: Any, n: int, out: Path, say: Any) -> Probe:
         probed.append(n)
         return Probe(agents=n, slo_met=n <= 28)
 
@@ -48,7 +48,7 @@ def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monke
     monkeypatch.setattr(run, "run_point", run_point)
     arms = [Candidate.from_json(c) for c in state.data["candidates"]]
     ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
-                               run.agent_params(request), request.out / "ab-agents.json",
+                               run.agent_params(request).model_dump(), request.out / "ab-agents.json",
                                request.port, resume=True,
                                variants={c.name: (c.base, dict(c.args)) for c in arms})
     results = run.open_results(ab_request)
@@ -73,7 +73,7 @@ def test_a_cut_bisection_without_budget_records_what_was_tested(tmp_path, monkey
                         lambda *a, **k: (_ for _ in ()).throw(AssertionError("booted")))
     arms = [Candidate.from_json(c) for c in state.data["candidates"]]
     ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
-                               run.agent_params(request), request.out / "ab-agents.json",
+                               run.agent_params(request).model_dump(), request.out / "ab-agents.json",
                                request.port, resume=True,
                                variants={c.name: (c.base, dict(c.args)) for c in arms})
     results = run.open_results(ab_request)

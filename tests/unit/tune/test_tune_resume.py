@@ -5,7 +5,7 @@ import pytest
 
 from sm121.bench.agents.entries import AbEntry
 from sm121.bench.agents.summary_model import RunMetrics
-from sm121.bench.tune.result import Probe
+from sm121.bench.tune.result import Probe, RequestRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
 from sm121.errors import Sm121Error
@@ -15,17 +15,18 @@ REQUEST = {"recipe": "tiny-cpu", "workload": "coding-agent-with-batch", "slo": "
 
 
 def test_state_resumes_with_the_same_question_and_accumulates_time(tmp_path):
-    first = TuneState(tmp_path, REQUEST)
+    first = TuneState(tmp_path, RequestRecord.model_validate(REQUEST))
     first.set(candidates=[{"name": "agent"}])
     first.add_sweep_point("agent", Probe(agents=6, slo_met=True))
     spent = first.data["elapsed_s"]
-    again = TuneState(tmp_path, {**REQUEST, "budget_s": 900})  # a new budget is allowed
+    again = TuneState(tmp_path, RequestRecord.model_validate({**REQUEST, "budget_s": 900}))  # a new budget is allowed
     assert again.data["resumed"] == 1 and again.data["candidates"] == [{"name": "agent"}]
     assert again.sweep("agent") == [Probe(agents=6, slo_met=True)]
     assert again.elapsed_s >= spent and again.data["request"]["budget_s"] == 900
     with pytest.raises(Sm121Error, match="not of"):
-        TuneState(tmp_path, {**REQUEST, "agents": 8})
-    fresh = TuneState(tmp_path, {**REQUEST, "agents": 8}, fresh=True)
+        TuneState(tmp_path, RequestRecord.model_validate({**REQUEST, "agents": 8}))
+    fresh = TuneState(tmp_path, RequestRecord.model_validate({**REQUEST, "agents": 8}),
+                       fresh=True)
     assert "candidates" not in fresh.data
 
 

@@ -11,8 +11,8 @@ Messages has no ignore_eos in vLLM: its replies may end before the asked length.
 from __future__ import annotations
 
 import time
-from typing import Any
 
+from sm121.bench.agents.messages import ChatMessage, ToolSpec, wire
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.errors import Sm121Error
 from sm121.protocols.requests import BUILDERS
@@ -30,16 +30,15 @@ def check_api(scenario: str, api: str | None) -> None:
                          "use --api chat or --api completions here")
 
 
-async def send_turn(client: BenchClient, api: str, messages: list[dict[str, Any]], output: int,
-                    label: str, headers: dict[str, str],
-                    tools: list[dict[str, Any]] | None,
-                    extra: dict[str, Any] | None = None) -> StreamRecord:
+async def send_turn(client: BenchClient, api: str, messages: list[ChatMessage], output: int,
+                    label: str, headers: dict[str, str], tools: list[ToolSpec] | None,
+                    extra: dict[str, str] | None = None) -> StreamRecord:
     """One streamed turn over `api` (messages or responses); `extra` joins the body (vLLM's
     cache_salt, which both take)."""
-    body = {**BUILDERS[api](client.model, messages, output, tools), **(extra or {}),
-            "stream": True}
+    body = {**BUILDERS[api](client.model, wire(messages), output, wire(tools or [])),
+            **(extra or {}), "stream": True}
     record = StreamRecord(label=label, submitted=time.monotonic())
-    record.prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
+    record.prompt_chars = sum(len(m.text) for m in messages)
     reader = reader_for(api, record)
     await client.stream_events(route_of(api), body, record, headers, reader.take_data)
     reader.finish()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from statistics import median
-from typing import Any
 
 from pydantic import BaseModel
 
-from sm121.bench.agents.entries import SweepEntry
+from sm121.bench.agents.entries import AbEntry, SweepEntry
 from sm121.bench.agents.summary_model import RunMetrics
 
 
@@ -61,13 +60,11 @@ def choose_profile(runs: dict[str, list[RunMetrics]]) -> Verdict:
     return Verdict(best=ranked[0], why=f"median over repetitions: {why}.", profiles=per)
 
 
-def verdict(samples: list[dict[str, Any]], profiles: list[str]) -> dict[str, Any]:
-    """The scenario table's verdict hook: an A/B's entries (the results file's dicts) in,
-    the verdict as the results file keeps it out."""
-    runs = {profile: [RunMetrics.model_validate(s["metrics"]) for s in samples
-                      if s["profile"] == profile and s.get("metrics")]
+def verdict(entries: list[AbEntry], profiles: list[str]) -> Verdict:
+    """An A/B's verdict from its entries: each profile's measured repetitions' metrics."""
+    runs = {profile: [e.metrics for e in entries if e.profile == profile and e.metrics]
             for profile in profiles}
-    return choose_profile(runs).model_dump()
+    return choose_profile(runs)
 
 
 def largest_meeting(points: list[SweepEntry]) -> int | None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
+from sm121.bench.agents.messages import ChatMessage, FunctionSpec, ToolCall, ToolSpec
 from sm121.bench.agents.workload import Workload
 from sm121.bench.prompts import Counter, search_text
 from sm121.errors import Sm121Error
@@ -36,7 +36,7 @@ async def exact_text(count: Counter, tokens: int, head: str, seed: int) -> str:
                      "the server's tokenizer cannot land this length; change the workload size")
 
 
-async def tool_definitions(count: Counter, workload: Workload) -> list[dict[str, Any]]:
+async def tool_definitions(count: Counter, workload: Workload) -> list[ToolSpec]:
     """OpenAI function tools, each with a description of exactly tokens_each tokens. Shared by
     every session (as a real agent framework's tools are)."""
     tools = []
@@ -44,23 +44,24 @@ async def tool_definitions(count: Counter, workload: Workload) -> list[dict[str,
         name = f"{TOOL_NAMES[index % len(TOOL_NAMES)]}_{index}"
         description = await exact_text(count, workload.tools.tokens_each, f"{name}: ",
                                         seed=workload.seed * 1000 + index)
-        tools.append({"type": "function", "function": {
-            "name": name, "description": description,
-            "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                           "required": ["path"]}}})
+        tools.append(ToolSpec(type="function", function=FunctionSpec(
+            name=name, description=description,
+            parameters={"type": "object", "properties": {"path": {"type": "string"}},
+                        "required": ["path"]})))
     return tools
 
 
-def tools_as_text(tools: list[dict[str, Any]]) -> str:
+def tools_as_text(tools: list[ToolSpec]) -> str:
     """Tool definitions for a system prompt, where a server refuses `tools` (or a template
     renders them before the messages and the workload wants the system prompt first)."""
-    return "\n\n# Tools\n" + "\n".join(json.dumps(t["function"]) for t in tools)
+    return "\n\n# Tools\n" + "\n".join(json.dumps(t.function.model_dump(mode="json", exclude_unset=True))
+                                          for t in tools)
 
 
-def flat_prompt(messages: list[dict[str, Any]]) -> str:
+def flat_prompt(messages: list[ChatMessage]) -> str:
     """Messages as one completions prompt (`--api completions`): role lines, in order, so
     the flattened prompt is as append-only as the messages."""
-    return "".join(f"<|{m['role']}|>\n{m.get('content') or ''}\n" for m in messages) + \
+    return "".join(f"<|{m.role}|>\n{m.text}\n" for m in messages) + \
         "<|assistant|>\n"
 
 
@@ -76,7 +77,7 @@ class Conversation:
     workload: Workload
     salt: str
     seed: int
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[ChatMessage] = field(default_factory=list)
     tools_in_prompt: str = ""  # set when the tools travel in the system prompt
     turn: int = 0
     last_paste: bool = False  # the latest appended result was a pasted blob
@@ -90,16 +91,16 @@ class Conversation:
         system = await exact_text(count, w.system_prompt_tokens, f"[session {self.salt}]\n",
                                   seed=self.seed)
         task = await exact_text(count, w.task_tokens, "Task: ", seed=self.seed + 500_000)
-        self.messages = [{"role": "system", "content": system + self.tools_in_prompt},
-                         {"role": "user", "content": task}]
+        self.messages = [ChatMessage(role="system", content=system + self.tools_in_prompt),
+                         ChatMessage(role="user", content=task)]
 
-    def request(self) -> list[dict[str, Any]]:
+    def request(self) -> list[ChatMessage]:
         """This turn's messages. Append-only, but for the timestamp-first anti-pattern, where
         only the opening timestamp of the system prompt changes."""
         if not self.workload.timestamp_first:
             return self.messages
-        first = {**self.messages[0],
-                 "content": f"{timestamp(self.turn)}\n{self.messages[0]['content']}"}
+        opening = self.messages[0]
+        first = opening.model_copy(update={"content": f"{timestamp(self.turn)}\n{opening.text}"})
         return [first, *self.messages[1:]]
 
     def draw_turn(self) -> tuple[int, bool, int, float]:
@@ -110,20 +111,19 @@ class Conversation:
         appended = w.paste.tokens if paste else w.append_tokens.draw_int(self.rng)
         return output, paste, appended, w.think_time_s.draw(self.rng)
 
-    async def append(self, count: Counter, answer: str, tool_calls: list[dict[str, Any]],
+    async def append(self, count: Counter, answer: str, tool_calls: list[ToolCall],
                      tokens: int, paste: bool) -> None:
         """The assistant's answer as it came, then a tool result of exactly `tokens` tokens
         (a role "tool" reply when the assistant called a tool, else the harness's user turn
         carrying the output, as agent frameworks do)."""
-        assistant: dict[str, Any] = {"role": "assistant", "content": answer}
-        if tool_calls:
-            assistant["tool_calls"] = tool_calls
+        assistant = ChatMessage(role="assistant", content=answer, tool_calls=tool_calls) \
+            if tool_calls else ChatMessage(role="assistant", content=answer)
         head = "Pasted file:\n" if paste else "Tool output:\n"
         text = await exact_text(count, tokens, head, seed=self.seed * 1000 + self.turn + 1)
-        if tool_calls and tool_calls[0].get("id"):
-            result = {"role": "tool", "tool_call_id": tool_calls[0]["id"], "content": text}
+        if tool_calls and tool_calls[0].id:
+            result = ChatMessage(role="tool", tool_call_id=tool_calls[0].id, content=text)
         else:
-            result = {"role": "user", "content": text}
+            result = ChatMessage(role="user", content=text)
         self.messages = [*self.messages, assistant, result]
         self.turn += 1
         self.last_paste = paste

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, field_validator
 
-from sm121.bench.agents.records import TurnSample, bars_of
+from sm121.bench.agents.records import TurnSample, read_run
 from sm121.bench.agents.summary_model import RunMetrics
 
 
@@ -25,7 +25,15 @@ class RunEntry(BaseModel):
         return value or None  # `{}`: not measured, as a missing key
 
     def bars(self) -> list[TurnSample]:
-        return bars_of(self.samples)
+        return read_run(self.samples).bars
+
+
+class StoredSummary(BaseModel):
+    """What tune reads of a run's stored summary (the rest is kept, and recomputed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    wall_s: float | None = None
 
 
 class AbEntry(RunEntry):
@@ -34,19 +42,17 @@ class AbEntry(RunEntry):
     profile: str
     rep: int
     run_id: str | None = None  # the boot it ran on
+    boot_index: int | None = None  # which of the A/B's boots
     engine_args: dict[str, JsonValue] | None = None  # as served (any JSON an engine takes)
+    summary: StoredSummary | None = None
+
+    @field_validator("summary", mode="before")
+    @classmethod
+    def _no_summary(cls, value: Any) -> Any:
+        return value or None  # `{}`: none stored, as a missing key
 
 
 class SweepEntry(RunEntry):
     """One N of a sweep."""
 
     agents: int
-
-
-def ab_entries(data: dict[str, Any]) -> list[AbEntry]:
-    """An A/B results file's entries (its data as read: the JSON edge)."""
-    return [AbEntry.model_validate(e) for e in data["samples"]]
-
-
-def sweep_entries(data: dict[str, Any]) -> list[SweepEntry]:
-    return [SweepEntry.model_validate(e) for e in data["samples"]]

@@ -93,20 +93,20 @@ class AgentsRun(BaseModel):
     config: RunConfig
     turns: list[TurnSample]
     background: TurnSample | None = None
+    bars: list[TurnSample] = []  # the turns and the background job in recorded order
 
 
 def read_run(samples: list[dict[str, Any]]) -> AgentsRun:
     """A run's raw sample list (from the results file) as typed records; other kinds
     (a scenario's own records) are left out."""
-    config = next((s for s in samples if s.get("kind") == "config"), None)
-    background = next((s for s in samples if s.get("kind") == "background"), None)
-    return AgentsRun(
-        config=RunConfig.model_validate(config) if config is not None else RunConfig(),
-        turns=[TurnSample.model_validate(s) for s in samples if s.get("kind") == "turn"],
-        background=None if background is None else TurnSample.model_validate(background))
-
-
-def bars_of(samples: list[dict[str, Any]]) -> list[TurnSample]:
-    """The turns and the background job, in recorded order (a timeline's bars)."""
-    return [TurnSample.model_validate(s) for s in samples
-            if s.get("kind") in ("turn", "background")]
+    config: RunConfig | None = None
+    bars: list[TurnSample] = []
+    for sample in samples:
+        kind = sample.get("kind")
+        if kind == "config" and config is None:
+            config = RunConfig.model_validate(sample)
+        elif kind in ("turn", "background"):
+            bars.append(TurnSample.model_validate(sample))
+    return AgentsRun(config=config or RunConfig(), turns=[b for b in bars if b.kind == "turn"],
+                     background=next((b for b in bars if b.kind == "background"), None),
+                     bars=bars)

@@ -14,12 +14,12 @@ so it replays as the agent spoke it.
 from __future__ import annotations
 
 import asyncio
-import copy
 import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.agents.apis import send_turn
 from sm121.bench.agents.capture_log import (
@@ -32,6 +32,7 @@ from sm121.bench.agents.capture_log import (
     schedule,
 )
 from sm121.bench.agents.conversation import exact_text
+from sm121.bench.agents.messages import ChatMessage, ToolSpec, wire
 from sm121.bench.agents.records import read_run
 from sm121.bench.agents.session import (
     SESSION_HEADER,
@@ -41,6 +42,7 @@ from sm121.bench.agents.session import (
 )
 from sm121.bench.agents.slo import DEFAULT_SLO, parse_slo
 from sm121.bench.agents.summary import summarize_run
+from sm121.bench.agents.summary_model import RunExtras, RunOutcome
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import filler
 from sm121.bench.runner import Context, run_together
@@ -55,8 +57,8 @@ class Prepared:
 
     offset: float  # when to send it, from the replay's start
     entry: Captured
-    messages: list[dict[str, Any]]  # in chat form, redacted text regenerated
-    tools: list[dict[str, Any]] | None  # in chat form
+    messages: list[ChatMessage]  # in chat form, redacted text regenerated
+    tools: list[ToolSpec] | None  # in chat form
 
 
 def filler_chars(chars: int, seed: int) -> str:
@@ -73,40 +75,40 @@ class Regenerator:
         self.client = client
         self.texts: dict[tuple[str, int], str] = {}
 
-    async def messages(self, entry: Captured, chat: dict[str, Any]) -> list[dict[str, Any]]:
-        """`chat`: the entry's body in chat form (chat_form)."""
-        messages = copy.deepcopy(chat.get("messages") or [])
+    async def messages(self, entry: Captured, chat: ChatForm) -> list[ChatMessage]:
+        """`chat`: the entry's body in chat form (chat_form); its messages are copied."""
+        messages = [m.model_copy(deep=True) for m in chat.messages]
         fresh: list[int] = []
         for index, message in enumerate(messages):
-            for call in message.get("tool_calls") or []:
-                if is_redacted((call.get("function") or {}).get("arguments")):
-                    call["function"]["arguments"] = "{}"
-            content = message.get("content")
-            if not is_redacted(content):
+            for call in message.tool_calls or []:
+                if is_redacted(call.function.arguments):
+                    call.function.arguments = "{}"
+            content = message.content
+            if not isinstance(content, str) or not is_redacted(content):
                 continue
             key = (entry.session, index)
             if key not in self.texts:
                 self.texts[key] = filler_chars(redacted_chars(content),
                                               zlib.crc32(f"{entry.session}:{index}".encode()))
                 fresh.append(index)
-            message["content"] = self.texts[key]
+            message.content = self.texts[key]
         if fresh and entry.prompt_tokens:
-            largest = max(fresh, key=lambda i: len(messages[i]["content"]))
-            await self._fit(entry, messages, chat.get("tools"), largest)
+            largest = max(fresh, key=lambda i: len(messages[i].text))
+            await self._fit(entry, messages, chat.tools, largest)
         return messages
 
-    async def _fit(self, entry: Captured, messages: list[dict[str, Any]],
-                   tools: list[dict[str, Any]] | None, index: int) -> None:
+    async def _fit(self, entry: Captured, messages: list[ChatMessage],
+                   tools: list[ToolSpec] | None, index: int) -> None:
         """Resize the largest message regenerated for this request (seen for the first time,
         so no earlier request holds it) until the prompt has the captured length."""
         count, wanted = piece_counter(self.client), int(entry.prompt_tokens or 0)
         for attempt in range(3):  # template boundaries may shift a token: count again
             counted = await count_request(self.client, messages, tools)
-            target = await count(messages[index]["content"]) + wanted - counted
+            target = await count(messages[index].text) + wanted - counted
             if counted == wanted or target < 1:
                 return
             text = await exact_text(count, target, "", seed=len(self.texts) + attempt)
-            self.texts[(entry.session, index)] = messages[index]["content"] = text
+            self.texts[(entry.session, index)] = messages[index].content = text
 
 
 def api_of(entry: Captured) -> str | None:
@@ -114,13 +116,21 @@ def api_of(entry: Captured) -> str | None:
     return next((api for api, path in PATHS.items() if entry.path == path), None)
 
 
-def chat_form(entry: Captured) -> dict[str, Any]:
+class ChatForm(BaseModel):
+    """What a replay sends of a captured body, in chat form: its messages and tools."""
+
+    messages: list[ChatMessage] = []
+    tools: list[ToolSpec] | None = None
+
+
+def chat_form(entry: Captured) -> ChatForm:
     """The captured body as chat completions (itself for chat and completions)."""
     api = api_of(entry)
     if api is None:
-        return entry.body
-    view = (messages_to_chat if api == "messages" else responses_to_chat)(entry.body)
-    return view or {}
+        view = entry.body
+    else:
+        view = (messages_to_chat if api == "messages" else responses_to_chat)(entry.body) or {}
+    return ChatForm(messages=view.get("messages") or [], tools=view.get("tools"))
 
 
 def _session_header(session: str) -> str:
@@ -139,8 +149,9 @@ async def _send(client: BenchClient, prepared: Prepared, label: str) -> StreamRe
         return await send_turn(client, api, messages, output, label, headers, prepared.tools,
                                extra)
     if entry.path.endswith("/chat/completions"):
-        return await client.chat(messages, output, label, tools=prepared.tools,
-                                 headers=headers, extra=extra)
+        return await client.chat(wire(messages), output, label,
+                                 tools=wire(prepared.tools or []), headers=headers,
+                                 extra=extra)
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or is_redacted(prompt):
         prompt = filler_chars(redacted_chars(str(prompt)) or 200, 7)
@@ -173,18 +184,29 @@ async def _replay_session(ctx: Context, index: int, items: list[Prepared]) -> No
         previous, original_previous = record.submitted, entry.arrived
 
 
-async def replay(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    slo = params.get("slo") or DEFAULT_SLO
+class ReplayArgs(BaseModel):
+    """What one replay is asked (the params its results file keeps)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    capture_dir: Path
+    speed: float | None = 1.0
+    slo: str | None = DEFAULT_SLO
+
+
+async def replay(ctx: Context, params: ReplayArgs) -> RunOutcome:
+    """The capture sent again; its summary, sessions and how its gaps held."""
+    slo = params.slo or DEFAULT_SLO
     parse_slo(slo)
-    entries = load_capture(Path(params["capture_dir"]))
-    timed = schedule(entries, float(params.get("speed") or 1.0))
+    entries = load_capture(params.capture_dir)
+    timed = schedule(entries, float(params.speed or 1.0))
     regen = Regenerator(ctx.client)
     sessions: dict[str, list[Prepared]] = {name: [] for name in by_session(entries)}
     ctx.progress("replay: preparing requests", 0, len(timed))
     for offset, entry in timed:
         chat = chat_form(entry)
         sessions[entry.session].append(
-            Prepared(offset, entry, await regen.messages(entry, chat), chat.get("tools")))
+            Prepared(offset, entry, await regen.messages(entry, chat), chat.tools))
     ctx.add({"kind": "config", "workload": {"name": "replay"}, "agents": len(sessions),
              "slo": slo, "api": "as captured", "requests": len(timed),
              "redacted": any(e.redacted for e in entries)})
@@ -192,8 +214,6 @@ async def replay(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     await run_together(*[_replay_session(ctx, i, items)
                          for i, items in enumerate(sessions.values())])
     run = read_run(ctx.results.data["samples"])
-    # the scenario table's contract: the summary as the results file keeps it
-    return {**summarize_run(run, slo).model_dump(), "sessions": len(sessions),
-            "gaps": gap_errors(run.turns).model_dump(),
-            "late_max_s": max((t.late_s for t in run.turns if t.late_s is not None),
-                              default=None)}
+    return RunOutcome(summarize_run(run, slo), RunExtras(
+        sessions=len(sessions), gaps=gap_errors(run.turns),
+        late_max_s=max((t.late_s for t in run.turns if t.late_s is not None), default=None)))

@@ -11,10 +11,10 @@ from pydantic import JsonValue
 
 from sm121.bench.agents import plots
 from sm121.bench.agents.choose import largest_meeting
-from sm121.bench.agents.entries import AbEntry, sweep_entries
-from sm121.bench.agents.records import bars_of
-from sm121.bench.agents.results_view import AbResults, SweepResults, read_ab, read_sweep
-from sm121.bench.agents.summary import flatten, summarize_agents
+from sm121.bench.agents.entries import AbEntry
+from sm121.bench.agents.records import AgentsRun, TurnSample, read_run
+from sm121.bench.agents.results_view import AbResults, SweepResults, read_sweep
+from sm121.bench.agents.summary import flatten, summarize_run
 from sm121.bench.agents.summary_model import (
     AgentsSummary,
     Percentiles,
@@ -23,7 +23,7 @@ from sm121.bench.agents.summary_model import (
     TurnRow,
 )
 from sm121.bench.report.compare import compare_with
-from sm121.bench.report.format import fmt, table_rows
+from sm121.bench.report.format import fmt
 from sm121.bench.report.format import markdown_table as _table
 from sm121.bench.scenarios import get
 from sm121.engines.registry import metric_names
@@ -33,7 +33,7 @@ def _ttft(p: Percentiles) -> list[str]:
     return [fmt(p.p50, "s"), fmt(p.p95, "s"), fmt(p.p99, "s")]
 
 
-def rejudge(data: dict[str, Any], slo: str) -> dict[str, Any]:
+def rejudge(data: dict[str, Any], slo: str) -> None:
     """The same raw turns judged against another SLO (`bench report --slo`): every run's
     config record carries the SLO its summary uses."""
     runs = [data["samples"]] if data["kind"] == "scenario" else \
@@ -44,10 +44,9 @@ def rejudge(data: dict[str, Any], slo: str) -> dict[str, Any]:
                 sample["slo"] = slo
     if data["kind"] == "sweep":
         data.setdefault("summary", {})["slo"] = slo
-    return data
 
 
-def recompute(data: dict[str, Any]) -> dict[str, Any]:
+def recompute(data: dict[str, Any]) -> None:
     """An A/B's or sweep's metrics again from the raw turns, with this sm121's functions."""
     if data["kind"] in ("ab", "sweep"):
         for entry in data["samples"]:
@@ -58,8 +57,7 @@ def recompute(data: dict[str, Any]) -> dict[str, Any]:
         data["summary"] = compare_with(get(data["scenario"]), measured,
                                        data["params"]["profiles"])
     if data["kind"] == "sweep":
-        data.setdefault("summary", {})["largest_n"] = largest_meeting(sweep_entries(data))
-    return data
+        data.setdefault("summary", {})["largest_n"] = largest_meeting(read_sweep(data).entries)
 
 
 def _judged(s: AgentsSummary) -> str:
@@ -136,18 +134,18 @@ def _replay_lines(extras: RunExtras) -> list[str]:
             " after its scheduled time.", ""]
 
 
-def _scenario_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    groups: plots.Groups = {stem: bars_of(data["samples"])}
+def run_plots(bars: list[TurnSample], out: Path, stem: str) -> list[Path]:
+    """The PNGs of one agents or replay run, from its turns and background job."""
+    groups: plots.Groups = {stem: bars}
     return [plots.timeline(groups, out / f"{stem}-timeline.png"),
             plots.ttft_cdf(groups, out / f"{stem}-ttft-cdf.png"),
             plots.reuse_per_turn(groups, out / f"{stem}-reuse.png")]
 
 
-def scenario_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    summary = summarize_agents(data["samples"])
-    extras = RunExtras.model_validate(data.get("summary") or {})
-    return [*summary_lines(summary), *_engine_lines(extras), *_replay_lines(extras),
-            *[f"![{f.stem}]({f.name})" for f in files], ""]
+def run_section(run: AgentsRun, extras: RunExtras, files: list[Path]) -> list[str]:
+    """One run in detail: recomputed from its turns, plus what its stored summary adds."""
+    return [*summary_lines(summarize_run(run)), *_engine_lines(extras),
+            *_replay_lines(extras), *[f"![{f.stem}]({f.name})" for f in files], ""]
 
 
 def ab_groups(entries: list[AbEntry], profiles: list[str]) -> dict[str, plots.Groups]:
@@ -163,8 +161,7 @@ def ab_groups(entries: list[AbEntry], profiles: list[str]) -> dict[str, plots.Gr
     return {"first": first, "every": every}
 
 
-def _ab_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    ab = read_ab(data)
+def ab_plots(ab: AbResults, out: Path, stem: str) -> list[Path]:
     groups = ab_groups(ab.entries, ab.profiles)
     return [plots.timeline(groups["first"], out / f"{stem}-timeline.png"),
             plots.ttft_cdf(groups["every"], out / f"{stem}-ttft-cdf.png"),
@@ -207,8 +204,8 @@ def _points(sweep: SweepResults) -> list[tuple[int, RunMetrics]]:
     return [(e.agents, e.metrics or RunMetrics()) for e in sweep.entries if not e.error]
 
 
-def _sweep_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    return [plots.knee(_points(read_sweep(data)), out / f"{stem}-knee.png")]
+def sweep_plots(sweep: SweepResults, out: Path, stem: str) -> list[Path]:
+    return [plots.knee(_points(sweep), out / f"{stem}-knee.png")]
 
 
 def sweep_section(sweep: SweepResults, files: list[Path]) -> list[str]:
@@ -222,31 +219,15 @@ def sweep_section(sweep: SweepResults, files: list[Path]) -> list[str]:
     return lines + [f"![{f.stem}]({f.name})" for f in files] + [""]
 
 
-def plots_of(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    """The PNGs of an agents or replay run, an A/B of them or a sweep (the registry's plots)."""
-    draw = {"ab": _ab_plots, "sweep": _sweep_plots}.get(data["kind"], _scenario_plots)
-    return draw(data, out, stem)
-
-
-def section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    """The registry's section: the headline table, then the run, A/B or sweep in detail."""
-    head = _table(*table_rows(data))
-    if data["kind"] == "ab":
-        return head + ab_section(read_ab(data), files)
-    if data["kind"] == "sweep":
-        return head + sweep_section(read_sweep(data), files)
-    return head + scenario_section(data, files)
-
-
 def timestamp_ratio(runs: list[dict[str, Any]]) -> list[str]:
     """Per-turn TTFT of timestamp-first over coding-agent (the field's 39.6x), when a report
     holds one run of each."""
-    def by_turn(data: dict[str, Any]) -> dict[int, TurnRow]:
-        rows = summarize_agents(data["samples"]).by_turn
-        return {r.turn: r for r in rows if r.ttft_p50_s}
+    def by_turn(summary: AgentsSummary) -> dict[int, TurnRow]:
+        return {r.turn: r for r in summary.by_turn if r.ttft_p50_s}
 
-    named = {summarize_agents(d["samples"]).workload: d for d in runs
-             if d["kind"] == "scenario" and any(s.get("kind") == "turn" for s in d["samples"])}
+    summaries = [summarize_run(read_run(d["samples"])) for d in runs
+                 if d["kind"] == "scenario" and any(s.get("kind") == "turn" for s in d["samples"])]
+    named = {s.workload: s for s in summaries}
     if "coding-agent" not in named or "timestamp-first" not in named:
         return []
     clean, stamped = by_turn(named["coding-agent"]), by_turn(named["timestamp-first"])
@@ -288,11 +269,3 @@ def console_lines(summary: AgentsSummary) -> list[str]:
                      f"TTFT p95 during its prefill {fmt(background.ttft_during.p95, 's')}, "
                      f"outside {fmt(background.ttft_outside.p95, 's')}")
     return lines
-
-
-def console(summary: dict[str, Any]) -> list[str]:
-    """The registry's terminal summary of one run (the stored summary: the JSON edge); none
-    while the run has no verdict yet."""
-    if not summary.get("slo"):
-        return []
-    return console_lines(AgentsSummary.model_validate(summary))

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from sm121.bench.agents.choose import Verdict
-from sm121.bench.agents.entries import AbEntry, SweepEntry, ab_entries, sweep_entries
+from sm121.bench.agents.entries import AbEntry, SweepEntry
 
 
 class AbResults(BaseModel):
@@ -27,12 +27,14 @@ class SweepResults(BaseModel):
 
 def read_ab(data: dict[str, Any]) -> AbResults:
     verdict = (data.get("summary") or {}).get("verdict")
-    return AbResults(profiles=list(data["params"]["profiles"]), entries=ab_entries(data),
+    entries = [AbEntry.model_validate(e) for e in data["samples"]]
+    return AbResults(profiles=list(data["params"]["profiles"]), entries=entries,
                      verdict=Verdict.model_validate(verdict) if verdict else None)
 
 
 def read_sweep(data: dict[str, Any]) -> SweepResults:
     summary = data.get("summary") or {}
-    return SweepResults(entries=sweep_entries(data), slo=summary.get("slo"),
+    entries = [SweepEntry.model_validate(e) for e in data["samples"]]
+    return SweepResults(entries=entries, slo=summary.get("slo"),
                         largest_n=summary.get("largest_n"),
                         has_largest_n="largest_n" in summary)

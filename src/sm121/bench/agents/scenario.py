@@ -8,12 +8,12 @@ background prompt), so building exact-length text never overlaps a measured turn
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.agents.conversation import tool_definitions, tools_as_text
-from sm121.bench.agents.records import TurnSample
+from sm121.bench.agents.messages import ToolSpec, user, wire
+from sm121.bench.agents.records import TurnSample, read_run
 from sm121.bench.agents.session import (
     Record,
     RunPlan,
@@ -24,7 +24,8 @@ from sm121.bench.agents.session import (
     run_session,
 )
 from sm121.bench.agents.slo import DEFAULT_SLO, parse_slo
-from sm121.bench.agents.summary import summarize_agents
+from sm121.bench.agents.summary import summarize_run
+from sm121.bench.agents.summary_model import RunExtras, RunOutcome
 from sm121.bench.agents.workload import Workload, fit, load_workload, turns_that_fit
 from sm121.bench.client import BenchClient
 from sm121.bench.runner import Context, run_together
@@ -32,7 +33,7 @@ from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
 from sm121.errors import Sm121Error
 
 
-class AgentsParams(BaseModel):
+class AgentsRunArgs(BaseModel):
     """What one agents run is asked (the params its results file keeps)."""
 
     model_config = ConfigDict(extra="ignore")
@@ -45,7 +46,7 @@ class AgentsParams(BaseModel):
 
 
 async def tools_mode(client: BenchClient, workload: Workload,
-                     tools: list[dict[str, Any]]) -> tuple[str, str | None]:
+                     tools: list[ToolSpec]) -> tuple[str, str | None]:
     """How the tools travel: "api" when the server takes `tools` (asked once, with a
     one-token request), else "system_prompt" (with the server's reason), or "none"."""
     if not tools:
@@ -55,17 +56,15 @@ async def tools_mode(client: BenchClient, workload: Workload,
     if client.api != "chat":
         return "system_prompt", "the completions API has no `tools`"
     try:
-        await client.chat([{"role": "user", "content": "tools check"}], 1, "tools-check",
-                          tools=tools)
+        await client.chat(wire([user("tools check")]), 1, "tools-check",
+                          tools=wire(tools or []))
     except Sm121Error as exc:
         return "system_prompt", f"the server refused `tools`: {exc.message[:300]}"
     return "api", None
 
 
-async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """The scenario table's hook: the params as the results file keeps them in, the summary
-    as it keeps it out."""
-    p = AgentsParams.model_validate(params)
+async def agents(ctx: Context, p: AgentsRunArgs) -> RunOutcome:
+    """The run: its turns recorded as they end; its summary, engine deltas and wall time."""
     n_agents, turns = p.agents, p.turns or None
     duration = p.duration_s or None
     if turns is None and duration is None:
@@ -101,10 +100,10 @@ async def agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                                    workload.background.delay_s))
     await run_together(*jobs)
     deltas = counter_deltas(before, await read_counters(client))
-    summary = summarize_agents(ctx.results.data["samples"], p.slo)
-    # the scenario table's contract: the summary as the results file keeps it
-    return {**summary.model_dump(), "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
-            "wall_s": time.monotonic() - plan.t0}
+    summary = summarize_run(read_run(ctx.results.data["samples"]), p.slo)
+    return RunOutcome(summary, RunExtras(engine_metrics=deltas,
+                                         prefix_reuse_metrics=prefix_reuse(deltas),
+                                         wall_s=time.monotonic() - plan.t0))
 
 
 def _recorder(ctx: Context, total: int) -> Record:

@@ -11,6 +11,7 @@ from typing import Any
 
 from sm121.bench.agents.apis import send_turn
 from sm121.bench.agents.conversation import Conversation, exact_text, flat_prompt
+from sm121.bench.agents.messages import ChatMessage, ToolCall, ToolSpec, user, wire
 from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.workload import Workload, turns_that_fit
 from sm121.bench.client import BenchClient, StreamRecord
@@ -36,7 +37,7 @@ class RunPlan:
     client: BenchClient
     workload: Workload
     t0: float
-    tools: list[dict[str, Any]] | None  # sent as the request's `tools`, or None
+    tools: list[ToolSpec] | None  # sent as the request's `tools`, or None
     turns: int | None  # --turns, or None with a deadline
     deadline: float | None  # monotonic, with --duration
     record: Record
@@ -107,30 +108,30 @@ def turn_record(record: StreamRecord, t0: float, kind: str = "turn", **fields: A
     })
 
 
-async def count_request(client: BenchClient, messages: list[dict[str, Any]],
-                        tools: list[dict[str, Any]] | None) -> int:
+async def count_request(client: BenchClient, messages: list[ChatMessage],
+                        tools: list[ToolSpec] | None) -> int:
     """The prompt's tokens as the server will see it: /tokenize with the chat template (or
     the flattened prompt over completions). Messages and Responses turns are built so that
     vLLM renders the same chat prompt (bench/agents/apis.py): the chat count is theirs too."""
     if client.api == "completions":
         return await count_tokens(client, flat_prompt(messages))
-    body: dict[str, Any] = {"model": client.model, "messages": messages,
+    body: dict[str, Any] = {"model": client.model, "messages": wire(messages),
                             "add_generation_prompt": True}
     if tools:
-        body["tools"] = tools
+        body["tools"] = wire(tools)
     return int((await client.engine.tokenize(body))["count"])
 
 
-async def send(client: BenchClient, messages: list[dict[str, Any]], output: int, label: str,
-               salt: str, tools: list[dict[str, Any]] | None) -> StreamRecord:
+async def send(client: BenchClient, messages: list[ChatMessage], output: int, label: str,
+               salt: str, tools: list[ToolSpec] | None) -> StreamRecord:
     """One turn over the client's API, keyed to its session (gateway) and cache salt."""
     headers, extra = {SESSION_HEADER: salt}, client.cache_salt_field(salt)
     if client.api in ("messages", "responses"):
         return await send_turn(client, client.api, messages, output, label, headers, tools,
                                extra)
     if client.api == "chat":
-        return await client.chat(messages, output, label, tools=tools, headers=headers,
-                                 extra=extra)
+        return await client.chat(wire(messages), output, label, tools=wire(tools or []),
+                                 headers=headers, extra=extra)
     return await client.complete(flat_prompt(messages), output, label, salt=False,
                                  extra=extra, headers=headers)
 
@@ -184,7 +185,8 @@ async def _turn(plan: RunPlan, agent: int, conversation: int, conv: Conversation
                       client_cpu_share=round(cpu / wall, 4) if wall > 0 else None)
     plan.record(row)
     ended = time.monotonic()
-    await conv.append(piece_counter(client), record.text, record.tool_calls, appended, paste)
+    calls = [ToolCall.model_validate(c) for c in record.tool_calls]
+    await conv.append(piece_counter(client), record.text, calls, appended, paste)
     return max(0.0, think - (time.monotonic() - ended))
 
 
@@ -198,7 +200,7 @@ async def run_background(plan: RunPlan, prompt: tuple[str, str], output: int,
                          delay_s: float) -> None:
     """One long prefill, sent once every agent finished its first turn (plus a delay)."""
     client, (tag, text) = plan.client, prompt
-    messages = [{"role": "user", "content": text}]
+    messages = [user(text)]
     await plan.first_turns.wait()
     await asyncio.sleep(delay_s)
     record = await send(client, messages, output, "background", f"batch-{tag}", None)

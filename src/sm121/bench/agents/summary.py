@@ -127,14 +127,9 @@ def summarize_run(run: AgentsRun, slo: str | None = None) -> AgentsSummary:
                              cpu_s_p50=percentile(_values(turns, "client_cpu_s"), 50)))
 
 
-def summarize_agents(samples: list[dict[str, Any]], slo: str | None = None) -> AgentsSummary:
-    """The summary of a run's raw sample list, as the results file holds it."""
-    return summarize_run(read_run(samples), slo)
-
-
-def headline(samples: list[dict[str, Any]]) -> RunMetrics:
+def headline(run: AgentsRun) -> RunMetrics:
     """The headline metrics of one run (what an A/B compares across repetitions)."""
-    summary = summarize_agents(samples)
+    summary = summarize_run(run)
     background = summary.background
     return RunMetrics(
         goodput=summary.slo.goodput, slo_met=summary.slo.met,
@@ -150,4 +145,4 @@ def headline(samples: list[dict[str, Any]]) -> RunMetrics:
 
 def flatten(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """`headline` as the results file and the scenario table's A/B keep it (the JSON edge)."""
-    return headline(samples).model_dump()
+    return headline(read_run(samples)).model_dump()

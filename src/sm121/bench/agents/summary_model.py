@@ -5,6 +5,8 @@ or tune compares across runs. Field order is the results file's key order."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from sm121.bench.agents.slo import SloJudgement
@@ -112,6 +114,15 @@ class RunExtras(BaseModel):
     sessions: int | None = None
     gaps: GapErrors | None = None
     late_max_s: float | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What an agents or replay run ends with: its summary, and what the run adds to it
+    (only the extras it set are stored)."""
+
+    summary: AgentsSummary
+    extras: RunExtras
 
 
 class RunMetrics(BaseModel):

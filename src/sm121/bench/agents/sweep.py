@@ -5,10 +5,10 @@ every run's raw samples, so its report recomputes from them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from sm121.bench.agents.choose import largest_meeting
-from sm121.bench.agents.entries import sweep_entries
+from sm121.bench.agents.params import AgentRunParams
+from sm121.bench.agents.results_view import read_sweep
 from sm121.bench.agents.summary import flatten
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
@@ -26,22 +26,23 @@ def _prefixed(progress: Progress, prefix: str) -> Progress:
     return update
 
 
-async def run_sweep(target: Target, ns: list[int], params: dict[str, Any], out: Path,
+async def run_sweep(target: Target, ns: list[int], params: AgentRunParams, out: Path,
                     progress: Progress) -> ResultsFile:
     spec = get("agents")
-    results = ResultsFile(out, "sweep", "agents", {**params, "agents": ns})
+    results = ResultsFile(out, "sweep", "agents", {**params.model_dump(), "agents": ns})
     with results.recording():
         for n in ns:
             sub = out.with_suffix("") / f"agents-{n}.json"
-            run = await run_scenario("agents", spec.scenario(), target, {**params, "agents": n}, sub,
+            run = await run_scenario("agents", spec.execute, target,
+                                     {**params.model_dump(), "agents": n}, sub,
                                      progress=_prefixed(progress, f"N={n}: "),
                                      needs_stream=spec.needs_stream)
             results.add_sample({"agents": n, "results_file": str(sub),
                                 "samples": run.data["samples"],
                                 "metrics": flatten(run.data["samples"])})
             points = results.data["samples"]
-            results.set(summary={"slo": params["slo"],
-                                 "largest_n": largest_meeting(sweep_entries(results.data)),
+            results.set(summary={"slo": params.slo,
+                                 "largest_n": largest_meeting(read_sweep(results.data).entries),
                                  "points": [{"agents": p["agents"], **p["metrics"]}
                                             for p in points]})
     return results

@@ -188,7 +188,7 @@ _CODING = {"description": "an append-only coding agent: 12K system prompt, 20 to
            "tokens, each turn appends a 270-660-token tool result and answers 32-160 tokens",
            "system_prompt_tokens": 12000, "tools": {"count": 20, "tokens_each": 150}}
 
-PRESETS: dict[str, dict[str, Any]] = {
+_PRESET_SPECS = {
     "coding-agent": {"name": "coding-agent", **_CODING},
     "coding-agent-with-batch": {
         "name": "coding-agent-with-batch", **_CODING,
@@ -206,12 +206,14 @@ PRESETS: dict[str, dict[str, Any]] = {
                        "block differs, so nothing is reused",
         "timestamp_first": True},
 }
+PRESETS: dict[str, Workload] = {name: Workload.model_validate(spec)
+                                for name, spec in _PRESET_SPECS.items()}
 
 
 def load_workload(name_or_file: str) -> Workload:
     """A preset by name, or a YAML file (a file may start from a preset with `preset:`)."""
     if name_or_file in PRESETS:
-        return Workload.model_validate(PRESETS[name_or_file])
+        return PRESETS[name_or_file].model_copy(deep=True)
     path = Path(name_or_file)
     if not path.is_file():
         raise Sm121Error(f"unknown workload {name_or_file!r}",
@@ -225,7 +227,8 @@ def load_workload(name_or_file: str) -> Workload:
     base = data.pop("preset", None)
     if base is not None and base not in PRESETS:
         raise Sm121Error(f"{path}: unknown preset {base!r}", f"one of: {', '.join(PRESETS)}")
-    merged = {**PRESETS.get(base or "", {}), "name": path.stem, **data}
+    preset = PRESETS[base].model_dump(exclude_unset=True) if base is not None else {}
+    merged = {**preset, "name": path.stem, **data}
     try:
         return Workload.model_validate(merged)
     except ValidationError as exc:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 
 from sm121.bench.agents.conversation import Conversation, tool_definitions, tools_as_text
+from sm121.bench.agents.messages import ToolCall, ToolSpec
 from sm121.bench.agents.scenario import tools_mode
 from sm121.bench.agents.session import piece_counter, send
 from sm121.bench.agents.workload import Workload, fit, load_workload, turns_that_fit
@@ -31,7 +31,7 @@ class AgentSessions:
     name: str = "coding-agent"
     api: str = "chat"
     _workload: Workload | None = None
-    _tools: list[dict[str, Any]] | None = None
+    _tools: list[ToolSpec] | None = None
     _tools_text: str = ""
     _per_conversation: int = 1
     _conversations: dict[int, tuple[int, Conversation]] = field(default_factory=dict)
@@ -59,8 +59,8 @@ class AgentSessions:
             record = await send(client, conversation.request(), self.max_tokens or output,
                                 f"soak-agent{agent}-turn{conversation.turn}",
                                 conversation.salt, self._tools)
-            await conversation.append(piece_counter(client), record.text, record.tool_calls,
-                                      appended, paste)
+            calls = [ToolCall.model_validate(c) for c in record.tool_calls]
+            await conversation.append(piece_counter(client), record.text, calls, appended, paste)
         except (Sm121Error, aiohttp.ClientError, TimeoutError, ValueError) as exc:
             message = exc.message if isinstance(exc, Sm121Error) else repr(exc)
             return TurnOutcome(False, latency_s=time.monotonic() - started, error=message[:300])

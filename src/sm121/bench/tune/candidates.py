@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from sm121.bench.tune.result import CandidateRecord
 from sm121.engines.adapter import SchedulerFlags
 from sm121.recipes.schema import ArgValue
 
@@ -42,15 +42,18 @@ class Candidate:
     differs: tuple[str, ...] = ()  # the knobs whose value differs from the baseline's
     role: tuple[str, ...] = ()  # "baseline", "reference", "defaults"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "base": self.base, "args": dict(self.args), "why": self.why,
-                "source": self.source, "differs": list(self.differs), "role": list(self.role)}
+    def to_json(self) -> CandidateRecord:
+        """The arm as tune.json keeps it (`model_dump(mode="json")` writes it)."""
+        return CandidateRecord(name=self.name, base=self.base, args=dict(self.args),
+                               why=self.why, source=self.source, differs=list(self.differs),
+                               role=list(self.role))
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> Candidate:
-        return Candidate(data["name"], data["base"], dict(data.get("args") or {}),
-                         data.get("why", ""), data.get("source", "step 1"),
-                         tuple(data.get("differs") or ()), tuple(data.get("role") or ()))
+    def from_json(data: object) -> Candidate:
+        """An arm from tune.json (its JSON, or its record), checked against its record."""
+        record = CandidateRecord.model_validate(data)
+        return Candidate(record.name, record.base, dict(record.args), record.why,
+                         record.source, tuple(record.differs), tuple(record.role))
 
 
 def _int(value: object) -> int | None:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 from statistics import median
-from typing import Any
 
-from sm121.bench.agents.entries import AbEntry, ab_entries
+from sm121.bench.agents.entries import AbEntry
 from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.stats import clopper_pearson
 from sm121.bench.tune import conditions
 from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.capacity import Bracket, bracket
 from sm121.bench.tune.claims import claim
+from sm121.bench.tune.files import AbFile
 from sm121.bench.tune.knobs import effective_step, knobs_of
 from sm121.bench.tune.pick import COST_TARGET, binding
 from sm121.bench.tune.recipe_write import TunedProfile
@@ -35,13 +35,10 @@ def merged_args(recipe: str, candidate: Candidate) -> dict[str, ArgValue]:
     return {**profile_args(load_recipe(recipe).recipe, candidate.base), **candidate.args}
 
 
-def _kv(ab: dict[str, Any]) -> dict[str, int | None]:
-    found: dict[str, int | None] = {}
-    for boot in ab.get("boots", []):
-        tokens = (boot.get("boot") or {}).get("kv_pool_tokens")
-        if tokens:
-            found[boot["name"]] = int(tokens)
-    return found
+def _kv(ab: AbFile) -> dict[str, int | None]:
+    """Each arm's KV pool in tokens, as its boot reported it."""
+    return {b.name: b.boot.kv_pool_tokens for b in ab.boots
+            if b.name is not None and b.boot and b.boot.kv_pool_tokens}
 
 
 def _runs(entries: list[AbEntry], name: str) -> list[tuple[str | None, RunMetrics]]:
@@ -131,10 +128,10 @@ def _boot_values(row: ArmRow, entries: list[AbEntry], target: int,
 
 
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
-           ab: dict[str, Any], engine: str) -> TuneResult:
-    """`ab`: the A/B's results file data (the JSON edge); `engine`: the engine and version
-    the sitting measured (conditions.engine_version of the knee's server)."""
-    samples = ab_entries(ab)
+           ab: AbFile, engine: str) -> TuneResult:
+    """`ab`: the A/B of the arms; `engine`: the engine and version the sitting measured
+    (conditions.engine_version of the knee's server)."""
+    samples = ab.samples
     knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
     table = [r for c in found if (r := row(c.name, samples, request.agents,
                                            state.sweep(c.name)))]

@@ -10,7 +10,8 @@ import platform
 import shutil
 import subprocess
 from datetime import UTC, datetime
-from typing import Any
+
+from pydantic import JsonValue
 
 
 def device() -> str:
@@ -29,8 +30,8 @@ def device() -> str:
     return f"CPU {platform.machine()} x{os.cpu_count() or '?'}"
 
 
-def engine_version(server: dict[str, Any]) -> str:
-    version = server.get("version")
+def engine_version(version: JsonValue) -> str:
+    """The engine and version a server reported (its /version as text, JSON text or JSON)."""
     if isinstance(version, str) and version.startswith("{"):
         with contextlib.suppress(ValueError):
             version = json.loads(version)

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sm121.bench.boot_effect import boot_effects, describe  # noqa: E402
+from sm121.bench.tune.files import KneeCurves, KneeFile, KneeRow, Number  # noqa: E402
 from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
 from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
 
@@ -24,23 +25,16 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def knee_plot(summary: dict[str, Any], path: Path) -> Path:
+def knee_plot(summary: KneeCurves, path: Path) -> Path:
     fig, (pre, dec) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for window, style in (("engine", "o-"), ("client", "s--")):
-        part = summary[window]
-        rows = [r for r in part["prefill"] if r["median"] is not None]
-        xs = [r["step"] for r in rows]
-        pre.errorbar(xs, [r["median"] for r in rows],
-                     yerr=[[r["median"] - r["min"] for r in rows],
-                           [r["max"] - r["median"] for r in rows]], fmt=style, capsize=3,
-                     label=f"{window} window")
-        if part["knee"]["knee_at"]:
-            pre.axvline(part["knee"]["knee_at"], ls=":", color="grey")
-        rows = [r for r in part["decode"] if r["median"] is not None]
-        dec.errorbar([r["batch"] for r in rows], [r["median"] for r in rows],
-                     yerr=[[r["median"] - r["min"] for r in rows],
-                           [r["max"] - r["median"] for r in rows]], fmt=style, capsize=3,
-                     label=f"{window} window")
+    for name, style in (("engine", "o-"), ("client", "s--")):
+        window = summary.engine if name == "engine" else summary.client
+        rows = [r for r in window.prefill if r.median is not None]
+        _errorbar(pre, [r.step for r in rows], rows, style, name)
+        if window.knee.knee_at:
+            pre.axvline(window.knee.knee_at, ls=":", color="grey")
+        rows = [r for r in window.decode if r.median is not None]
+        _errorbar(dec, [r.batch for r in rows], rows, style, name)
     pre.set(xscale="log", xlabel="tokens per step", ylabel="prefill tok/s",
             title="prefill rate against step size (dotted: knee)")
     dec.set(xscale="log", xlabel="decode batch", ylabel="aggregate decode tok/s",
@@ -52,6 +46,15 @@ def knee_plot(summary: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _errorbar(ax: Any, xs: list[Number | None], rows: list[KneeRow], style: str,
+              window: str) -> None:
+    """Medians with their min-max range (rows with a median only)."""
+    medians = [r.median or 0.0 for r in rows]
+    ax.errorbar(xs, medians, yerr=[[m - (r.min or 0.0) for m, r in zip(medians, rows, strict=True)],
+                                   [(r.max or 0.0) - m for m, r in zip(medians, rows, strict=True)]],
+                fmt=style, capsize=3, label=f"{window} window")
 
 
 def candidates_plot(table: list[ArmRow], chosen: str | None, path: Path) -> Path:
@@ -80,15 +83,13 @@ def candidates_plot(table: list[ArmRow], chosen: str | None, path: Path) -> Path
     return path
 
 
-def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], data: dict[str, Any]
-                 ) -> Path:
-    """report.md and its plots, from the knee's and the A/B's results files and tune.json
-    (their data as read: the JSON edge)."""
-    state = TuneRecord.model_validate(data)
-    summary, result, request = knee["summary"], state.result, state.request
+def write_report(out: Path, knee: KneeFile, ab: dict[str, Any], state: TuneRecord) -> Path:
+    """report.md and its plots, from the knee's run, the A/B's results file (its data as
+    read: the repetitions' boot effects read it) and tune.json."""
+    summary, result, request = knee.summary, state.result, state.request
     knee_plot(summary, out / "tune-knee.png")
     candidates_plot(result.table, result.chosen, out / "tune-candidates.png")
-    engine = summary["engine"]
+    engine = summary.engine
     lines = [f"# sm121 tune: {request.recipe}, {request.workload}, {request.slo}, "
              f"{request.agents} agents", "",
              f"{result.device}, {result.engine}, {result.date}. Budget "
@@ -98,17 +99,17 @@ def write_report(out: Path, knee: dict[str, Any], ab: dict[str, Any], data: dict
              "## The knee", "", "![knee](tune-knee.png)", "",
              "| window | knee (tokens/step) | rate at the knee | peak (at step) | decode "
              "saturation (batch) | decode peak tok/s |", "|---|---|---|---|---|---|"]
-    for window in ("engine", "client"):
-        k, sat = summary[window]["knee"], summary[window]["decode_saturation"]
-        lines.append(f"| {window} | {k['knee_at']} | {_n(k['knee_rate'])} | {_n(k['peak'])} "
-                     f"({k['peak_at']}) | {sat['knee_at']}"
-                     f"{'' if sat['saturated'] else ' (not saturated)'} | {_n(sat['peak'])} |")
+    for name, window in (("engine", summary.engine), ("client", summary.client)):
+        k, sat = window.knee, window.decode_saturation
+        lines.append(f"| {name} | {k.knee_at} | {_n(k.knee_rate)} | {_n(k.peak)} "
+                     f"({k.peak_at}) | {sat.knee_at}"
+                     f"{'' if sat.saturated else ' (not saturated)'} | {_n(sat.peak)} |")
     lines += ["", "Prefill tok/s by step, engine window (median [min-max], "
-              f"{summary.get('reps', '?')} reps):", "",
-              "| step | " + " | ".join(str(r["step"]) for r in engine["prefill"]) + " |",
-              "|---|" + "---|" * len(engine["prefill"]),
-              "| tok/s | " + " | ".join(f"{_n(r['median'])} [{_n(r['min'])}-{_n(r['max'])}]"
-                                       for r in engine["prefill"]) + " |", "",
+              f"{summary.reps if summary.reps is not None else '?'} reps):", "",
+              "| step | " + " | ".join(str(r.step) for r in engine.prefill) + " |",
+              "|---|" + "---|" * len(engine.prefill),
+              "| tok/s | " + " | ".join(f"{_n(r.median)} [{_n(r.min)}-{_n(r.max)}]"
+                                       for r in engine.prefill) + " |", "",
               "The knee is short-context (one fresh prompt per step): it is shown, and it "
               "prices nothing below; the long prefill is priced in the agents runs.", ""]
     lines += _arms(state)

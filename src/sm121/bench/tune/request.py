@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from sm121.bench.agents.params import AgentRunParams
 from sm121.bench.agents.params import agent_params as checked_agent_params
+from sm121.bench.tune.result import KneeParamsGiven, RequestRecord
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class TuneRequest:
     budget_s: float
     turns: int | None = 6
     baselines: list[str] | None = None  # None: the default profile and agent-admission
-    knee_params: dict[str, Any] = field(default_factory=dict)
+    knee_params: KneeParamsGiven = field(default_factory=dict)
     knee_file: Path | None = None  # reuse this knee instead of booting for one
     reps: int = 3
     max_candidates: int | None = None  # at most this many, whatever the budget allows
@@ -41,17 +42,17 @@ class TuneRequest:
         """The most agents any arm is tested at: every arm's max-num-seqs holds it + 1."""
         return max(self.agents, self.max_agents or 4 * self.agents)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"recipe": self.recipe, "workload": self.workload, "slo": self.slo,
-                "agents": self.agents, "turns": self.turns, "budget_s": self.budget_s,
-                "baselines": self.baselines, "knee_params": self.knee_params,
-                "reps": self.reps, "max_candidates": self.max_candidates,
-                "sweep_points": self.sweep_points, "max_agents": self.largest_n,
-                "boots": self.boots, "rest_s": self.rest_s,
-                "cluster": self.cluster, "host": self.host}
+    def to_record(self) -> RequestRecord:
+        """The question as tune.json keeps it (what a resume must match)."""
+        return RequestRecord(
+            recipe=self.recipe, workload=self.workload, slo=self.slo, agents=self.agents,
+            turns=self.turns, budget_s=self.budget_s, baselines=self.baselines,
+            knee_params=self.knee_params, reps=self.reps, max_candidates=self.max_candidates,
+            sweep_points=self.sweep_points, max_agents=self.largest_n, boots=self.boots,
+            rest_s=self.rest_s, cluster=self.cluster, host=self.host)
 
 
-def agent_params(request: TuneRequest) -> dict[str, Any]:
+def agent_params(request: TuneRequest) -> AgentRunParams:
     """The agents scenario's params (checked: a bad workload or SLO fails here)."""
     return checked_agent_params(request.agents, request.turns, None, request.workload,
                                 request.slo)

@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sm121.recipes.schema import ArgValue
 
+# The knee scenario's params as given (`sm121 tune --knee-steps/--knee-batches/--knee-reps`)
+KneeParamsGiven = dict[str, list[int] | int | None]
+
 
 class Probe(BaseModel):
     """One agents run at N on an arm's boot (a capacity probe, or a confirmation run)."""
@@ -139,7 +142,7 @@ class ConfirmPlan(BaseModel):
 
 
 class RequestRecord(BaseModel):
-    """The question as tune.json keeps it (TuneRequest.to_json)."""
+    """The question as tune.json keeps it (TuneRequest.to_record), in its key order."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -147,12 +150,24 @@ class RequestRecord(BaseModel):
     workload: str
     slo: str
     agents: int
+    turns: int | None = None
     budget_s: float
-    max_agents: int | None = None
+    baselines: list[str] | None = None
+    knee_params: KneeParamsGiven = Field(default_factory=dict)
+    reps: int | None = None
+    max_candidates: int | None = None
+    sweep_points: int | None = None
+    max_agents: int | None = None  # the largest N any arm is tested at
+    boots: int | None = None
+    rest_s: float | None = None
+    cluster: str | None = None
+    host: str | None = None
 
 
 class CandidateRecord(BaseModel):
     """An arm as tune.json keeps it (candidates.Candidate.to_json)."""
+
+    model_config = ConfigDict(frozen=True)
 
     name: str
     base: str
@@ -177,4 +192,5 @@ class TuneRecord(BaseModel):
     confirm_plan: ConfirmPlan | None = None
     result: TuneResult
     written: str | None = None
+    report: str | None = None
     serve_needs_trust: list[str] = Field(default_factory=list)

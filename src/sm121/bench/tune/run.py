@@ -11,10 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from sm121.bench.ab import AbRequest, boot_and_measure, measured_pairs, open_results
-from sm121.bench.agents.entries import ab_entries
 from sm121.bench.boot import Boot
 from sm121.bench.results import ResultsFile, load_results
 from sm121.bench.scenarios.knee.on_recipe import knee_on_recipe
@@ -24,11 +22,12 @@ from sm121.bench.tune.budget import STOP_S, Estimates, measured, plan
 from sm121.bench.tune.capacity import next_probe, resolution_for
 from sm121.bench.tune.choose import capacity, choose, tuned_profile
 from sm121.bench.tune.confirm import finalists, next_boot, second_n
+from sm121.bench.tune.files import AbFile, KneeFile
 from sm121.bench.tune.knobs import knobs_of
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
 from sm121.bench.tune.request import TuneRequest, agent_params
-from sm121.bench.tune.result import ConfirmPlan, PlanRecord
+from sm121.bench.tune.result import ConfirmPlan, PlanRecord, TuneRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
@@ -39,15 +38,17 @@ from sm121.recipes.loader import load_recipe
 Say = Callable[[str], None]
 
 
-def run_tune(request: TuneRequest, say: Say = lambda _: None) -> dict[str, Any]:
-    state = TuneState(request.out, request.to_json(), fresh=request.fresh)
+def run_tune(request: TuneRequest, say: Say = lambda _: None) -> TuneRecord:
+    """The tune, resumed where its tune.json stopped; tune.json as it ends, typed."""
+    state = TuneState(request.out, request.to_record(), fresh=request.fresh)
     try:
-        return _tune(request, state, say)
+        _tune(request, state, say)
+        return TuneRecord.model_validate(state.data)
     finally:  # an interrupted tune keeps the time it spent (the budget counts it)
         state.save()
 
 
-def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
+def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     loaded = load_recipe(request.recipe)
     recipe = loaded.recipe
     base = recipe.default_profile or next(iter(recipe.profiles))
@@ -62,13 +63,14 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
         found_arms, dropped = cands.arms(
             names[0], {n: profile_args(recipe, n) for n in dict.fromkeys(names)},
             request.largest_n, knobs_of(recipe.engine.kind))
-        state.set(candidates=[c.to_json() for c in found_arms], dropped=dropped)
+        state.set(candidates=[c.to_json().model_dump(mode="json") for c in found_arms],
+                  dropped=dropped)
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, facts, say)
-    result = choose(request, state, found, ab.data, facts.engine)
+    result = choose(request, state, found, AbFile.model_validate(ab.data), facts.engine)
     state.set(result=result.model_dump(mode="json"))
-    report = write_report(request.out, knee, ab.data, state.data)
+    report = write_report(request.out, knee, ab.data, TuneRecord.model_validate(state.data))
     state.set(report=str(report))
     if request.write and result.chosen:
         text = _recipe_text(recipe.name, loaded.builtin, loaded.source)
@@ -77,10 +79,9 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> dict[str, Any]:
         needs = trust_needs(load_recipe(recipe.name).recipe, "tuned", builtin=False)
         # Shown as $SM121_HOME/..., so a committed report names no machine's folders.
         state.set(written=f"$SM121_HOME/recipes/{path.name}", serve_needs_trust=needs)
-        write_report(request.out, knee, ab.data, state.data)
+        write_report(request.out, knee, ab.data, TuneRecord.model_validate(state.data))
         say(f"wrote profile `tuned` into {path}")
     state.set(status="complete")
-    return state.data
 
 
 def _recipe_text(name: str, builtin: bool, source: str) -> str:
@@ -89,21 +90,21 @@ def _recipe_text(name: str, builtin: bool, source: str) -> str:
     return Path(source).read_text()
 
 
-def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> dict[str, Any]:
+def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> KneeFile:
     path = request.out / "knee.json"
     if request.knee_file is not None and not path.is_file():
         shutil.copyfile(request.knee_file, path)
     if path.is_file():
-        data = load_results(path)
-        if data.get("status") == "complete":
+        knee = KneeFile.model_validate(load_results(path))
+        if knee.status == "complete":
             say(f"knee: measured ({path})")
-            return data
+            return knee
     say(f"knee: booting {request.recipe} for the knee")
     results = knee_on_recipe(request.recipe, base, {}, request.knee_params, path, request.port,
                              trust=request.trust, say=say, cluster=request.cluster,
                              host=request.host)
     state.save()
-    return results.data
+    return KneeFile.model_validate(results.data)
 
 
 @dataclass(frozen=True)
@@ -115,19 +116,17 @@ class KneeFacts:
     engine: str
 
     @staticmethod
-    def of(knee: dict[str, Any]) -> KneeFacts:
-        """From the knee's results file data (the JSON edge)."""
-        boot = ((knee.get("boot") or {}).get("timings") or {}).get("first_generation_s")
-        return KneeFacts(None if boot is None else float(boot),
-                         conditions.engine_version(knee.get("server") or {}))
+    def of(knee: KneeFile) -> KneeFacts:
+        boot = knee.boot.timings.first_generation_s if knee.boot else None
+        return KneeFacts(boot, conditions.engine_version(knee.server.version))
 
 
-def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: dict[str, Any]) -> Estimates:
-    """From the A/B's boots and runs so far (its results file's data); before the first boot,
-    --boot-estimate, else the knee's boot (the machine's first boot may be cold and slower)."""
-    boots = [b["timings"].get("first_generation_s") for b in ab.get("boots", [])]
-    walls = [s["summary"].get("wall_s") for s in ab.get("samples", [])
-             if not s.get("error") and s.get("summary")]
+def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: AbFile) -> Estimates:
+    """From the A/B's boots and runs so far; before the first boot, --boot-estimate, else
+    the knee's boot (the machine's first boot may be cold and slower)."""
+    boots = [t for b in ab.boots if (t := b.timings.first_generation_s) is not None]
+    walls = [w for s in ab.samples
+             if not s.error and s.summary and (w := s.summary.wall_s) is not None]
     knee_boot = knee.boot_s if knee else None
     return measured(boots, walls, request.boot_estimate_s or knee_boot or 60.0,
                     request.rep_estimate_s, request.rest_s)
@@ -141,7 +140,8 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
     arms = found[:request.max_candidates or len(found)]
     names = [c.name for c in arms]
     variants = {c.name: (c.base, dict(c.args)) for c in arms}
-    ab_request = AbRequest(request.recipe, names, "agents", request.reps, agent_params(request),
+    ab_request = AbRequest(request.recipe, names, "agents", request.reps,
+                           agent_params(request).model_dump(),
                            request.out / "ab-agents.json", request.port, host=request.host,
                            resume=True, trust=request.trust, reps_per_boot=request.reps,
                            rest_s=request.rest_s, variants=variants, cluster=request.cluster)
@@ -175,7 +175,7 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     if done or any(s["profile"] == name for s in results.data["samples"]):
         return True  # measured (or failed) in an earlier invocation: resume past it
     left = request.budget_s - state.elapsed_s
-    est = _estimates(request, knee, results.data)
+    est = _estimates(request, knee, AbFile.model_validate(results.data))
     remaining = len(arms) - index
     chosen = plan(left, est, remaining, request.reps, request.sweep_points, least=1)
     state.data.setdefault("plans", []).append(PlanRecord(
@@ -211,7 +211,7 @@ def _finish_bisection(request: TuneRequest, ab_request: AbRequest, state: TuneSt
     boot of the same arguments (its runs at the target N stay those of its first boot).
     False when the budget no longer holds the boot and one probe."""
     name = arms[index].name
-    est = _estimates(request, knee, results.data)
+    est = _estimates(request, knee, AbFile.model_validate(results.data))
     left = request.budget_s - state.elapsed_s
     probes = max(1, request.sweep_points - len(state.sweep(name)))
     if left < est.boot_s + est.rep_s + STOP_S:
@@ -234,13 +234,14 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
     each only when the budget still holds it."""
     for _ in range(probes):
         done = state.sweep(name)
-        found = capacity(ab_entries(results.data), name, request.agents, done)
+        found = capacity(AbFile.model_validate(results.data).samples, name, request.agents, done)
         if not found.tested:
             return  # no verdict at the target N (its runs failed)
         n = next_probe(found.tested, request.largest_n, resolution_for(request.agents))
         if n is None:
             break
-        need = _estimates(request, None, results.data).rep_s * max(1.0, n / request.agents)
+        est = _estimates(request, None, AbFile.model_validate(results.data))
+        need = est.rep_s * max(1.0, n / request.agents)
         if request.budget_s - state.elapsed_s < need:
             say(f"  {name}: bisection stopped before N={n}: about {need:.0f} s needed, "
                 f"{request.budget_s - state.elapsed_s:.0f} s of the budget left")
@@ -258,7 +259,7 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
 
 def _record_capacity(request: TuneRequest, state: TuneState, results: ResultsFile, name: str,
                      say: Say) -> None:
-    found = capacity(ab_entries(results.data), name, request.agents, state.sweep(name))
+    found = capacity(AbFile.model_validate(results.data).samples, name, request.agents, state.sweep(name))
     state.data.setdefault("capacity", {})[name] = found.record().model_dump(mode="json")
     say(f"  {name}: capacity {found.text}")
     state.save()
@@ -275,7 +276,7 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
     one run at the target N and one at a second N, up to --boots boots per finalist."""
     if request.boots <= 1:
         return
-    result = choose(request, state, arms, results.data, knee.engine)
+    result = choose(request, state, arms, AbFile.model_validate(results.data), knee.engine)
     defaults = {c.name for c in arms if "defaults" in c.role}
     pair = finalists(result.ranking, result.baseline, defaults)
     if len(pair) < 2:
@@ -288,7 +289,7 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
         f"N={request.agents}" + (f" and N={other}" if other else ""))
     while (name := next_boot({n: _boots_of(results, n) for n in pair}, pair,
                              request.boots)) is not None:
-        est = _estimates(request, knee, results.data)
+        est = _estimates(request, knee, AbFile.model_validate(results.data))
         need = est.boot_s + est.rep_s * (2 if other else 1) + STOP_S
         left = request.budget_s - state.elapsed_s
         if left < need:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.tune.result import Probe
+from sm121.bench.tune.result import Probe, RequestRecord
 from sm121.errors import Sm121Error
 from sm121.runs.state import write_json_atomic
 
@@ -20,12 +20,15 @@ KEYS = ("recipe", "workload", "slo", "agents", "turns", "max_agents")
 
 
 class TuneState:
-    def __init__(self, out: Path, request: dict[str, Any], fresh: bool = False) -> None:
+    def __init__(self, out: Path, question: RequestRecord, fresh: bool = False) -> None:
         self.path = out / NAME
+        request = question.model_dump(mode="json")
         self._since = time.monotonic()
+        # tune.json as read and written (the JSON edge): steps add their keys as they finish
+        self.data: dict[str, Any]
         if self.path.is_file() and not fresh:
             try:
-                self.data: dict[str, Any] = json.loads(self.path.read_text())
+                self.data = json.loads(self.path.read_text())
             except ValueError as exc:
                 raise Sm121Error(f"{self.path} is not readable JSON: {exc}",
                                  "pass --fresh to start this tune over") from exc

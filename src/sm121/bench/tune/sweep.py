@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from sm121.bench.agents.entries import AbEntry
+from sm121.bench.agents.params import AgentRunParams
 from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.boot import Boot, steps
 from sm121.bench.runner import Target, run_scenario
@@ -25,13 +25,14 @@ def met_at_target(entries: list[AbEntry], name: str) -> bool | None:
     return None if not met else sum(met) * 2 > len(met)
 
 
-def run_point(boot: Boot, params: dict[str, Any], n: int, out: Path, say: Say) -> Probe:
+def run_point(boot: Boot, params: AgentRunParams, n: int, out: Path, say: Say) -> Probe:
     spec = get("agents")
     results = asyncio.run(run_scenario(
-        "agents", spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model, api="chat"),
-        {**params, "agents": n}, out, progress=steps(say, f"N={n}: "),
+        "agents", spec.execute,
+        Target(boot.plan.base_url, boot.plan.readiness.model, api="chat"),
+        {**params.model_dump(), "agents": n}, out, progress=steps(say, f"N={n}: "),
         needs_stream=True))
-    metrics = RunMetrics.model_validate(spec.flat(results.data["samples"]))
+    metrics = RunMetrics.model_validate(spec.flatten(results.data["samples"]))
     return Probe(agents=n, slo_met=bool(metrics.slo_met), goodput=metrics.goodput,
                  good_turns=metrics.good_turns, judged_turns=metrics.judged_turns,
                  ttft_p95_judged_s=metrics.ttft_p95_judged_s,

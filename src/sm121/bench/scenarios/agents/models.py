@@ -58,7 +58,7 @@ class TtftStats(Open):
 
 
 class AgentsSummary(Open):
-    """`agents.summary.summarize_agents` plus what the run adds (engine deltas, wall time)."""
+    """`agents.summary.summarize_run` plus what the run adds (engine deltas, wall time)."""
 
     turns: int = 0
     workload: str | None = None

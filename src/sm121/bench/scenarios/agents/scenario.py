@@ -4,17 +4,21 @@ default, judged and reported from their turns."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from sm121.bench.agents import report
 from sm121.bench.agents.choose import verdict
-from sm121.bench.agents.params import agents_params, replay_params
-from sm121.bench.agents.replay import replay
-from sm121.bench.agents.scenario import agents
+from sm121.bench.agents.entries import AbEntry
+from sm121.bench.agents.params import agent_params, replay_params
+from sm121.bench.agents.records import read_run
+from sm121.bench.agents.replay import ReplayArgs, replay
+from sm121.bench.agents.results_view import read_ab, read_sweep
+from sm121.bench.agents.scenario import AgentsRunArgs, agents
 from sm121.bench.agents.summary import HEADLINE, flatten
+from sm121.bench.agents.summary_model import AgentsSummary, RunExtras, RunOutcome
+from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option
-from sm121.bench.scenarios.agents.models import AgentsSample, AgentsSummary
+from sm121.bench.scenarios.agents import models
 from sm121.bench.scenarios.agents.texts import SLO_HELP, WORKLOAD_HELP
 
 _SLO = option("ttft_p95=2s", "--slo", SLO_HELP)
@@ -36,9 +40,16 @@ class ReplayParams(Params):
     slo: str = _SLO
 
 
-class _AgentScenario(Scenario[AgentsSample, AgentsSummary]):
-    sample = AgentsSample
-    summary = AgentsSummary
+def _stored(outcome: RunOutcome) -> models.AgentsSummary:
+    """The summary as the results file keeps it: the run's, then the extras it set."""
+    extras = outcome.extras
+    return models.AgentsSummary.model_validate(
+        {**outcome.summary.model_dump(), **extras.model_dump(include=extras.model_fields_set)})
+
+
+class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
+    sample = models.AgentsSample
+    summary = models.AgentsSummary
     api = "chat"
     headline = HEADLINE
 
@@ -46,19 +57,37 @@ class _AgentScenario(Scenario[AgentsSample, AgentsSummary]):
         return flatten(samples)
 
     def recompute(self, data: Record) -> Record:
-        return report.recompute(data)
+        report.recompute(data)
+        return data
 
     def rejudge(self, data: Record, slo: str) -> None:
         report.rejudge(data, slo)
 
+    # The hooks below get the results file as read (the JSON edge): each reads it into the
+    # typed views once and hands those on.
     def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
-        return report.plots_of(data, out, stem)
+        """The PNGs of an agents or replay run, an A/B of them or a sweep."""
+        if data["kind"] == "ab":
+            return report.ab_plots(read_ab(data), out, stem)
+        if data["kind"] == "sweep":
+            return report.sweep_plots(read_sweep(data), out, stem)
+        return report.run_plots(read_run(data["samples"]).bars, out, stem)
 
     def section(self, data: Record, files: list[Path]) -> list[str] | None:
-        return report.section(data, files)
+        """The headline table, then the run, A/B or sweep in detail."""
+        head = markdown_table(*table_rows(data))
+        if data["kind"] == "ab":
+            return head + report.ab_section(read_ab(data), files)
+        if data["kind"] == "sweep":
+            return head + report.sweep_section(read_sweep(data), files)
+        extras = RunExtras.model_validate(data.get("summary") or {})
+        return head + report.run_section(read_run(data["samples"]), extras, files)
 
     def console(self, summary: Record) -> list[str]:
-        return report.console(summary)
+        """A run's terminal summary; none while the run has no verdict yet."""
+        if not summary.get("slo"):
+            return []
+        return report.console_lines(AgentsSummary.model_validate(summary))
 
 
 class Agents(_AgentScenario):
@@ -68,14 +97,17 @@ class Agents(_AgentScenario):
             "goodput against the SLO. Results are written as turns end (Ctrl-C keeps them).")
     params = AgentsParams
 
-    async def run(self, ctx: Context, params: Params) -> AgentsSummary:
-        return AgentsSummary.model_validate(await agents(ctx, params.given()))
+    async def run(self, ctx: Context, params: Params) -> models.AgentsSummary:
+        return _stored(await agents(ctx, AgentsRunArgs.model_validate(params.given())))
 
     def prepare(self, values: Params) -> Record:
-        return agents_params(values.model_dump())
+        assert isinstance(values, AgentsParams)
+        return agent_params(values.agents, values.turns, values.duration, values.workload,
+                            values.slo).model_dump()
 
-    def verdict(self, samples: list[Record], profiles: list[str]) -> Any:
-        return verdict(samples, profiles)
+    def verdict(self, samples: list[Record], profiles: list[str]) -> Record:
+        entries = [AbEntry.model_validate(s) for s in samples]
+        return verdict(entries, profiles).model_dump()
 
 
 class Replay(_AgentScenario):
@@ -86,8 +118,9 @@ class Replay(_AgentScenario):
     params = ReplayParams
     api_option = False
 
-    async def run(self, ctx: Context, params: Params) -> AgentsSummary:
-        return AgentsSummary.model_validate(await replay(ctx, params.given()))
+    async def run(self, ctx: Context, params: Params) -> models.AgentsSummary:
+        return _stored(await replay(ctx, ReplayArgs.model_validate(params.given())))
 
     def prepare(self, values: Params) -> Record:
-        return replay_params(values.model_dump())
+        assert isinstance(values, ReplayParams)
+        return replay_params(values.capture_dir, values.speed, values.slo).model_dump()

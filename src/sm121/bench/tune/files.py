@@ -1,0 +1,93 @@
+"""The results files tune reads back, typed as far as tune reads them: the A/B of its arms
+(its boots and repetitions) and the knee's run (its server, boot and summary). Unknown keys
+are kept, so older files read."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from sm121.bench.agents.entries import AbEntry
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class BootTimings(_Open):
+    first_generation_s: float | None = None
+
+
+class BootFacts(_Open):
+    kv_pool_tokens: int | None = None
+
+
+class AbBoot(_Open):
+    """One boot of the A/B: its arm, its time to a first generation, its KV pool."""
+
+    name: str | None = None
+    timings: BootTimings = Field(default_factory=BootTimings)
+    boot: BootFacts | None = None
+
+
+class AbFile(_Open):
+    """The A/B of tune's arms (ab-agents.json), as measured so far."""
+
+    boots: list[AbBoot] = Field(default_factory=list)
+    samples: list[AbEntry] = Field(default_factory=list)
+
+
+class ServerInfo(_Open):
+    version: JsonValue = None  # a string, or the engine's JSON (as text or as an object)
+
+
+class KneeBoot(_Open):
+    timings: BootTimings = Field(default_factory=BootTimings)
+
+
+Number = int | float  # as stored: a step or batch prints as it was written
+
+
+class KneeRow(_Open):
+    """One step size (prefill) or batch (decode): the median rate over reps and its range."""
+
+    step: Number | None = None
+    batch: Number | None = None
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+class KneePoint(_Open):
+    """Where a curve bends: the knee (prefill) or the saturation batch (decode)."""
+
+    knee_at: Number | None = None
+    knee_rate: float | None = None
+    peak: float | None = None
+    peak_at: Number | None = None
+    saturated: bool | None = None
+
+
+class KneeWindow(_Open):
+    """One timing window's curves (the engine's histogram, or the client's TTFT)."""
+
+    prefill: list[KneeRow] = Field(default_factory=list)
+    decode: list[KneeRow] = Field(default_factory=list)
+    knee: KneePoint = Field(default_factory=KneePoint)
+    decode_saturation: KneePoint = Field(default_factory=KneePoint)
+
+
+class KneeCurves(_Open):
+    """The knee scenario's summary as tune's report reads it."""
+
+    engine: KneeWindow = Field(default_factory=KneeWindow)
+    client: KneeWindow = Field(default_factory=KneeWindow)
+    reps: int | None = None
+
+
+class KneeFile(_Open):
+    """The knee's results file: its status, server and boot, and its curves."""
+
+    status: str | None = None
+    server: ServerInfo = Field(default_factory=ServerInfo)
+    boot: KneeBoot | None = None
+    summary: KneeCurves = Field(default_factory=KneeCurves)
