@@ -102,6 +102,7 @@ class AbSummary(Open):
     baseline: str
     metrics: dict[str, MetricComparison]
     verdict: Verdict | None = None
+    boot_effect: dict[str, Open] | None = None  # per metric (`boot_effect.BootEffect`)
 
 
 class AbParams(Open):

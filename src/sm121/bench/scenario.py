@@ -16,9 +16,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
-from sm121.bench.result_models import AbResults, Open, ScenarioResults, SweepResults
+from sm121.bench.result_models import (
+    AbEntry,
+    AbResults,
+    Open,
+    ScenarioResults,
+    SweepResults,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from sm121.bench.runner import Context
@@ -78,11 +85,17 @@ class Scenario(Generic[SampleT, SummaryT]):
         """Command-line values -> the params the run gets, checked before anything is sent."""
         return values.model_dump()
 
-    def flatten(self, samples: list[Record]) -> Record:
-        """The samples of one run -> its headline metrics (one A/B entry)."""
-        return {}
+    def read_samples(self, samples: list[JsonValue]) -> list[SampleT]:
+        """A run's samples as its results file holds them (JSON), in the sample model."""
+        adapter: TypeAdapter[list[SampleT]] = TypeAdapter(list[self.sample])  # type: ignore[name-defined]
+        return adapter.validate_python(samples)
 
-    def verdict(self, samples: list[Record], profiles: list[str]) -> Record | None:
+    def flatten(self, samples: list[SampleT]) -> BaseModel | None:
+        """The samples of one run -> its headline metrics (one A/B entry's `metrics`, read by
+        the `headline` keys); None: nothing valid was measured (the entry keeps `{}`)."""
+        return None
+
+    def verdict(self, entries: list[AbEntry[Any]], profiles: list[str]) -> Verdict | None:
         """Which profile of an A/B is best and why; None: the table says it all."""
         return None
 
@@ -112,18 +125,10 @@ class Scenario(Generic[SampleT, SummaryT]):
             return SweepResults[self.sample]  # type: ignore[name-defined]
         return ScenarioResults[self.sample, self.summary]  # type: ignore[name-defined]
 
-    # The names the A/B, tune and sweep code calls (kept so that they need no change).
-    def scenario(self) -> Any:
-        return self.execute
-
-    def flat(self, samples: list[Record]) -> Record:
-        return self.flatten(samples)
-
-    def headline_rows(self) -> Headline:
-        return self.headline
-
-    def verdict_fn(self) -> Any:
-        return None if type(self).verdict is Scenario.verdict else self.verdict
+    def headline_metrics(self, samples: list[JsonValue]) -> Open:
+        """`flatten` of a run's samples as read from its file, as an A/B entry keeps them."""
+        metrics = self.flatten(self.read_samples(samples))
+        return Open() if metrics is None else Open.model_validate(metrics.model_dump(mode="json"))
 
 
 class Unknown(Scenario[Open, Open]):

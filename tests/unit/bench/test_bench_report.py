@@ -1,11 +1,15 @@
 """`sm121 bench report` turns results files into Markdown with PNG plots."""
 
+from typing import Any
+
 from support import invoke_cli
 from test_bench_overlap_metrics import ONGOING, _sample, metrics_of
 
-from sm121.bench.ab import compare
+from sm121.bench.report.compare import compare_with
 from sm121.bench.report.markdown import render_report
+from sm121.bench.result_models import AbEntry
 from sm121.bench.results import ResultsFile
+from sm121.bench.scenarios import get
 
 
 def _ab_file(path):
@@ -18,7 +22,8 @@ def _ab_file(path):
         results.add_sample({"profile": profile, "rep": rep, "samples": [sample],
                             "engine_args": {"max-num-batched-tokens": 2048},
                             "metrics": sample["metrics"], "probe": {"safe": True}})
-    results.set(summary=compare(results.data["samples"], ["agent", "lpt"], "overlap"))
+    entries = [AbEntry[Any].model_validate(s) for s in results.data["samples"]]
+    results.set(summary=compare_with(get("overlap"), entries, ["agent", "lpt"]).to_json())
     results.finish("complete")
     return path
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from sm121.bench import result_models
 from sm121.bench.agents import plots
 from sm121.bench.agents.choose import largest_meeting
 from sm121.bench.agents.entries import AbEntry
@@ -53,9 +54,10 @@ def recompute(data: dict[str, Any]) -> None:
             if not entry.get("error"):
                 entry["metrics"] = flatten(entry["samples"])
     if data["kind"] == "ab":
-        measured = [e for e in data["samples"] if not e.get("error")]
+        measured = [result_models.AbEntry[Any].model_validate(e)
+                    for e in data["samples"] if not e.get("error")]
         data["summary"] = compare_with(get(data["scenario"]), measured,
-                                       data["params"]["profiles"])
+                                       data["params"]["profiles"]).to_json()
     if data["kind"] == "sweep":
         data.setdefault("summary", {})["largest_n"] = largest_meeting(read_sweep(data).entries)
 

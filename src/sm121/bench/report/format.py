@@ -41,7 +41,7 @@ def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """(headers, rows) of an A/B comparison or of an overlap summary; empty when none."""
     spec = find(data["scenario"])
     summary = data.get("summary") or {}
-    headline = spec.headline_rows() if spec is not None else ()
+    headline = spec.headline if spec is not None else ()
     if spec is None or not headline:
         return [], []
     if data["kind"] == "ab" and summary.get("metrics"):

@@ -4,7 +4,9 @@ default, judged and reported from their turns."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from sm121.bench import result_models
 from sm121.bench.agents import report
 from sm121.bench.agents.choose import verdict
 from sm121.bench.agents.entries import AbEntry
@@ -13,8 +15,8 @@ from sm121.bench.agents.records import read_run
 from sm121.bench.agents.replay import ReplayArgs, replay
 from sm121.bench.agents.results_view import read_ab, read_sweep
 from sm121.bench.agents.scenario import AgentsRunArgs, agents
-from sm121.bench.agents.summary import HEADLINE, flatten
-from sm121.bench.agents.summary_model import AgentsSummary, RunExtras, RunOutcome
+from sm121.bench.agents.summary import HEADLINE, headline
+from sm121.bench.agents.summary_model import AgentsSummary, RunExtras, RunMetrics, RunOutcome
 from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario, option
@@ -53,8 +55,8 @@ class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
     api = "chat"
     headline = HEADLINE
 
-    def flatten(self, samples: list[Record]) -> Record:
-        return flatten(samples)
+    def flatten(self, samples: list[models.AgentsSample]) -> RunMetrics:
+        return headline(read_run([s.to_json() for s in samples]))
 
     def recompute(self, data: Record) -> Record:
         report.recompute(data)
@@ -105,9 +107,11 @@ class Agents(_AgentScenario):
         return agent_params(values.agents, values.turns, values.duration, values.workload,
                             values.slo).model_dump()
 
-    def verdict(self, samples: list[Record], profiles: list[str]) -> Record:
-        entries = [AbEntry.model_validate(s) for s in samples]
-        return verdict(entries, profiles).model_dump()
+    def verdict(self, entries: list[result_models.AbEntry[Any]], profiles: list[str]
+                ) -> result_models.Verdict:
+        # The agents code reads its A/B entries in its own model (`agents.entries`).
+        runs = [AbEntry.model_validate(e.to_json()) for e in entries]
+        return result_models.Verdict.model_validate(verdict(runs, profiles).model_dump())
 
 
 class Replay(_AgentScenario):

@@ -49,8 +49,9 @@ def recompute_overlap(data: dict[str, Any]) -> dict[str, Any]:
         for entry in measured(data):
             for sample in entry["samples"]:
                 sample["metrics"] = _metrics(sample)
-            entry["metrics"] = spec.flat(entry["samples"])
-        data["summary"] = compare_with(spec, measured(data), data["params"]["profiles"])
+            entry["metrics"] = spec.headline_metrics(entry["samples"]).to_json()
+        entries = [AbEntry[OverlapSample].model_validate(e) for e in measured(data)]
+        data["summary"] = compare_with(spec, entries, data["params"]["profiles"]).to_json()
     else:
         samples = [OverlapSample.model_validate(s) for s in data["samples"]]
         for sample, raw in zip(samples, data["samples"], strict=True):

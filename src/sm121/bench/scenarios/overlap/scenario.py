@@ -9,6 +9,7 @@ from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Record, Scenario
 from sm121.bench.scenarios.overlap.metrics import HEADLINE, flatten_last_valid
 from sm121.bench.scenarios.overlap.models import (
+    OverlapHeadline,
     OverlapParams,
     OverlapSample,
     OverlapSettings,
@@ -31,8 +32,8 @@ class Overlap(Scenario[OverlapSample, OverlapSummary]):
     async def run(self, ctx: Context, params: Params) -> OverlapSummary:
         return await overlap(ctx, OverlapSettings.model_validate(params.given()))
 
-    def flatten(self, samples: list[Record]) -> Record:
-        return flatten_last_valid([OverlapSample.model_validate(s) for s in samples])
+    def flatten(self, samples: list[OverlapSample]) -> OverlapHeadline | None:
+        return flatten_last_valid(samples)
 
     def recompute(self, data: Record) -> Record:
         return recompute_overlap(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from sm121.bench.result_models import Number, Open
 from sm121.bench.scenario import Params, Record, option
@@ -69,3 +69,8 @@ class ScalingSample(Open):
 
 class ScalingSummary(Open):
     rows: list[ScalingMetrics] = Field(default_factory=list)
+
+
+class ScalingHeadline(RootModel[dict[str, Number | None]]):
+    """One run's headline, keyed by level: `aggregate_tok_s@N` or `prefill_tok_s@N` (the N
+    a run measured are its own, so the keys are not fields)."""

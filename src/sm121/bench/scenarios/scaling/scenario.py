@@ -11,6 +11,7 @@ from sm121.bench.scenarios.scaling.models import (
     DecodeScalingParams,
     DecodeScalingSettings,
     PrefillScalingParams,
+    ScalingHeadline,
     ScalingSample,
     ScalingSummary,
 )
@@ -30,8 +31,8 @@ class _Scaling(Scenario[ScalingSample, ScalingSummary]):
     needs_stream = False
     stream_option = True
 
-    def flatten(self, samples: list[Record]) -> Record:
-        return flatten([ScalingSample.model_validate(s) for s in samples])
+    def flatten(self, samples: list[ScalingSample]) -> ScalingHeadline:
+        return flatten(samples)
 
     def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
         return scaling_plots(data, out, stem)
