@@ -172,5 +172,5 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
         "engine_args": record.engine_args, "boot": record.boot, "timings": record.timings,
         "results_file": str(sub_out), "server": data["server"], "probe": data["probe"],
         "samples": data["samples"], "summary": data["summary"],
-        "metrics": spec.headline_metrics(data["samples"])})
+        "metrics": spec.headline_metrics(spec.read_samples(data["samples"]))})
 

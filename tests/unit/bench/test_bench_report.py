@@ -13,7 +13,8 @@ from sm121.bench.scenarios import get
 
 
 def _ab_file(path):
-    results = ResultsFile(path, "ab", "overlap", {"profiles": ["agent", "lpt"], "reps": 2})
+    results = ResultsFile(path, "ab", "overlap", {"recipe": "r", "profiles": ["agent", "lpt"],
+                                                "reps": 2})
     for rep, profile, first_token in [(0, "agent", 12.0), (0, "lpt", 12.5), (1, "lpt", 12.4),
                                       (1, "agent", 12.1)]:
         short = {"submitted": 7.0, "first_token": first_token if profile == "agent" else 7.2}

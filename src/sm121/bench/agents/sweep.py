@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sm121.bench.agents.choose import largest_meeting
+from sm121.bench.agents.entries import SweepEntry
 from sm121.bench.agents.params import AgentRunParams
-from sm121.bench.agents.results_view import read_sweep
 from sm121.bench.agents.summary import flatten
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
@@ -42,7 +42,8 @@ async def run_sweep(target: Target, ns: list[int], params: AgentRunParams, out: 
                                 "metrics": flatten(run.data["samples"])})
             points = results.data["samples"]
             results.set(summary={"slo": params.slo,
-                                 "largest_n": largest_meeting(read_sweep(results.data).entries),
+                                 "largest_n": largest_meeting(
+                                     [SweepEntry.model_validate(p) for p in points]),
                                  "points": [{"agents": p["agents"], **p["metrics"]}
                                             for p in points]})
     return results

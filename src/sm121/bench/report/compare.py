@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from sm121.bench.boot_effect import boot_effects
-from sm121.bench.result_models import AbEntry, AbSummary, MetricComparison, Open, Stats
+from sm121.bench.result_models import AbEntry, AbSummary, MetricComparison, Stats
 from sm121.bench.scenario import Scenario
 from sm121.bench.stats import summarize
 
@@ -30,8 +30,7 @@ def compare_with(spec: Scenario[Any, Any], entries: list[AbEntry[Any]], profiles
     if type(spec).verdict is not Scenario.verdict:  # a scenario without one writes no key
         summary.verdict = spec.verdict(entries, profiles)
     if any(e.rep_on_boot for e in entries):
-        effects = boot_effects(entries, [k for k, *_ in spec.headline])
-        summary.boot_effect = {m: Open.model_validate(e.to_json()) for m, e in effects.items()}
+        summary.boot_effect = boot_effects(entries, [k for k, *_ in spec.headline])
     return summary
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario
+from sm121.bench.scenario import Params, Scenario
 from sm121.bench.scenarios.knee.console import console
 from sm121.bench.scenarios.knee.models import KneeHeadline, KneeParams, KneeSample, KneeSettings, KneeSummary
 from sm121.bench.scenarios.knee.run import HEADLINE, flatten, knee
@@ -29,5 +29,5 @@ class Knee(Scenario[KneeSample, KneeSummary]):
     def flatten(self, samples: list[KneeSample]) -> KneeHeadline:
         return flatten(samples)
 
-    def console(self, summary: Record) -> list[str]:
-        return console(KneeSummary.model_validate(summary))
+    def console(self, summary: KneeSummary) -> list[str]:
+        return console(summary)

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, RootModel
 
 from sm121.bench.result_models import Number, Open
-from sm121.bench.scenario import Params, Record, option
+from sm121.bench.scenario import Params, option
 
 _N_HELP = "Concurrency levels."
 
@@ -63,8 +63,8 @@ class ScalingSample(Open):
     kind: Literal["decode", "prefill"]
     n: int
     metrics: ScalingMetrics
-    counters: Record | None = None  # the engine's counter deltas, raw
-    requests: list[Record] = Field(default_factory=list)  # raw request records
+    counters: dict[str, float] | None = None  # the engine's counter deltas
+    requests: list[dict[str, Any]] = Field(default_factory=list)  # raw request records
 
 
 class ScalingSummary(Open):
