@@ -119,7 +119,7 @@ class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
 
     def console(self, summary: models.AgentsSummary) -> list[str]:
         """A run's terminal summary; none while the run has no verdict yet."""
-        if not summary.slo:
+        if summary.slo is None or not summary.slo.to_json():
             return []
         return report.console_lines(AgentsSummary.model_validate(summary.to_json()))
 
