@@ -8,8 +8,9 @@ A scenario is one package under `bench/scenarios/` plus one line in the table
 (`bench/scenarios/__init__.py`); its module is imported only when the scenario is used.
 
 The results file stays JSON: the runner writes the summary with `.model_dump()` and a report
-reads a file with `results_model(kind).model_validate`; every model keeps keys it does not
-name (`result_models.Open`), so files written before a field existed still read."""
+reads a file once into its models (`read`: `results_model(kind).model_validate`) and hands
+the hooks those (`Results`); `recompute` sets its metrics on them. Every model keeps keys it
+does not name (`result_models.Open`), so files written before a field existed still read."""
 
 from __future__ import annotations
 
@@ -98,7 +99,7 @@ class Scenario(Generic[SampleT, SummaryT]):
         the `headline` keys); None: nothing valid was measured (the entry keeps `{}`)."""
         return None
 
-    def verdict(self, entries: list[AbEntry[Any]], profiles: list[str]) -> Verdict | None:
+    def verdict(self, entries: list[AbEntry[SampleT]], profiles: list[str]) -> Verdict | None:
         """Which profile of an A/B is best and why; None: the table says it all."""
         return None
 
