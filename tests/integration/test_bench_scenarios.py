@@ -127,8 +127,8 @@ class Echo(Scenario[Open, EchoSummary]):  # a scenario of this module: one reque
             ctx.add({"word": word, "completion_tokens": record.tokens})
         return EchoSummary(requests=len(params.words.split(",")))
 
-    def section(self, data, files):
-        return [f"Echoed {data['summary']['requests']} words.", ""]
+    def section(self, results, files):
+        return [f"Echoed {results.summary.requests} words.", ""]
 
 
 def test_a_scenario_registered_here_runs_through_the_cli_and_reports(tiny_engine, tmp_path):

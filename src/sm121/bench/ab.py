@@ -138,8 +138,9 @@ def _add(request: AbRequest, results: ResultsFile, entry: AbEntry[Any], boot: in
          rep_on_boot: int) -> None:
     entry.boot_index, entry.rep_on_boot = boot, rep_on_boot
     results.add_sample(entry.to_json())
-    measured = [s for s in results.data["samples"] if not s.get("error")]
-    results.set(summary=compare(measured, request.profiles, request.scenario))
+    entries = [AbEntry[Any].model_validate(s) for s in results.data["samples"]]
+    measured = [e for e in entries if not e.error]
+    results.set(summary=compare_with(get(request.scenario), measured, request.profiles).to_json())
 
 
 def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
@@ -159,7 +160,7 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
     spec = get(request.scenario)
     say(f"  {profile}: ready, running {request.scenario} (repetition {rep + 1})")
     scenario_results = asyncio.run(run_scenario(
-        request.scenario, spec.scenario(), Target(boot.plan.base_url, boot.plan.readiness.model,
+        request.scenario, spec.execute, Target(boot.plan.base_url, boot.plan.readiness.model,
                                            api=request.api or spec.api),
         {**request.params, "reps": 1}, sub_out,
         progress=steps(say, f"  {profile}: "),
@@ -171,11 +172,5 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
         "engine_args": record.engine_args, "boot": record.boot, "timings": record.timings,
         "results_file": str(sub_out), "server": data["server"], "probe": data["probe"],
         "samples": data["samples"], "summary": data["summary"],
-        "metrics": spec.flat(data["samples"])})
+        "metrics": spec.headline_metrics(spec.read_samples(data["samples"]))})
 
-
-def compare(samples: list[dict[str, Any]], profiles: list[str], scenario: str
-            ) -> dict[str, Any]:
-    """Per metric and profile: median, min, max, n over repetitions, and the ratio of each
-    median to the first profile's (the baseline); with reps per boot, the boot-effect test."""
-    return compare_with(get(scenario), samples, profiles)

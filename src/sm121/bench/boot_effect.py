@@ -14,36 +14,10 @@ from collections import defaultdict
 from statistics import median
 from typing import Any
 
-from sm121.bench.result_models import AbEntry, Number, Open
+from sm121.bench.result_models import AbEntry, BootEffect, BootPair, Number
 
 ALPHA = 0.05
 MIN_PAIRS = 6  # 2 * 0.5**5 = 0.0625: five pairs all one way are not yet p < 0.05
-
-
-class BootPair(Open):
-    """A boot's first repetition and its k-th, of one metric."""
-
-    profile: str
-    boot: int
-    k: int
-    first: Number
-    later: Number
-
-
-class BootEffect(Open):
-    """The later repetitions of every boot against its first, for one metric."""
-
-    metric: str
-    pairs: list[BootPair]
-    n: int
-    later_higher: int
-    later_lower: int
-    ties: int
-    median_ratio: Number | None = None
-    min_ratio: Number | None = None
-    max_ratio: Number | None = None
-    sign_test_p: Number
-    verdict: str
 
 
 def sign_test(up: int, down: int) -> float:

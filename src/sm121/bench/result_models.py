@@ -96,12 +96,39 @@ class Verdict(Open):
     profiles: dict[str, ProfileVerdict] = Field(default_factory=dict)
 
 
+class BootPair(Open):
+    """A boot's first repetition and its k-th, of one metric."""
+
+    profile: str
+    boot: int
+    k: int
+    first: Number
+    later: Number
+
+
+class BootEffect(Open):
+    """The later repetitions of every boot against its first, for one metric."""
+
+    metric: str
+    pairs: list[BootPair]
+    n: int
+    later_higher: int
+    later_lower: int
+    ties: int
+    median_ratio: Number | None = None
+    min_ratio: Number | None = None
+    max_ratio: Number | None = None
+    sign_test_p: Number
+    verdict: str
+
+
 class AbSummary(Open):
     """`compare.compare_with`: per headline metric and profile, stats and ratios."""
 
     baseline: str
     metrics: dict[str, MetricComparison]
     verdict: Verdict | None = None
+    boot_effect: dict[str, BootEffect] | None = None  # per headline metric (`boot_effect`)
 
 
 class AbParams(Open):
@@ -186,7 +213,8 @@ class SweepEntry(Open, Generic[S]):
     agents: int
     results_file: str | None = None
     samples: list[S] = Field(default_factory=list)
-    metrics: Open = Field(default_factory=Open)
+    metrics: Open = Field(default_factory=Open)  # the scenario's `flatten`: its headline
+    error: str | None = None  # a run that failed: recorded, and the sweep went on
 
 
 class SweepPoint(Open):

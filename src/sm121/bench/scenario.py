@@ -8,23 +8,33 @@ A scenario is one package under `bench/scenarios/` plus one line in the table
 (`bench/scenarios/__init__.py`); its module is imported only when the scenario is used.
 
 The results file stays JSON: the runner writes the summary with `.model_dump()` and a report
-reads a file with `results_model(kind).model_validate`; every model keeps keys it does not
-name (`result_models.Open`), so files written before a field existed still read."""
+reads a file once into its models (`read`: `results_model(kind).model_validate`) and hands
+the hooks those (`Results`); `recompute` sets its metrics on them. Every model keeps keys it
+does not name (`result_models.Open`), so files written before a field existed still read."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
-from sm121.bench.result_models import AbResults, Open, ScenarioResults, SweepResults
+from sm121.bench.result_models import (
+    AbEntry,
+    AbResults,
+    Envelope,
+    Open,
+    ScenarioResults,
+    SweepResults,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from sm121.bench.runner import Context
 
 Headline = tuple[tuple[str, str, str, str], ...]  # key, label, format, better
-Record = dict[str, Any]  # JSON as read from or written to a results file (the edge)
+# A results file read into its models (`Scenario.read`): the hooks narrow it by its class.
+Results = ScenarioResults[Any, Any] | AbResults[Any] | SweepResults[Any]
 Kind = Literal["scenario", "ab", "sweep"]
 SampleT = TypeVar("SampleT")
 SummaryT = TypeVar("SummaryT", bound=BaseModel)
@@ -46,7 +56,7 @@ class Params(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    def given(self) -> Record:
+    def given(self) -> dict[str, Any]:  # the JSON a settings model validates
         return self.model_dump(exclude_unset=True)
 
 
@@ -69,42 +79,50 @@ class Scenario(Generic[SampleT, SummaryT]):
     async def run(self, ctx: Context, params: Params) -> SummaryT:
         raise NotImplementedError
 
-    async def execute(self, ctx: Context, raw: Record) -> Record:
+    async def execute(self, ctx: Context, raw: dict[str, Any]) -> dict[str, Any]:
         """The runner's entry: params checked into their model, the summary dumped."""
         summary = await self.run(ctx, self.params.model_validate(raw))
         return summary.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
-    def prepare(self, values: Params) -> Record:
-        """Command-line values -> the params the run gets, checked before anything is sent."""
-        return values.model_dump()
+    def prepare(self, values: Params) -> BaseModel:
+        """Command-line values -> the params the run gets (dumped as the run's params),
+        checked before anything is sent."""
+        return values
 
-    def flatten(self, samples: list[Record]) -> Record:
-        """The samples of one run -> its headline metrics (one A/B entry)."""
-        return {}
+    def read_samples(self, samples: list[JsonValue]) -> list[SampleT]:
+        """A run's samples as its results file holds them (JSON), in the sample model."""
+        adapter: TypeAdapter[list[SampleT]] = TypeAdapter(list[self.sample])  # type: ignore[name-defined]
+        return adapter.validate_python(samples)
 
-    def verdict(self, samples: list[Record], profiles: list[str]) -> Record | None:
+    def flatten(self, samples: list[SampleT]) -> BaseModel | None:
+        """The samples of one run -> its headline metrics (one A/B entry's `metrics`, read by
+        the `headline` keys); None: nothing valid was measured (the entry keeps `{}`)."""
+        return None
+
+    def verdict(self, entries: list[AbEntry[SampleT]], profiles: list[str]) -> Verdict | None:
         """Which profile of an A/B is best and why; None: the table says it all."""
         return None
 
-    def recompute(self, data: Record) -> Record:
-        """The metrics again from the raw samples, with this sm121's metric functions."""
-        return data
+    def recompute(self, results: Results) -> Results:
+        """The metrics again from the raw samples, with this sm121's metric functions (set
+        on the models: whoever writes the file dumps them)."""
+        return results
 
-    def rejudge(self, data: Record, slo: str) -> None:
+    def rejudge(self, results: Results, slo: str) -> None:
         """`bench report --slo`: judge the run against another SLO (agent scenarios)."""
 
-    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
+    def plots(self, results: Results, out: Path, stem: str) -> list[Path]:
         return []
 
-    def section(self, data: Record, files: list[Path]) -> list[str] | None:
+    def section(self, results: Results, files: list[Path]) -> list[str] | None:
         """Its report section (the plots drawn first); None: the headline table only."""
         return None
 
-    def console(self, summary: Record) -> list[str]:
+    def console(self, summary: SummaryT) -> list[str]:
         """Terminal lines for a run's summary; none: the headline table."""
         return []
 
-    def results_model(self, kind: Kind) -> type[BaseModel]:
+    def results_model(self, kind: Kind) -> type[Results]:
         """The model a results file of this scenario reads into, by its kind."""
         if kind == "ab":
             return AbResults[self.sample]  # type: ignore[name-defined]
@@ -112,18 +130,15 @@ class Scenario(Generic[SampleT, SummaryT]):
             return SweepResults[self.sample]  # type: ignore[name-defined]
         return ScenarioResults[self.sample, self.summary]  # type: ignore[name-defined]
 
-    # The names the A/B, tune and sweep code calls (kept so that they need no change).
-    def scenario(self) -> Any:
-        return self.execute
+    def read(self, data: dict[str, Any]) -> Results:
+        """A results file as loaded (JSON, the edge) in this scenario's models; raises
+        pydantic's ValidationError naming the field when it does not fit."""
+        return self.results_model(Envelope.model_validate(data).kind).model_validate(data)
 
-    def flat(self, samples: list[Record]) -> Record:
-        return self.flatten(samples)
-
-    def headline_rows(self) -> Headline:
-        return self.headline
-
-    def verdict_fn(self) -> Any:
-        return None if type(self).verdict is Scenario.verdict else self.verdict
+    def headline_metrics(self, samples: list[SampleT]) -> Open:
+        """`flatten` as an A/B entry keeps it (`metrics`: read by the headline keys)."""
+        metrics = self.flatten(samples)
+        return Open() if metrics is None else Open.model_validate(metrics.model_dump(mode="json"))
 
 
 class Unknown(Scenario[Open, Open]):

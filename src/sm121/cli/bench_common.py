@@ -65,7 +65,7 @@ def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
     target = Target(url, model, stream=not no_stream, api_key=api_key(engine_first=False),
                     api=api or spec.api)
     with progress_bar(f"bench {name}") as update:
-        results = asyncio.run(run_scenario(name, spec.scenario(), target, params, path, update,
+        results = asyncio.run(run_scenario(name, spec.execute, target, params, path, update,
                                            needs_stream=spec.needs_stream))
     if as_json:
         print_json(results.data["summary"])

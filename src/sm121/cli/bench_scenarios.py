@@ -100,7 +100,7 @@ def scenario_command(name: str) -> Command:
 
     def command(**values: Any) -> None:
         common = {k: values.pop(k, None) for k in _COMMON}
-        params = scenario.prepare(cli_values(scenario.params, values))
+        params = scenario.prepare(cli_values(scenario.params, values)).model_dump()
         run_cli_scenario(name, common["url"], common["model"], common["out"],
                          bool(common["no_stream"]), params, bool(common["as_json"]),
                          common["api"])

@@ -49,14 +49,22 @@ def print_json(data: Any) -> None:
 
 def console_summary(data: dict[str, Any]) -> None:
     """A results file's comparison (ab) or scenario summary, as a rich table."""
+    from pydantic import ValidationError
     from rich.table import Table
 
     from sm121.bench.report.format import table_rows
-    from sm121.bench.scenarios import find
+    from sm121.bench.result_models import ScenarioResults
+    from sm121.bench.scenarios import find, parse_results
 
     summary = data.get("summary") or {}
-    scenario = find(data["scenario"])
-    lines = scenario.console(summary) if scenario and data["kind"] == "scenario" else []
+    try:
+        results = parse_results(data)
+    except ValidationError:  # a run cut short before its summary fit its model: as it is
+        console.print(data.get("summary"))
+        return
+    scenario = find(results.scenario)
+    lines = scenario.console(results.summary) \
+        if scenario is not None and isinstance(results, ScenarioResults) else []
     if lines:
         for line in lines:
             console.print(line, highlight=False)
@@ -64,7 +72,7 @@ def console_summary(data: dict[str, Any]) -> None:
     if summary.get("verdict"):
         console.print(f"best profile by goodput: {summary['verdict']['best']}. "
                       f"{summary['verdict']['why']}", highlight=False)
-    headers, rows = table_rows(data)
+    headers, rows = table_rows(results)
     if not rows:
         console.print(data.get("summary"))
         return

@@ -25,7 +25,7 @@ def _samples(workload: str, ttft_later: float, background: bool = False) -> list
                             else 0.95, "usage_checked": True, "prompt_exact": True,
                             "client_cpu_share": 0.05, "client_cpu_s": 0.01})
     if background:
-        samples.append({"kind": "background", "agent": -1, "submitted": 9.0,
+        samples.append({"kind": "background", "agent": -1, "turn": 0, "submitted": 9.0,
                         "first_token": 25.0, "finished": 25.5, "ttft_s": 16.0,
                         "prompt_tokens": 40000})
     return samples
@@ -54,7 +54,8 @@ def test_an_agents_report_has_its_tables_plots_and_the_timestamp_ratio(tmp_path)
 
 def test_an_ab_report_recomputes_the_verdict_from_raw_turns(tmp_path):
     path = tmp_path / "ab.json"
-    results = ResultsFile(path, "ab", "agents", {"profiles": ["agent", "agent-admission"]})
+    params = {"recipe": "r", "profiles": ["agent", "agent-admission"], "reps": 2}
+    results = ResultsFile(path, "ab", "agents", params)
     for rep in range(2):
         for profile, later in (("agent", 8.0), ("agent-admission", 0.5)):
             results.add_sample({"profile": profile, "rep": rep, "engine_args": {},

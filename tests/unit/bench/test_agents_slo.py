@@ -9,7 +9,7 @@ from sm121.bench.agents.choose import verdict
 from sm121.bench.agents.entries import AbEntry, SweepEntry
 from sm121.bench.agents.records import TurnSample, read_run
 from sm121.bench.agents.slo import evaluate, parse_slo
-from sm121.bench.agents.summary import flatten, overlaps_background, summarize_run
+from sm121.bench.agents.summary import headline, overlaps_background, summarize_run
 from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.agents.sweep import largest_meeting
 from sm121.errors import Sm121Error
@@ -71,10 +71,10 @@ def test_turns_waiting_during_the_background_prefill_are_split_out():
     assert summary.background is not None
     assert summary.background.turns_during == 1
     assert summary.background.ttft_during.p50 == 8.0
-    flat = flatten(samples)
-    assert flat["ttft_p95_during_background_s"] == 8.0
-    assert flat["background_ttft_s"] == 10.0
-    assert flat["goodput"] == pytest.approx(2 / 3)
+    flat = headline(read_run(samples))
+    assert flat.ttft_p95_during_background_s == 8.0
+    assert flat.background_ttft_s == 10.0
+    assert flat.goodput == pytest.approx(2 / 3)
     assert summary.turns == 3  # the background job is not an agent turn
 
 

@@ -1,15 +1,20 @@
 """`sm121 bench report` turns results files into Markdown with PNG plots."""
 
+from typing import Any
+
 from support import invoke_cli
 from test_bench_overlap_metrics import ONGOING, _sample, metrics_of
 
-from sm121.bench.ab import compare
+from sm121.bench.report.compare import compare_with
 from sm121.bench.report.markdown import render_report
+from sm121.bench.result_models import AbEntry
 from sm121.bench.results import ResultsFile
+from sm121.bench.scenarios import get
 
 
 def _ab_file(path):
-    results = ResultsFile(path, "ab", "overlap", {"profiles": ["agent", "lpt"], "reps": 2})
+    results = ResultsFile(path, "ab", "overlap", {"recipe": "r", "profiles": ["agent", "lpt"],
+                                                "reps": 2})
     for rep, profile, first_token in [(0, "agent", 12.0), (0, "lpt", 12.5), (1, "lpt", 12.4),
                                       (1, "agent", 12.1)]:
         short = {"submitted": 7.0, "first_token": first_token if profile == "agent" else 7.2}
@@ -18,7 +23,8 @@ def _ab_file(path):
         results.add_sample({"profile": profile, "rep": rep, "samples": [sample],
                             "engine_args": {"max-num-batched-tokens": 2048},
                             "metrics": sample["metrics"], "probe": {"safe": True}})
-    results.set(summary=compare(results.data["samples"], ["agent", "lpt"], "overlap"))
+    entries = [AbEntry[Any].model_validate(s) for s in results.data["samples"]]
+    results.set(summary=compare_with(get("overlap"), entries, ["agent", "lpt"]).to_json())
     results.finish("complete")
     return path
 

@@ -2,11 +2,15 @@
 run is interrupted; the A/B order alternates; the comparison is medians, spread and ratios."""
 
 import json
+from typing import Any
 
 import pytest
 
-from sm121.bench.ab import AbRequest, compare, pair_order
+from sm121.bench.ab import AbRequest, pair_order
+from sm121.bench.report.compare import compare_with
+from sm121.bench.result_models import AbEntry, Open
 from sm121.bench.results import SCHEMA, ResultsFile, load_results
+from sm121.bench.scenarios import get
 from sm121.errors import Sm121Error
 
 
@@ -49,9 +53,9 @@ def test_ab_order_keeps_the_repetitions_of_one_boot_together(tmp_path):
 
 
 def test_comparison_has_medians_spread_and_ratios_to_the_first_profile():
-    samples = [{"profile": p, "metrics": {"admission_ratio": v}}
+    entries = [AbEntry[Any](profile=p, rep=0, metrics=Open(admission_ratio=v))
                for p, v in [("a", 100.0), ("a", 300.0), ("a", 200.0), ("b", 10.0), ("b", 20.0)]]
-    table = compare(samples, ["a", "b"], "overlap")
+    table = compare_with(get("overlap"), entries, ["a", "b"]).to_json()
     row = table["metrics"]["admission_ratio"]
     assert row["profiles"]["a"] == {"median": 200.0, "min": 100.0, "max": 300.0, "n": 3}
     assert row["ratio_to_baseline"]["b"] == pytest.approx(15.0 / 200.0)

@@ -18,7 +18,7 @@ from sm121.bench import scenarios
 from sm121.bench.report.markdown import render_report
 from sm121.bench.result_models import Open, ScenarioResults
 from sm121.bench.results import ResultsFile
-from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenario import Params, Results, Scenario, option
 from sm121.errors import Sm121Error
 
 SEEN: list[dict[str, Any]] = []
@@ -42,19 +42,19 @@ class Toy(Scenario[ToySample, Open]):
     async def run(self, ctx: Any, params: Params) -> Open:
         return Open(size=params.size)  # type: ignore[attr-defined]
 
-    def prepare(self, values: Params) -> Record:
+    def prepare(self, values: Params) -> Params:
         SEEN.append(values.model_dump())
         if values.size < 0:  # type: ignore[attr-defined]
             raise Sm121Error("--size must not be negative", "example: --size 3")
-        return values.model_dump()
+        return values
 
-    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
+    def plots(self, results: Results, out: Path, stem: str) -> list[Path]:
         path = out / f"{stem}-toy.png"
         path.write_bytes(b"\x89PNG toy")
         return [path]
 
-    def section(self, data: Record, files: list[Path]) -> list[str] | None:
-        sizes = ", ".join(str(s["size"]) for s in data["samples"])
+    def section(self, results: Results, files: list[Path]) -> list[str] | None:
+        sizes = ", ".join(str(s.size) for s in results.samples)
         return [f"Toy sizes: {sizes}.", "", *[f"![{f.stem}]({f.name})" for f in files], ""]
 
 

@@ -5,16 +5,14 @@ number is recomputed from the raw turn records, so a results file is its own evi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import JsonValue
 
 from sm121.bench.agents import plots
-from sm121.bench.agents.choose import largest_meeting
 from sm121.bench.agents.entries import AbEntry
 from sm121.bench.agents.records import AgentsRun, TurnSample, read_run
-from sm121.bench.agents.results_view import AbResults, SweepResults, read_sweep
-from sm121.bench.agents.summary import flatten, summarize_run
+from sm121.bench.agents.results_view import AbResults, SweepResults
+from sm121.bench.agents.summary import summarize_run
 from sm121.bench.agents.summary_model import (
     AgentsSummary,
     Percentiles,
@@ -22,42 +20,20 @@ from sm121.bench.agents.summary_model import (
     RunMetrics,
     TurnRow,
 )
-from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import fmt
 from sm121.bench.report.format import markdown_table as _table
-from sm121.bench.scenarios import get
+from sm121.bench.result_models import Open, ScenarioResults
+from sm121.bench.scenario import Results
 from sm121.engines.registry import metric_names
+
+
+def typed_run(samples: list[Open]) -> AgentsRun:
+    """A run's samples (in the results file's models) as the agents code reads them."""
+    return read_run([s.to_json() for s in samples])
 
 
 def _ttft(p: Percentiles) -> list[str]:
     return [fmt(p.p50, "s"), fmt(p.p95, "s"), fmt(p.p99, "s")]
-
-
-def rejudge(data: dict[str, Any], slo: str) -> None:
-    """The same raw turns judged against another SLO (`bench report --slo`): every run's
-    config record carries the SLO its summary uses."""
-    runs = [data["samples"]] if data["kind"] == "scenario" else \
-        [e["samples"] for e in data["samples"] if not e.get("error")]
-    for samples in runs:
-        for sample in samples:
-            if sample.get("kind") == "config":
-                sample["slo"] = slo
-    if data["kind"] == "sweep":
-        data.setdefault("summary", {})["slo"] = slo
-
-
-def recompute(data: dict[str, Any]) -> None:
-    """An A/B's or sweep's metrics again from the raw turns, with this sm121's functions."""
-    if data["kind"] in ("ab", "sweep"):
-        for entry in data["samples"]:
-            if not entry.get("error"):
-                entry["metrics"] = flatten(entry["samples"])
-    if data["kind"] == "ab":
-        measured = [e for e in data["samples"] if not e.get("error")]
-        data["summary"] = compare_with(get(data["scenario"]), measured,
-                                       data["params"]["profiles"])
-    if data["kind"] == "sweep":
-        data.setdefault("summary", {})["largest_n"] = largest_meeting(read_sweep(data).entries)
 
 
 def _judged(s: AgentsSummary) -> str:
@@ -219,14 +195,15 @@ def sweep_section(sweep: SweepResults, files: list[Path]) -> list[str]:
     return lines + [f"![{f.stem}]({f.name})" for f in files] + [""]
 
 
-def timestamp_ratio(runs: list[dict[str, Any]]) -> list[str]:
+def timestamp_ratio(runs: list[Results]) -> list[str]:
     """Per-turn TTFT of timestamp-first over coding-agent (the field's 39.6x), when a report
     holds one run of each."""
     def by_turn(summary: AgentsSummary) -> dict[int, TurnRow]:
         return {r.turn: r for r in summary.by_turn if r.ttft_p50_s}
 
-    summaries = [summarize_run(read_run(d["samples"])) for d in runs
-                 if d["kind"] == "scenario" and any(s.get("kind") == "turn" for s in d["samples"])]
+    summaries = [summarize_run(typed_run(r.samples)) for r in runs
+                 if isinstance(r, ScenarioResults)
+                 and any(getattr(s, "kind", None) == "turn" for s in r.samples)]
     named = {s.workload: s for s in summaries}
     if "coding-agent" not in named or "timestamp-first" not in named:
         return []

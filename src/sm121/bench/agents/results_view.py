@@ -1,6 +1,6 @@
 """An agents A/B's or sweep's results file as its report reads it, typed: the A/B's profiles,
-entries and verdict; the sweep's entries, SLO and largest N. Read from the file's data (the
-JSON edge) once, after `recompute` refreshed its metrics."""
+entries and verdict; the sweep's entries, SLO and largest N. Read from the file's
+results models once, after `recompute` refreshed its metrics."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sm121.bench import result_models
 from sm121.bench.agents.choose import Verdict
 from sm121.bench.agents.entries import AbEntry, SweepEntry
 
@@ -25,16 +26,17 @@ class SweepResults(BaseModel):
     has_largest_n: bool  # a file written before the sweep judged its N has no such key
 
 
-def read_ab(data: dict[str, Any]) -> AbResults:
-    verdict = (data.get("summary") or {}).get("verdict")
-    entries = [AbEntry.model_validate(e) for e in data["samples"]]
-    return AbResults(profiles=list(data["params"]["profiles"]), entries=entries,
-                     verdict=Verdict.model_validate(verdict) if verdict else None)
+def read_ab(results: result_models.AbResults[Any]) -> AbResults:
+    summary = results.summary
+    verdict = summary.verdict if isinstance(summary, result_models.AbSummary) else None
+    # The agents code reads its entries in its own models (`agents.entries`).
+    entries = [AbEntry.model_validate(e.to_json()) for e in results.samples]
+    return AbResults(profiles=list(results.params.profiles), entries=entries,
+                     verdict=Verdict.model_validate(verdict.to_json()) if verdict else None)
 
 
-def read_sweep(data: dict[str, Any]) -> SweepResults:
-    summary = data.get("summary") or {}
-    entries = [SweepEntry.model_validate(e) for e in data["samples"]]
-    return SweepResults(entries=entries, slo=summary.get("slo"),
-                        largest_n=summary.get("largest_n"),
-                        has_largest_n="largest_n" in summary)
+def read_sweep(results: result_models.SweepResults[Any]) -> SweepResults:
+    held = results.summary.to_json()  # a summary of any age: what keys it has
+    entries = [SweepEntry.model_validate(e.to_json()) for e in results.samples]
+    return SweepResults(entries=entries, slo=held.get("slo"), largest_n=held.get("largest_n"),
+                        has_largest_n="largest_n" in held)

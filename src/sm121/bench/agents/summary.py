@@ -5,9 +5,8 @@ per turn, goodput against the SLO, turns during the background job, the client's
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
-from sm121.bench.agents.records import AgentsRun, TurnSample, read_run
+from sm121.bench.agents.records import AgentsRun, TurnSample
 from sm121.bench.agents.slo import evaluate, parse_slo
 from sm121.bench.agents.summary_model import (
     AgentRow,
@@ -142,7 +141,3 @@ def headline(run: AgentsRun) -> RunMetrics:
         judged_turns=summary.slo.turns, good_turns=summary.slo.good_turns,
         slo_terms={r.term: r.observed for r in summary.slo.terms})
 
-
-def flatten(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """`headline` as the results file and the scenario table's A/B keep it (the JSON edge)."""
-    return headline(read_run(samples)).model_dump()

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sm121.bench.agents.choose import largest_meeting
+from sm121.bench.agents.entries import SweepEntry
 from sm121.bench.agents.params import AgentRunParams
-from sm121.bench.agents.results_view import read_sweep
-from sm121.bench.agents.summary import flatten
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
@@ -39,10 +38,12 @@ async def run_sweep(target: Target, ns: list[int], params: AgentRunParams, out: 
                                      needs_stream=spec.needs_stream)
             results.add_sample({"agents": n, "results_file": str(sub),
                                 "samples": run.data["samples"],
-                                "metrics": flatten(run.data["samples"])})
+                                "metrics": spec.headline_metrics(
+                                    spec.read_samples(run.data["samples"])).to_json()})
             points = results.data["samples"]
             results.set(summary={"slo": params.slo,
-                                 "largest_n": largest_meeting(read_sweep(results.data).entries),
+                                 "largest_n": largest_meeting(
+                                     [SweepEntry.model_validate(p) for p in points]),
                                  "points": [{"agents": p["agents"], **p["metrics"]}
                                             for p in points]})
     return results

@@ -9,32 +9,29 @@ from __future__ import annotations
 from typing import Any
 
 from sm121.bench.boot_effect import boot_effects
-from sm121.bench.result_models import AbEntry, AbSummary, MetricComparison, Stats, Verdict
+from sm121.bench.result_models import AbEntry, AbSummary, MetricComparison, Stats
 from sm121.bench.scenario import Scenario
 from sm121.bench.stats import summarize
 
 
-def compare_with(spec: Scenario[Any, Any], samples: list[dict[str, Any]], profiles: list[str]
-                 ) -> dict[str, Any]:
-    """The comparison of an A/B's entries (as its file holds them), as its summary's JSON."""
+def compare_with(spec: Scenario[Any, Any], entries: list[AbEntry[Any]], profiles: list[str]
+                 ) -> AbSummary:
+    """The comparison of an A/B's measured entries; `to_json()` is its summary as the file
+    keeps it (`boot_effect` an extra key, there only with repetitions per boot)."""
     metrics = {}
-    for key, *_ in spec.headline_rows():
+    for key, *_ in spec.headline:
         row = {p: Stats.model_validate(summarize(
-            [s["metrics"].get(key) for s in samples if s["profile"] == p])) for p in profiles}
+            [getattr(e.metrics, key, None) for e in entries if e.profile == p]))
+            for p in profiles}
         base = row[profiles[0]].median
         metrics[key] = MetricComparison(
             profiles=row, ratio_to_baseline={p: _ratio(row[p].median, base) for p in profiles})
     summary = AbSummary(baseline=profiles[0], metrics=metrics)
-    verdict = spec.verdict_fn()
-    if verdict is not None:
-        chosen = verdict(samples, profiles)
-        summary.verdict = None if chosen is None else Verdict.model_validate(chosen)
-    table = summary.to_json()
-    if any(s.get("rep_on_boot") for s in samples):
-        entries = [AbEntry[Any].model_validate(s) for s in samples]
-        effects = boot_effects(entries, [k for k, *_ in spec.headline_rows()])
-        table["boot_effect"] = {m: e.to_json() for m, e in effects.items()}
-    return table
+    if type(spec).verdict is not Scenario.verdict:  # a scenario without one writes no key
+        summary.verdict = spec.verdict(entries, profiles)
+    if any(e.rep_on_boot for e in entries):
+        summary.boot_effect = boot_effects(entries, [k for k, *_ in spec.headline])
+    return summary
 
 
 def _ratio(value: float | int | None, base: float | int | None) -> float | None:

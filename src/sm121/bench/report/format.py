@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm121.bench.result_models import Stats
+from pydantic import BaseModel
+
+from sm121.bench.result_models import AbResults, AbSummary, Stats
+from sm121.bench.scenario import Results
 from sm121.bench.scenarios import find
 
 
@@ -33,32 +36,35 @@ def cell(stats: Stats | None, kind: str) -> str:
 
 
 def _stats(held: object) -> Stats | None:
-    """Stats as a summary holds them (JSON); None where it holds none."""
-    return Stats.model_validate(held) if held else None
+    """A headline metric's stats in a scenario's summary; None where it holds none."""
+    if isinstance(held, Stats) or held is None:
+        return held
+    return Stats.model_validate(held.model_dump() if isinstance(held, BaseModel) else held)
 
 
-def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def table_rows(results: Results) -> tuple[list[str], list[list[str]]]:
     """(headers, rows) of an A/B comparison or of an overlap summary; empty when none."""
-    spec = find(data["scenario"])
-    summary = data.get("summary") or {}
-    headline = spec.headline_rows() if spec is not None else ()
+    spec = find(results.scenario)
+    headline = spec.headline if spec is not None else ()
     if spec is None or not headline:
         return [], []
-    if data["kind"] == "ab" and summary.get("metrics"):
-        profiles = data["params"]["profiles"]
+    summary = results.summary
+    if isinstance(results, AbResults) and isinstance(summary, AbSummary) and summary.metrics:
+        profiles = results.params.profiles
         base = profiles[0]
         headers = ["metric", *profiles, *[f"{p}/{base}" for p in profiles[1:]]]
         rows = []
         for key, label, kind, _better in headline:
-            entry = summary["metrics"].get(key)
-            if not entry:
+            entry = summary.metrics.get(key)
+            if entry is None:
                 continue
-            ratios = [fmt(entry["ratio_to_baseline"].get(p), "x") for p in profiles[1:]]
-            rows.append([label, *[cell(_stats(entry["profiles"][p]), kind) for p in profiles], *ratios])
+            ratios = [fmt(entry.ratio_to_baseline.get(p), "x") for p in profiles[1:]]
+            rows.append([label, *[cell(entry.profiles[p], kind) for p in profiles], *ratios])
         return headers, rows
     if spec.rep_stats:  # a scenario's own summary: stats of the headline over repetitions
         return ["metric", "median [min-max]"], [
-            [label, cell(_stats(summary.get(key)), kind)] for key, label, kind, _ in headline]
+            [label, cell(_stats(getattr(summary, key, None)), kind)]
+            for key, label, kind, _ in headline]
     return [], []
 
 

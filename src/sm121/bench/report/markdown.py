@@ -10,6 +10,7 @@ from typing import Any
 from sm121.bench.agents.report import timestamp_ratio
 from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.results import load_results
+from sm121.bench.scenario import Results, Scenario, Unknown
 from sm121.bench.scenarios import find
 from sm121.bench.timeline import timeline_section
 
@@ -26,17 +27,14 @@ def _head(data: dict[str, Any], stem: str) -> list[str]:
     return head
 
 
-def _section(data: dict[str, Any], out: Path, stem: str, draw: bool) -> list[str]:
-    head = _head(data, stem)
-    scenario = find(data["scenario"])
-    lines = None
-    if scenario is not None:
-        data = scenario.recompute(data)
-        files = scenario.plots(data, out, stem) if draw else []
-        lines = scenario.section(data, files)
+def _section(scenario: Scenario[Any, Any], results: Results, out: Path, stem: str,
+             draw: bool) -> list[str]:
+    results = scenario.recompute(results)
+    files = scenario.plots(results, out, stem) if draw else []
+    lines = scenario.section(results, files)
     if lines is None:  # no section of its own: the headline table
-        return head + markdown_table(*table_rows(data))
-    return head + lines
+        return markdown_table(*table_rows(results))
+    return lines
 
 
 def render_report(paths: list[Path], out: Path, title: str, slo: str | None = None,
@@ -51,11 +49,12 @@ def render_report(paths: list[Path], out: Path, title: str, slo: str | None = No
             lines += timeline_section(path, out)
             continue
         stem = path.name.removesuffix(".gz").removesuffix(".json")
-        runs.append(load_results(path))
-        scenario = find(runs[-1]["scenario"])
-        if slo and scenario is not None:
+        data = load_results(path)  # the file as JSON: its header is printed as it is
+        scenario = find(data["scenario"]) or Unknown()
+        runs.append(scenario.read(data))
+        if slo:
             scenario.rejudge(runs[-1], slo)
-        lines += _section(runs[-1], out, stem, draw)
+        lines += _head(data, stem) + _section(scenario, runs[-1], out, stem, draw)
     lines += timestamp_ratio(runs)
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")

@@ -4,21 +4,25 @@ of an A/B, a table of one row per sample."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from sm121.bench.report.format import fmt, markdown_table
+from sm121.bench.result_models import AbEntry, AbResults
+from sm121.bench.scenario import Results
+
+S = TypeVar("S")
 
 
 def images(files: list[Path]) -> list[str]:
     return [f"![{f.stem}]({f.name})" for f in files]
 
 
-def measured(data: dict[str, Any]) -> list[dict[str, Any]]:
+def measured(results: AbResults[S]) -> list[AbEntry[S]]:
     """A/B entries that measured something (a failed boot is recorded with its error)."""
-    return [e for e in data["samples"] if not e.get("error")]
+    return [e for e in results.samples if not e.error]
 
 
-def rows_section(data: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
-    """One table row per sample, these keys as columns."""
-    rows = [[fmt(s.get(k)) for k in keys] for s in data["samples"]]
+def rows_section(results: Results, keys: tuple[str, ...]) -> list[str]:
+    """One table row per sample of a run, these keys as columns."""
+    rows = [[fmt(getattr(s, k, None)) for k in keys] for s in results.samples]
     return markdown_table(list(keys), rows)

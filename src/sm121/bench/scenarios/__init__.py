@@ -11,11 +11,8 @@ import importlib
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel
-
-from sm121.bench.result_models import Envelope
 from sm121.bench.results import load_results
-from sm121.bench.scenario import Scenario, Unknown
+from sm121.bench.scenario import Results, Scenario, Unknown
 from sm121.errors import Sm121Error
 
 
@@ -95,12 +92,11 @@ def find(name: str) -> Scenario[Any, Any] | None:
     return get(name) if name in TABLE else None
 
 
-def parse_results(data: dict[str, Any]) -> BaseModel:
+def parse_results(data: dict[str, Any]) -> Results:
     """A results file (as JSON) in its scenario's models; raises pydantic's ValidationError
     naming the field when it does not fit. An unknown scenario reads with open records."""
-    scenario = find(str(data.get("scenario"))) or Unknown()
-    return scenario.results_model(Envelope.model_validate(data).kind).model_validate(data)
+    return (find(str(data.get("scenario"))) or Unknown()).read(data)
 
 
-def load_typed(path: Path) -> BaseModel:
+def load_typed(path: Path) -> Results:
     return parse_results(load_results(path))

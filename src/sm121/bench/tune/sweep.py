@@ -32,7 +32,8 @@ def run_point(boot: Boot, params: AgentRunParams, n: int, out: Path, say: Say) -
         Target(boot.plan.base_url, boot.plan.readiness.model, api="chat"),
         {**params.model_dump(), "agents": n}, out, progress=steps(say, f"N={n}: "),
         needs_stream=True))
-    metrics = RunMetrics.model_validate(spec.flatten(results.data["samples"]))
+    headline = spec.headline_metrics(spec.read_samples(results.data["samples"]))
+    metrics = RunMetrics.model_validate(headline.to_json())
     return Probe(agents=n, slo_met=bool(metrics.slo_met), goodput=metrics.goodput,
                  good_turns=metrics.good_turns, judged_turns=metrics.judged_turns,
                  ttft_p95_judged_s=metrics.ttft_p95_judged_s,

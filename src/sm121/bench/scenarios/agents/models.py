@@ -3,20 +3,26 @@ one per turn; and its summary."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from sm121.bench.result_models import Number, Open
 
-Raw = dict[str, Any]  # the workload as resolved, and per-turn/agent rows: JSON as written
+
+class Workload(Open):
+    """The workload as resolved (`agents.workload`): its name and the turn the SLO judges
+    from are read; the rest of its spec is kept as written."""
+
+    name: str | None = None
+    slo_from_turn: int | None = None
 
 
 class AgentsConfig(Open):
     """The first record of an agents or replay run: what ran, and the SLO it is judged by."""
 
     kind: Literal["config"]
-    workload: Raw
+    workload: Workload
     agents: int
     slo: str
     api: str | None = None
@@ -57,6 +63,49 @@ class TtftStats(Open):
     p99: Number | None = None
 
 
+class TermHeld(Open):
+    """One SLO term's judgement (`agents.slo.TermJudgement`)."""
+
+    term: str | None = None
+    observed: Number | None = None
+    met: bool | None = None
+    turns_meeting: int | None = None
+
+
+class SloHeld(Open):
+    """The run against its SLO (`agents.slo.SloJudgement`)."""
+
+    slo: str | None = None
+    terms: list[TermHeld] = Field(default_factory=list)
+    turns: int | None = None
+    good_turns: int | None = None
+    goodput: Number | None = None
+    met: bool | None = None
+
+
+class TurnRowHeld(Open):
+    """One turn index over the sessions (`agents.summary_model.TurnRow`)."""
+
+    turn: int | None = None
+    n: int | None = None
+    ttft_p50_s: Number | None = None
+    ttft_p95_s: Number | None = None
+    ttft_p99_s: Number | None = None
+    reuse_mean: Number | None = None
+    reuse_min: Number | None = None
+    prompt_tokens_mean: Number | None = None
+
+
+class AgentRowHeld(Open):
+    """One agent's turns (`agents.summary_model.AgentRow`)."""
+
+    agent: int | None = None
+    turns: int | None = None
+    decode_p50: Number | None = None
+    decode_p5: Number | None = None
+    ttft_p95_s: Number | None = None
+
+
 class AgentsSummary(Open):
     """`agents.summary.summarize_run` plus what the run adds (engine deltas, wall time)."""
 
@@ -68,6 +117,6 @@ class AgentsSummary(Open):
     prompt_exact: int = 0
     ttft: TtftStats = Field(default_factory=TtftStats)
     ttft_judged: TtftStats = Field(default_factory=TtftStats)
-    slo: Raw = Field(default_factory=dict)
-    by_turn: list[Raw] = Field(default_factory=list)
-    per_agent: list[Raw] = Field(default_factory=list)
+    slo: SloHeld | None = None  # none while the run has no verdict yet
+    by_turn: list[TurnRowHeld] = Field(default_factory=list)
+    per_agent: list[AgentRowHeld] = Field(default_factory=list)

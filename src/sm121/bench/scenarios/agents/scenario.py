@@ -4,20 +4,29 @@ default, judged and reported from their turns."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from sm121.bench import result_models
 from sm121.bench.agents import report
-from sm121.bench.agents.choose import verdict
+from sm121.bench.agents.choose import largest_meeting, verdict
 from sm121.bench.agents.entries import AbEntry
-from sm121.bench.agents.params import agent_params, replay_params
+from sm121.bench.agents.params import (
+    AgentRunParams,
+    ReplayRunParams,
+    agent_params,
+    replay_params,
+)
 from sm121.bench.agents.records import read_run
 from sm121.bench.agents.replay import ReplayArgs, replay
 from sm121.bench.agents.results_view import read_ab, read_sweep
 from sm121.bench.agents.scenario import AgentsRunArgs, agents
-from sm121.bench.agents.summary import HEADLINE, flatten
-from sm121.bench.agents.summary_model import AgentsSummary, RunExtras, RunOutcome
+from sm121.bench.agents.summary import HEADLINE, headline
+from sm121.bench.agents.summary_model import AgentsSummary, RunExtras, RunMetrics, RunOutcome
+from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import markdown_table, table_rows
+from sm121.bench.result_models import AbResults, Open, ScenarioResults, SweepResults, SweepSummary
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario, option
+from sm121.bench.scenario import Params, Results, Scenario, option
 from sm121.bench.scenarios.agents import models
 from sm121.bench.scenarios.agents.texts import SLO_HELP, WORKLOAD_HELP
 
@@ -53,41 +62,66 @@ class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
     api = "chat"
     headline = HEADLINE
 
-    def flatten(self, samples: list[Record]) -> Record:
-        return flatten(samples)
+    def flatten(self, samples: list[models.AgentsSample]) -> RunMetrics:
+        return headline(read_run([s.to_json() for s in samples]))
 
-    def recompute(self, data: Record) -> Record:
-        report.recompute(data)
-        return data
+    def recompute(self, results: Results) -> Results:
+        """An A/B's or sweep's headline metrics, comparison and largest N again from the raw
+        turns, with this sm121's functions (a run's section recomputes from its turns)."""
+        if isinstance(results, AbResults | SweepResults):
+            for entry in results.samples:
+                if not entry.error:
+                    entry.metrics = self.headline_metrics(entry.samples)
+        if isinstance(results, AbResults):
+            measured = [e for e in results.samples if not e.error]
+            results.summary = compare_with(self, measured, results.params.profiles)
+        if isinstance(results, SweepResults):
+            largest = largest_meeting(read_sweep(results).entries)
+            if isinstance(results.summary, SweepSummary):
+                results.summary.largest_n = largest
+            else:  # a sweep file from before its summary had a model
+                results.summary = Open.model_validate(
+                    {**results.summary.to_json(), "largest_n": largest})
+        return results
 
-    def rejudge(self, data: Record, slo: str) -> None:
-        report.rejudge(data, slo)
+    def rejudge(self, results: Results, slo: str) -> None:
+        """The same raw turns judged against another SLO (`bench report --slo`): every run's
+        config record carries the SLO its summary uses."""
+        runs = [results.samples] if isinstance(results, ScenarioResults) else \
+            [e.samples for e in results.samples if not e.error]
+        for samples in runs:
+            for sample in samples:
+                if isinstance(sample, models.AgentsConfig):
+                    sample.slo = slo
+        if isinstance(results, SweepResults):
+            if isinstance(results.summary, SweepSummary):
+                results.summary.slo = slo
+            else:
+                results.summary = Open.model_validate({**results.summary.to_json(), "slo": slo})
 
-    # The hooks below get the results file as read (the JSON edge): each reads it into the
-    # typed views once and hands those on.
-    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
+    def plots(self, results: Results, out: Path, stem: str) -> list[Path]:
         """The PNGs of an agents or replay run, an A/B of them or a sweep."""
-        if data["kind"] == "ab":
-            return report.ab_plots(read_ab(data), out, stem)
-        if data["kind"] == "sweep":
-            return report.sweep_plots(read_sweep(data), out, stem)
-        return report.run_plots(read_run(data["samples"]).bars, out, stem)
+        if isinstance(results, AbResults):
+            return report.ab_plots(read_ab(results), out, stem)
+        if isinstance(results, SweepResults):
+            return report.sweep_plots(read_sweep(results), out, stem)
+        return report.run_plots(report.typed_run(results.samples).bars, out, stem)
 
-    def section(self, data: Record, files: list[Path]) -> list[str] | None:
+    def section(self, results: Results, files: list[Path]) -> list[str] | None:
         """The headline table, then the run, A/B or sweep in detail."""
-        head = markdown_table(*table_rows(data))
-        if data["kind"] == "ab":
-            return head + report.ab_section(read_ab(data), files)
-        if data["kind"] == "sweep":
-            return head + report.sweep_section(read_sweep(data), files)
-        extras = RunExtras.model_validate(data.get("summary") or {})
-        return head + report.run_section(read_run(data["samples"]), extras, files)
+        head = markdown_table(*table_rows(results))
+        if isinstance(results, AbResults):
+            return head + report.ab_section(read_ab(results), files)
+        if isinstance(results, SweepResults):
+            return head + report.sweep_section(read_sweep(results), files)
+        extras = RunExtras.model_validate(results.summary.to_json())
+        return head + report.run_section(report.typed_run(results.samples), extras, files)
 
-    def console(self, summary: Record) -> list[str]:
+    def console(self, summary: models.AgentsSummary) -> list[str]:
         """A run's terminal summary; none while the run has no verdict yet."""
-        if not summary.get("slo"):
+        if summary.slo is None or not summary.slo.to_json():
             return []
-        return report.console_lines(AgentsSummary.model_validate(summary))
+        return report.console_lines(AgentsSummary.model_validate(summary.to_json()))
 
 
 class Agents(_AgentScenario):
@@ -100,14 +134,16 @@ class Agents(_AgentScenario):
     async def run(self, ctx: Context, params: Params) -> models.AgentsSummary:
         return _stored(await agents(ctx, AgentsRunArgs.model_validate(params.given())))
 
-    def prepare(self, values: Params) -> Record:
+    def prepare(self, values: Params) -> AgentRunParams:
         assert isinstance(values, AgentsParams)
         return agent_params(values.agents, values.turns, values.duration, values.workload,
-                            values.slo).model_dump()
+                            values.slo)
 
-    def verdict(self, samples: list[Record], profiles: list[str]) -> Record:
-        entries = [AbEntry.model_validate(s) for s in samples]
-        return verdict(entries, profiles).model_dump()
+    def verdict(self, entries: list[result_models.AbEntry[Any]], profiles: list[str]
+                ) -> result_models.Verdict:
+        # The agents code reads its A/B entries in its own model (`agents.entries`).
+        runs = [AbEntry.model_validate(e.to_json()) for e in entries]
+        return result_models.Verdict.model_validate(verdict(runs, profiles).model_dump())
 
 
 class Replay(_AgentScenario):
@@ -121,6 +157,6 @@ class Replay(_AgentScenario):
     async def run(self, ctx: Context, params: Params) -> models.AgentsSummary:
         return _stored(await replay(ctx, ReplayArgs.model_validate(params.given())))
 
-    def prepare(self, values: Params) -> Record:
+    def prepare(self, values: Params) -> ReplayRunParams:
         assert isinstance(values, ReplayParams)
-        return replay_params(values.capture_dir, values.speed, values.slo).model_dump()
+        return replay_params(values.capture_dir, values.speed, values.slo)

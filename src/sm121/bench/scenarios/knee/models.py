@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from sm121.bench.result_models import Number, Open, Stats
 from sm121.bench.scenario import Params, option
@@ -107,3 +107,13 @@ class KneeSummary(Open):
     engine: KneeWindow | None = None
     client: KneeWindow | None = None
     reps: int | None = None
+
+
+class KneeHeadline(BaseModel):
+    """One knee run's headline numbers (`run.HEADLINE`'s keys: an A/B's table)."""
+
+    knee_step_engine: Number | None = None
+    peak_prefill_tok_s_engine: Number | None = None
+    knee_step_client: Number | None = None
+    decode_saturation_batch: Number | None = None
+    peak_decode_tok_s_engine: Number | None = None

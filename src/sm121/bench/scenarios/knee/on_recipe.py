@@ -36,7 +36,7 @@ def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgVal
         say(f"knee: engine ready ({step_budget} {args[step_budget]}, {batch_limit} "
             f"{args[batch_limit]}), measuring")
         results = asyncio.run(run_scenario(
-            "knee", Knee().scenario(), Target(boot.plan.base_url, boot.plan.readiness.model),
+            "knee", Knee().execute, Target(boot.plan.base_url, boot.plan.readiness.model),
             {**params, "chunk": args[step_budget]}, out,
             progress=steps(say), needs_stream=True))
         results.set(boot=boot.record.to_json())

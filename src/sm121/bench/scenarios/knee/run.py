@@ -30,11 +30,11 @@ import time
 
 from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import filler
-from sm121.bench.result_models import Number
 from sm121.bench.runner import Context, run_together
 from sm121.bench.scenarios.knee.analysis import summarize_knee
 from sm121.bench.scenarios.knee.models import (
     DecodeBatch,
+    KneeHeadline,
     KneeSample,
     KneeSettings,
     KneeSummary,
@@ -182,13 +182,13 @@ async def knee(ctx: Context, p: KneeSettings) -> KneeSummary:
     return summary
 
 
-def flatten(samples: list[KneeSample]) -> dict[str, Number | None]:
+def flatten(samples: list[KneeSample]) -> KneeHeadline:
     """The headline numbers of one knee run (an A/B's table)."""
     s = summarize_knee(samples)
     engine, client = s.engine, s.client
     assert engine is not None and client is not None  # summarize_knee fills both
-    return {"knee_step_engine": engine.knee.knee_at,
-            "peak_prefill_tok_s_engine": engine.knee.peak,
-            "knee_step_client": client.knee.knee_at,
-            "decode_saturation_batch": engine.decode_saturation.knee_at,
-            "peak_decode_tok_s_engine": engine.decode_saturation.peak}
+    return KneeHeadline(knee_step_engine=engine.knee.knee_at,
+                        peak_prefill_tok_s_engine=engine.knee.peak,
+                        knee_step_client=client.knee.knee_at,
+                        decode_saturation_batch=engine.decode_saturation.knee_at,
+                        peak_decode_tok_s_engine=engine.decode_saturation.peak)

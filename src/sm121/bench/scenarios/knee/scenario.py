@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario
+from sm121.bench.scenario import Params, Scenario
 from sm121.bench.scenarios.knee.console import console
-from sm121.bench.scenarios.knee.models import KneeParams, KneeSample, KneeSettings, KneeSummary
+from sm121.bench.scenarios.knee.models import KneeHeadline, KneeParams, KneeSample, KneeSettings, KneeSummary
 from sm121.bench.scenarios.knee.run import HEADLINE, flatten, knee
 
 
@@ -26,8 +26,8 @@ class Knee(Scenario[KneeSample, KneeSummary]):
     async def run(self, ctx: Context, params: Params) -> KneeSummary:
         return await knee(ctx, KneeSettings.model_validate(params.given()))
 
-    def flatten(self, samples: list[Record]) -> Record:
-        return flatten([KneeSample.model_validate(s) for s in samples])
+    def flatten(self, samples: list[KneeSample]) -> KneeHeadline:
+        return flatten(samples)
 
-    def console(self, summary: Record) -> list[str]:
-        return console(KneeSummary.model_validate(summary))
+    def console(self, summary: KneeSummary) -> list[str]:
+        return console(summary)

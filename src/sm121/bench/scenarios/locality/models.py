@@ -3,10 +3,12 @@ placement, each turn against the clean run's); and what a run takes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from sm121.bench.result_models import Number, Open
-from sm121.bench.scenario import Params, Record, option
+from sm121.bench.scenario import Params, option
 
 
 class LocalityParams(Params):
@@ -37,7 +39,7 @@ class LocalitySample(LocalityReading):
     """One turn of one placement of the mutating field."""
 
     placement: str
-    request: Record = Field(default_factory=dict)  # the raw request record
+    request: dict[str, Any] = Field(default_factory=dict)  # the raw request record
 
 
 class LocalityTurn(LocalityReading):

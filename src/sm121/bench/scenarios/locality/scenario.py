@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sm121.bench.report.sections import rows_section
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario
+from sm121.bench.scenario import Params, Results, Scenario
 from sm121.bench.scenarios.locality.models import (
     LocalityParams,
     LocalitySample,
@@ -26,6 +26,6 @@ class Locality(Scenario[LocalitySample, LocalitySummary]):
     async def run(self, ctx: Context, params: Params) -> LocalitySummary:
         return await locality(ctx, LocalitySettings.model_validate(params.given()))
 
-    def section(self, data: Record, files: list[Path]) -> list[str] | None:
-        return rows_section(data, ("placement", "turn", "ttft_s", "prompt_tokens",
+    def section(self, results: Results, files: list[Path]) -> list[str] | None:
+        return rows_section(results, ("placement", "turn", "ttft_s", "prompt_tokens",
                                    "cached_tokens", "reuse_usage", "reuse_metrics"))

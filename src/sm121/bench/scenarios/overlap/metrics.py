@@ -13,6 +13,7 @@ from typing import TypeVar
 from sm121.bench.result_models import Number
 from sm121.bench.scenarios.overlap.models import (
     Delivery,
+    OverlapHeadline,
     OverlapMetrics,
     OverlapSample,
     OverlapSummary,
@@ -157,7 +158,9 @@ def summarize_reps(metrics: list[OverlapMetrics]) -> OverlapSummary:
          **{key: summarize([getattr(m, key, None) for m in valid]) for key, *_ in HEADLINE}})
 
 
-def flatten_last_valid(samples: list[OverlapSample]) -> dict[str, Number | None]:
+def flatten_last_valid(samples: list[OverlapSample]) -> OverlapHeadline | None:
     """One boot runs one overlap repetition (an A/B entry): its metrics, when valid."""
     valid = [s.metrics for s in samples if s.metrics.valid]
-    return {k: getattr(valid[-1], k, None) for k, *_ in HEADLINE} if valid else {}
+    if not valid:
+        return None
+    return OverlapHeadline.model_validate({k: getattr(valid[-1], k, None) for k, *_ in HEADLINE})

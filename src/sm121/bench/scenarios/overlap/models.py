@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from sm121.bench.result_models import Number, Open, Stats
 from sm121.bench.scenario import Params, option
@@ -118,6 +118,25 @@ class OverlapMetrics(Open):
     prefill_tok_s: Number | None = None
     prefill_tok_s_client: Number | None = None
     engine_delay_s: Number | None = None
+
+
+class OverlapHeadline(BaseModel):
+    """One A/B entry's headline (`metrics.HEADLINE`'s keys): the last valid repetition's."""
+
+    decode_share: Number | None = None
+    decode_tokens: Number | None = None
+    decode_tokens_client: Number | None = None
+    decode_share_client: Number | None = None
+    gap_p50: Number | None = None
+    gap_p95: Number | None = None
+    gap_max: Number | None = None
+    prefill_tok_s: Number | None = None
+    prefill_tok_s_client: Number | None = None
+    short_ttft_s: Number | None = None
+    idle_ttft_s: Number | None = None
+    admission_ratio: Number | None = None
+    engine_delay_s: Number | None = None
+    before_tok_s: Number | None = None
 
 
 class OverlapSample(Open):

@@ -5,14 +5,13 @@ the engine args per profile."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from sm121.bench.boot_effect import describe
 from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import fmt, markdown_table, table_rows
 from sm121.bench.report.sections import images, measured
-from sm121.bench.result_models import AbEntry
-from sm121.bench.scenario import Record
+from sm121.bench.result_models import AbEntry, AbResults, AbSummary, ScenarioResults
+from sm121.bench.scenario import Results
 from sm121.bench.scenarios import get
 from sm121.bench.scenarios.overlap.metrics import overlap_metrics, summarize_reps
 from sm121.bench.scenarios.overlap.models import OverlapSample
@@ -41,37 +40,33 @@ WINDOWS_NOTE = (
     "qualified.")
 
 
-def recompute_overlap(data: dict[str, Any]) -> dict[str, Any]:
+def recompute_overlap(results: Results) -> Results:
     """Metrics again from the raw samples, with this sm121's metric functions (they are pure,
     so an improved window detector applies to results measured before it)."""
     spec = get("overlap")
-    if data["kind"] == "ab":
-        for entry in measured(data):
-            for sample in entry["samples"]:
-                sample["metrics"] = _metrics(sample)
-            entry["metrics"] = spec.flat(entry["samples"])
-        data["summary"] = compare_with(spec, measured(data), data["params"]["profiles"])
-    else:
-        samples = [OverlapSample.model_validate(s) for s in data["samples"]]
-        for sample, raw in zip(samples, data["samples"], strict=True):
+    if isinstance(results, AbResults):
+        entries = measured(results)
+        for entry in entries:
+            for sample in entry.samples:
+                sample.metrics = overlap_metrics(sample)
+            entry.metrics = spec.headline_metrics(entry.samples)
+        results.summary = compare_with(spec, entries, results.params.profiles)
+    elif isinstance(results, ScenarioResults):
+        for sample in results.samples:
             sample.metrics = overlap_metrics(sample)
-            raw["metrics"] = sample.metrics.to_json()
-        data["summary"] = summarize_reps([s.metrics for s in samples]).to_json()
-    return data
+        results.summary = summarize_reps([s.metrics for s in results.samples])
+    return results
 
 
-def _metrics(sample: Record) -> Record:
-    """One raw sample's metrics, recomputed, as the file holds them."""
-    return overlap_metrics(OverlapSample.model_validate(sample)).to_json()
-
-
-def _entries(data: dict[str, Any]) -> list[AbEntry[OverlapSample]]:
-    """The repetitions of a run or of an A/B's measured entries, typed: a run's sample is
-    an entry of profile "-" (the file as read: the edge)."""
-    if data["kind"] == "ab":
-        return [AbEntry[OverlapSample].model_validate(e) for e in measured(data)]
-    samples = [OverlapSample.model_validate(s) for s in data["samples"]]
-    return [AbEntry[OverlapSample](profile="-", rep=s.rep, samples=[s]) for s in samples]
+def _entries(results: Results) -> list[AbEntry[OverlapSample]]:
+    """The repetitions of a run or of an A/B's measured entries: a run's sample is an entry
+    of profile "-"."""
+    if isinstance(results, AbResults):
+        return measured(results)
+    if isinstance(results, ScenarioResults):
+        return [AbEntry[OverlapSample](profile="-", rep=s.rep, samples=[s])
+                for s in results.samples]
+    return []  # overlap has no sweep
 
 
 def _overlap_groups(kind: str, entries: list[AbEntry[OverlapSample]], profiles: list[str],
@@ -84,10 +79,10 @@ def _overlap_groups(kind: str, entries: list[AbEntry[OverlapSample]], profiles: 
     return {label: [s for entry in entries for s in entry.samples]}
 
 
-def overlap_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    profiles = data["params"].get("profiles") or []
-    label = data.get("label") or data["server"].get("url", "run")
-    groups = _overlap_groups(data["kind"], _entries(data), profiles, label)
+def overlap_plots(results: Results, out: Path, stem: str) -> list[Path]:
+    profiles = results.params.profiles if isinstance(results, AbResults) else []
+    label = results.label or results.server.url or "run"
+    groups = _overlap_groups(results.kind, _entries(results), profiles, label)
     return [decode_timeline(groups, out / f"{stem}-decode-timeline.png"),
             gap_distribution(groups, out / f"{stem}-gaps.png"),
             admission(groups, out / f"{stem}-admission.png")]
@@ -111,24 +106,24 @@ def _rep_rows(entries: list[AbEntry[OverlapSample]]) -> tuple[list[str], list[li
     return headers, rows
 
 
-def overlap_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    entries = _entries(data)
-    lines = [WINDOWS_NOTE, "", *markdown_table(*table_rows(data))]
+def overlap_section(results: Results, files: list[Path]) -> list[str]:
+    entries = _entries(results)
+    lines = [WINDOWS_NOTE, "", *markdown_table(*table_rows(results))]
     lines += ["Per repetition (order = run order; the profile order alternates between boots):",
               "", *markdown_table(*_rep_rows(entries))]
-    effect = (data.get("summary") or {}).get("boot_effect")
+    effect = results.summary.boot_effect if isinstance(results.summary, AbSummary) else None
     if effect:
         lines += ["Later repetitions on a boot against its first (the prefix cache is salted "
                   "away between them; a sign test per metric):", "",
                   *[f"- {line}" for line in describe(effect)], ""]
     lines += images(files) + [""]
-    if data["kind"] == "ab":
+    if isinstance(results, AbResults):
         lines += ["Engine args per profile (as served by sm121):", ""]
         seen: dict[str, dict[str, ArgValue]] = {}
         for entry in entries:
             seen.setdefault(entry.profile, entry.engine_args)
-        failed = [e for e in data["samples"] if e.get("error")]
-        lines += [f"Failed and re-run: rep {e['rep'] + 1} {e['profile']}: {e['error']}"
+        failed = [e for e in results.samples if e.error]
+        lines += [f"Failed and re-run: rep {e.rep + 1} {e.profile}: {e.error}"
                   for e in failed] + ([""] if failed else [])
         lines += [f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
                                            if k.startswith(("max-num", "long-prefill")))

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario
+from sm121.bench.scenario import Params, Results, Scenario
 from sm121.bench.scenarios.overlap.metrics import HEADLINE, flatten_last_valid
 from sm121.bench.scenarios.overlap.models import (
+    OverlapHeadline,
     OverlapParams,
     OverlapSample,
     OverlapSettings,
@@ -31,14 +32,14 @@ class Overlap(Scenario[OverlapSample, OverlapSummary]):
     async def run(self, ctx: Context, params: Params) -> OverlapSummary:
         return await overlap(ctx, OverlapSettings.model_validate(params.given()))
 
-    def flatten(self, samples: list[Record]) -> Record:
-        return flatten_last_valid([OverlapSample.model_validate(s) for s in samples])
+    def flatten(self, samples: list[OverlapSample]) -> OverlapHeadline | None:
+        return flatten_last_valid(samples)
 
-    def recompute(self, data: Record) -> Record:
-        return recompute_overlap(data)
+    def recompute(self, results: Results) -> Results:
+        return recompute_overlap(results)
 
-    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
-        return overlap_plots(data, out, stem)
+    def plots(self, results: Results, out: Path, stem: str) -> list[Path]:
+        return overlap_plots(results, out, stem)
 
-    def section(self, data: Record, files: list[Path]) -> list[str] | None:
-        return overlap_section(data, files)
+    def section(self, results: Results, files: list[Path]) -> list[str] | None:
+        return overlap_section(results, files)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sm121.bench.report.sections import rows_section
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario
+from sm121.bench.scenario import Params, Results, Scenario
 from sm121.bench.scenarios.retrieval.models import (
     RetrievalParams,
     RetrievalSample,
@@ -28,6 +28,6 @@ class Retrieval(Scenario[RetrievalSample, RetrievalSummary]):
     async def run(self, ctx: Context, params: Params) -> RetrievalSummary:
         return await retrieval(ctx, RetrievalSettings.model_validate(params.given()))
 
-    def section(self, data: Record, files: list[Path]) -> list[str] | None:
-        return rows_section(data, ("length", "depth", "prompt_tokens", "found",
+    def section(self, results: Results, files: list[Path]) -> list[str] | None:
+        return rows_section(results, ("length", "depth", "prompt_tokens", "found",
                                    "distractors_returned"))

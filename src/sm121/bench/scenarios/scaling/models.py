@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from sm121.bench.result_models import Number, Open
-from sm121.bench.scenario import Params, Record, option
+from sm121.bench.scenario import Params, option
 
 _N_HELP = "Concurrency levels."
 
@@ -63,9 +63,14 @@ class ScalingSample(Open):
     kind: Literal["decode", "prefill"]
     n: int
     metrics: ScalingMetrics
-    counters: Record | None = None  # the engine's counter deltas, raw
-    requests: list[Record] = Field(default_factory=list)  # raw request records
+    counters: dict[str, float] | None = None  # the engine's counter deltas
+    requests: list[dict[str, Any]] = Field(default_factory=list)  # raw request records
 
 
 class ScalingSummary(Open):
     rows: list[ScalingMetrics] = Field(default_factory=list)
+
+
+class ScalingHeadline(RootModel[dict[str, Number | None]]):
+    """One run's headline, keyed by level: `aggregate_tok_s@N` or `prefill_tok_s@N` (the N
+    a run measured are its own, so the keys are not fields)."""

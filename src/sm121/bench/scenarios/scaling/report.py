@@ -4,28 +4,37 @@ the rate against N (an A/B of them: the headline table only)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from sm121.bench.report import plots
 from sm121.bench.report.format import fmt, markdown_table, table_rows
 from sm121.bench.report.sections import images
-from sm121.bench.scenarios.scaling.models import ScalingSample
+from sm121.bench.result_models import ScenarioResults
+from sm121.bench.scenario import Results
+from sm121.bench.scenarios.scaling.models import DecodeMetrics, PrefillMetrics, ScalingSample
 
 
-def scaling_plots(data: dict[str, Any], out: Path, stem: str) -> list[Path]:
-    if data["kind"] != "scenario":  # an A/B of a scaling scenario: its table only
+def scaling_plots(results: Results, out: Path, stem: str) -> list[Path]:
+    if not isinstance(results, ScenarioResults):  # an A/B of a scaling scenario: its table
         return []
-    kind = "decode" if data["scenario"] == "decode-scaling" else "prefill"
+    kind = "decode" if results.scenario == "decode-scaling" else "prefill"
     key = "aggregate_tok_s" if kind == "decode" else "prefill_tok_s"
-    rows = [ScalingSample.model_validate(s).metrics for s in data["samples"]]
-    curve = {kind: {data["server"].get("url", "run"): [(r.n, getattr(r, key)) for r in rows]}}
+    rows = [s.metrics for s in results.samples]
+    curve = {kind: {results.server.url or "run": [(r.n, getattr(r, key)) for r in rows]}}
     return [plots.scaling(curve, out / f"{stem}-scaling.png")]
 
 
-def scaling_section(data: dict[str, Any], files: list[Path]) -> list[str]:
-    if data["kind"] != "scenario":
-        return markdown_table(*table_rows(data))
-    rows = [s["metrics"] for s in data["samples"]]  # as the file holds them: its column order
-    headers = list(rows[0]) if rows else []
-    body = [[fmt(r.get(h)) for h in headers] for r in rows]
+def _columns(sample: ScalingSample) -> list[str]:
+    """The metrics a row holds: N, then its kind's metrics in their model's order, then any
+    the model does not name (the engine's, a newer sm121's) as the file holds them."""
+    held = list(sample.metrics.model_dump(exclude_unset=True))
+    order = ["n", *(DecodeMetrics if sample.kind == "decode" else PrefillMetrics).model_fields]
+    return [k for k in order if k in held] + [k for k in held if k not in order]
+
+
+def scaling_section(results: Results, files: list[Path]) -> list[str]:
+    if not isinstance(results, ScenarioResults):
+        return markdown_table(*table_rows(results))
+    samples: list[ScalingSample] = results.samples
+    headers = _columns(samples[0]) if samples else []
+    body = [[fmt(getattr(s.metrics, h, None)) for h in headers] for s in samples]
     return [*markdown_table(headers, body), *images(files), ""]

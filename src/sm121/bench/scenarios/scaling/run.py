@@ -17,6 +17,7 @@ from sm121.bench.scenarios.scaling.models import (
     DecodeScalingSettings,
     PrefillMetrics,
     PrefillScalingParams,
+    ScalingHeadline,
     ScalingMetrics,
     ScalingSample,
     ScalingSummary,
@@ -97,10 +98,10 @@ def prefill_metrics(records: list[StreamRecord]) -> PrefillMetrics:
                           prompt_tokens=prompt, ttft_min_s=min(ttfts), ttft_max_s=max(ttfts))
 
 
-def flatten(samples: list[ScalingSample]) -> dict[str, Number | None]:
+def flatten(samples: list[ScalingSample]) -> ScalingHeadline:
     """{aggregate_tok_s@N or prefill_tok_s@N: value} for an A/B table."""
     flat: dict[str, Number | None] = {}
     for sample in samples:
         key = "aggregate_tok_s" if sample.kind == "decode" else "prefill_tok_s"
         flat[f"{key}@{sample.n}"] = getattr(sample.metrics, key, None)
-    return flat
+    return ScalingHeadline(flat)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Record, Scenario
+from sm121.bench.scenario import Params, Results, Scenario
 from sm121.bench.scenarios.scaling.models import (
     DecodeScalingParams,
     DecodeScalingSettings,
     PrefillScalingParams,
+    ScalingHeadline,
     ScalingSample,
     ScalingSummary,
 )
@@ -30,14 +31,14 @@ class _Scaling(Scenario[ScalingSample, ScalingSummary]):
     needs_stream = False
     stream_option = True
 
-    def flatten(self, samples: list[Record]) -> Record:
-        return flatten([ScalingSample.model_validate(s) for s in samples])
+    def flatten(self, samples: list[ScalingSample]) -> ScalingHeadline:
+        return flatten(samples)
 
-    def plots(self, data: Record, out: Path, stem: str) -> list[Path]:
-        return scaling_plots(data, out, stem)
+    def plots(self, results: Results, out: Path, stem: str) -> list[Path]:
+        return scaling_plots(results, out, stem)
 
-    def section(self, data: Record, files: list[Path]) -> list[str] | None:
-        return scaling_section(data, files)
+    def section(self, results: Results, files: list[Path]) -> list[str] | None:
+        return scaling_section(results, files)
 
 
 class DecodeScaling(_Scaling):
