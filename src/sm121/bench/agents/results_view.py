@@ -31,7 +31,9 @@ def read_ab(results: result_models.AbResults[Any]) -> AbResults:
     verdict = summary.verdict if isinstance(summary, result_models.AbSummary) else None
     # The agents code reads its entries in its own models (`agents.entries`).
     entries = [AbEntry.model_validate(e.to_json()) for e in results.samples]
-    return AbResults(profiles=list(results.params.profiles), entries=entries,
+    # A tune's A/B measures arms (variants) its `profiles` do not list: each is a profile too.
+    profiles = list(dict.fromkeys([*results.params.profiles, *(e.profile for e in entries)]))
+    return AbResults(profiles=profiles, entries=entries,
                      verdict=Verdict.model_validate(verdict.to_json()) if verdict else None)
 
 
