@@ -20,6 +20,17 @@ from support.timeouts import BOOT_S, SERVE_S
 
 from sm121.hosts.processes import group_alive
 
+# Every engine the suite boots locally inherits this environment (launch/local.py). vLLM's CPU
+# backend binds its OpenMP thread by default (`auto`: core 0 on a 2-core box, core 1 kept for
+# the frontend), so every engine of the three sessions of `make test` computed on core 0 while
+# core 1 idled. Unbound, one thread each, the scheduler spreads them. Measured alone on a quiet
+# 2-core box: `pytest tests/integration/test_bench_ab.py` 137 s -> 116 s, and the two-node
+# `test_cluster_measure.py -k bench_ab` (the same two variables in its recipe's env, as ssh
+# nodes get only the recipe's) 113 s -> 86 s. A test environment choice, not the recipe's:
+# one engine on a user's machine keeps vLLM's own binding.
+os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 _HOMES: list[Path] = []
 
 

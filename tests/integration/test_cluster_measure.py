@@ -33,7 +33,9 @@ runtime: {kind: native, command: [python, -m, vllm.entrypoints.openai.api_server
 parallelism: {tp: 2, nodes: 2}
 args: {max-model-len: 8192, dtype: bfloat16, enforce-eager: true, enable-prefix-caching: true,
        enable-prompt-tokens-details: true}
-env: {VLLM_CPU_KVCACHE_SPACE: "1", HF_HUB_OFFLINE: "1"}
+# ssh nodes get only the recipe's env: OpenMP unbound, as tests/conftest.py says why
+env: {VLLM_CPU_KVCACHE_SPACE: "1", HF_HUB_OFFLINE: "1", VLLM_CPU_OMP_THREADS_BIND: nobind,
+      OMP_NUM_THREADS: "1"}
 readiness: {timeout_s: BOOT_S, max_tokens: 8}
 default_profile: chunk-1024
 profiles:

@@ -34,7 +34,9 @@ engine: {kind: vllm}
 runtime: {kind: native, command: [python, -m, vllm.entrypoints.openai.api_server]}
 parallelism: {tp: 2, nodes: 2}
 args: {max-model-len: 4096, dtype: bfloat16, max-num-seqs: 4, enforce-eager: true}  # as tiny-cpu
-env: {VLLM_CPU_KVCACHE_SPACE: "1", HF_HUB_OFFLINE: "1"}
+# ssh nodes get only the recipe's env: OpenMP unbound, as tests/conftest.py says why
+env: {VLLM_CPU_KVCACHE_SPACE: "1", HF_HUB_OFFLINE: "1", VLLM_CPU_OMP_THREADS_BIND: nobind,
+      OMP_NUM_THREADS: "1"}
 hooks:
   before_serve: [warm-read, mark]
   after_ready: [mark]
