@@ -104,7 +104,13 @@ def test_the_prefill_is_priced_against_the_reference_in_situ_and_arms_rank_by_ca
     cost = {r.name: r.prefill_cost for r in table}
     assert cost["ref"] == 0 and cost["base"] == pytest.approx(0.04)
     assert cost["big"] == pytest.approx(0.10)
-    assert [r.name for r in rank(table)] == ["top", "ref", "base", "big"]  # big: over 5%
+    # capacity first: big holds 16 at a 10% cost, ref only 8 within the 5% bound
+    assert [r.name for r in rank(table)] == ["top", "big", "ref", "base"]
+    # within equal capacity, an arm over the bound goes after one within it
+    same = [_row("cheap", 7.2, 16, 24), _row("dear", 7.7, 16, 24, ci=(0.95, 1.0))]
+    for r, cost in zip(same, (0.03, 0.10), strict=True):
+        r.prefill_cost = cost
+    assert [r.name for r in rank(same)] == ["cheap", "dear"]
     price_prefill(table, None)
     assert all(r.prefill_cost is None and r.prefill_reference is None for r in table)
 

@@ -13,7 +13,6 @@ from statistics import median
 from sm121.bench.agents.entries import AbEntry
 from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.stats import clopper_pearson
-from sm121.bench.tune import conditions
 from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.capacity import Bracket, bracket
 from sm121.bench.tune.claims import claim
@@ -22,7 +21,7 @@ from sm121.bench.tune.knobs import effective_step, knobs_of
 from sm121.bench.tune.pick import COST_TARGET, binding
 from sm121.bench.tune.recipe_write import TunedProfile
 from sm121.bench.tune.request import TuneRequest
-from sm121.bench.tune.result import ArmRow, Probe, TuneResult
+from sm121.bench.tune.result import ArmRow, Probe, SittingRecord, TuneResult
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
 from sm121.plan.effective import profile_args
@@ -98,13 +97,22 @@ def price_prefill(table: list[ArmRow], reference: str | None) -> None:
 
 
 def rank(table: list[ArmRow], bound: float = COST_TARGET) -> list[ArmRow]:
-    """By capacity (the bracket's lo, then its hi; no miss up to the top counts highest),
-    arms whose prefill cost is over `bound` after the rest, then goodput's lower bound."""
-    def key(r: ArmRow) -> tuple[int, int, int, float, str]:
+    """By capacity first (the bracket's lo, then its hi; no miss up to the top counts
+    highest); within equal capacity, an arm whose prefill cost is over `bound` after one
+    within it, then goodput's lower bound, then the lower cost.
+
+    Capacity comes before the cost bound because the bound first, on the H200 sitting of
+    2026-12-05 (docs/results/gpu-h200/tune-capacity), chose the reference arm, which missed
+    the SLO at 4 agents, over arms holding 28: every arm that admits the agents during the
+    long prefill pays 15-17% in situ there, so the bound ruled out every arm that served
+    them. An arm over the bound is still chosen only when nothing within it holds as many
+    agents; the report's pick says so (tune/report_arms.py)."""
+    def key(r: ArmRow) -> tuple[int, int, int, float, float, str]:
         cap, cost = r.capacity, r.prefill_cost
         over = 1 if cost is not None and cost > bound else 0
         lower = r.goodput_ci[0] if r.goodput_ci else -1.0
-        return (over, -cap.lo, -(cap.hi if cap.hi is not None else 10 ** 9), -lower, r.name)
+        return (-cap.lo, -(cap.hi if cap.hi is not None else 10 ** 9), over, -lower,
+                cost if cost is not None else float("inf"), r.name)
 
     return sorted(table, key=key)
 
@@ -128,9 +136,9 @@ def _boot_values(row: ArmRow, entries: list[AbEntry], target: int,
 
 
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
-           ab: AbFile, engine: str) -> TuneResult:
+           ab: AbFile, engine: str, sitting: SittingRecord) -> TuneResult:
     """`ab`: the A/B of the arms; `engine`: the engine and version the sitting measured
-    (conditions.engine_version of the knee's server)."""
+    (conditions.engine_version of the knee's server); `sitting`: its device and date."""
     samples = ab.samples
     knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
     table = [r for c in found if (r := row(c.name, samples, request.agents,
@@ -159,7 +167,7 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     return TuneResult(table=table, ranking=[r.name for r in ranked], chosen=chosen,
                       baseline=baseline, reference=reference, claims=claims,
                       binding=binding(table), cost_bound=COST_TARGET,
-                      device=conditions.device(), engine=engine, date=conditions.today())
+                      device=sitting.device, engine=engine, date=sitting.date)
 
 
 def _file(probe: Probe) -> str:

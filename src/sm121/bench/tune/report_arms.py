@@ -88,9 +88,10 @@ def arms_section(state: TuneRecord) -> list[str]:
                                          if confirm.second_n else "") +
                   " per boot (confirm/ARM-boot-K-agents-N.json)."]
     lines += ["", "## The pick", "",
-              f"Ranked by capacity (the bracket's lo, then hi), arms whose prefill cost is over "
-              f"{result.cost_bound:.0%} after the rest, then goodput's lower "
-              f"bound: {', '.join(result.ranking)}. Chosen: **{result.chosen}**.", "",
+              f"Ranked by capacity (the bracket's lo, then hi); within equal capacity, arms "
+              f"whose prefill cost is over {result.cost_bound:.0%} after the rest, then "
+              f"goodput's lower bound: {', '.join(result.ranking)}. Chosen: "
+              f"**{result.chosen}**.{_over_bound(table, result)}", "",
               f"Targets (goodput >= 95%, prefill cost <= 5%): {result.binding.text}", ""]
     lines += _goals(table, result)
     claims = result.claims
@@ -103,20 +104,43 @@ def arms_section(state: TuneRecord) -> list[str]:
     return lines
 
 
+def _over_bound(table: list[ArmRow], result: TuneResult) -> str:
+    """When the chosen arm's in-situ prefill cost is over the bound: what the arms within it
+    hold (capacity ranks first, tune/choose.rank)."""
+    chosen = next((r for r in table if r.name == result.chosen), None)
+    if chosen is None or chosen.prefill_cost is None or chosen.prefill_cost <= result.cost_bound:
+        return ""
+    within = [r.name for r in table if r.prefill_cost is not None
+              and r.prefill_cost <= result.cost_bound and "defaults" not in r.role]
+    best = next((r for n in result.ranking for r in table if r.name == n and n in within), None)
+    held = (f"the best arm within it, {best.name}, holds {best.capacity.text}" if best else
+            "no arm is within it")
+    return (f" Its long prefill costs {chosen.prefill_cost:.1%} in situ, over the "
+            f"{result.cost_bound:.0%} bound: {held}.")
+
+
 def _goals(table: list[ArmRow], result: TuneResult) -> list[str]:
     chosen = next((r for r in table if r.name == result.chosen), None)
     if chosen is None:
         return []
     cap = chosen.capacity
+    if cap.lo >= GOAL_AGENTS:
+        verdict = f": met (lo {cap.lo})."
+    elif cap.hi is not None and cap.hi <= GOAL_AGENTS:
+        verdict = f": not met (missed at {cap.hi})."
+    else:
+        verdict = (f": not shown ({GOAL_AGENTS} lies inside the bracket; a run at "
+                   f"{GOAL_AGENTS} on this arm would decide).")
     out = [f"Goal: at least {GOAL_AGENTS} agents at 95% goodput beside the background job. "
-           f"The chosen arm: {cap.text}" + (
-               f", so the goal is shown met only if lo >= {GOAL_AGENTS} (lo is {cap.lo})."
-               if cap.lo < GOAL_AGENTS else f": met (lo {cap.lo}).")]
+           f"The chosen arm: {cap.text}{verdict}"]
     defaults = next((r for r in table if "defaults" in r.role), None)
     if defaults is None:
         out.append("vLLM's defaults were not measured in this sitting: no comparison.")
+    elif (d := defaults.capacity).hi is None:
+        out.append(f"vLLM's defaults (same sitting): {d.text}; with no miss, twice its N* "
+                   "has no upper bound: twice the defaults is not shown.")
     else:
-        d = defaults.capacity
-        out.append(f"vLLM's defaults (same sitting): {d.text}; twice its lo is "
-                   f"{2 * d.lo}, the chosen arm's lo {cap.lo}.")
+        shown = "shown" if cap.lo >= 2 * d.hi else "not shown"
+        out.append(f"vLLM's defaults (same sitting): {d.text}, so twice its N* is below "
+                   f"{2 * d.hi}; the chosen arm's lo is {cap.lo}: twice the defaults {shown}.")
     return [" ".join(out), ""]

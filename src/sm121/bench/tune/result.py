@@ -104,6 +104,15 @@ class Binding(BaseModel):
     text: str
 
 
+class SittingRecord(BaseModel):
+    """Where and when the tune measured: recorded by its first invocation, so that a report
+    made again elsewhere (the same tune.json, `sm121 tune` with the same arguments) names the
+    machine that measured, not the one that renders."""
+
+    device: str
+    date: str
+
+
 class TuneResult(BaseModel):
     table: list[ArmRow]
     ranking: list[str]
@@ -191,6 +200,7 @@ class TuneRecord(BaseModel):
     plans: list[PlanRecord] = Field(default_factory=list)
     confirm_plan: ConfirmPlan | None = None
     result: TuneResult
+    sitting: SittingRecord | None = None
     written: str | None = None
     report: str | None = None
     serve_needs_trust: list[str] = Field(default_factory=list)

@@ -27,7 +27,7 @@ from sm121.bench.tune.knobs import knobs_of
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
 from sm121.bench.tune.request import TuneRequest, agent_params
-from sm121.bench.tune.result import ConfirmPlan, PlanRecord, TuneRecord
+from sm121.bench.tune.result import ConfirmPlan, PlanRecord, SittingRecord, TuneRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
@@ -57,6 +57,7 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     if missing:
         raise Sm121Error(f"--baselines: {', '.join(missing)} not a profile of {recipe.name}",
                          f"its profiles: {', '.join(recipe.profiles)}")
+    sitting = _sitting(state)
     knee = _knee(request, state, base, say)
     facts = KneeFacts.of(knee)
     if "candidates" not in state.data:
@@ -68,8 +69,12 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, facts, say)
-    result = choose(request, state, found, AbFile.model_validate(ab.data), facts.engine)
+    result = choose(request, state, found, AbFile.model_validate(ab.data), facts.engine,
+                    sitting)
     state.set(result=result.model_dump(mode="json"))
+    if not request.write:  # a profile an earlier invocation wrote is not this pick's
+        state.data.pop("written", None)
+        state.data.pop("serve_needs_trust", None)
     report = write_report(request.out, knee, ab.data, TuneRecord.model_validate(state.data))
     state.set(report=str(report))
     if request.write and result.chosen:
@@ -82,6 +87,19 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
         write_report(request.out, knee, ab.data, TuneRecord.model_validate(state.data))
         say(f"wrote profile `tuned` into {path}")
     state.set(status="complete")
+
+
+def _sitting(state: TuneState) -> SittingRecord:
+    """The device and date of the tune's measurements: as recorded (by its first invocation,
+    or in the result of a tune.json from before the record), else this machine, today."""
+    result = state.data.get("result") or {}
+    known = state.data.get("sitting") or ({"device": result["device"], "date": result["date"]}
+                                          if "device" in result and "date" in result else None)
+    if known is None:
+        known = {"device": conditions.device(), "date": conditions.today()}
+    if "sitting" not in state.data:
+        state.set(sitting=known)
+    return SittingRecord.model_validate(known)
 
 
 def _recipe_text(name: str, builtin: bool, source: str) -> str:
@@ -276,7 +294,8 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
     one run at the target N and one at a second N, up to --boots boots per finalist."""
     if request.boots <= 1:
         return
-    result = choose(request, state, arms, AbFile.model_validate(results.data), knee.engine)
+    result = choose(request, state, arms, AbFile.model_validate(results.data), knee.engine,
+                    _sitting(state))
     defaults = {c.name for c in arms if "defaults" in c.role}
     pair = finalists(result.ranking, result.baseline, defaults)
     if len(pair) < 2:
