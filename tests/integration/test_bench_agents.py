@@ -105,8 +105,15 @@ def test_a_capture_through_the_gateway_replays_in_order_with_its_gaps(
         assert [r["submitted"] for r in rows] == sorted(r["submitted"] for r in rows)
     # redacted text was regenerated to the captured token counts
     assert all(t["prompt_exact"] for t in agent_turns)
+    # The gaps are replayed: each request leaves at its scheduled time, or as soon as its
+    # session's previous answer ends when that ends later (the engine slower than at capture:
+    # a gap error of the engine's, counted as `held`). What the replay adds itself stays
+    # within the event loop's slack on a loaded box. The gap error alone (median 22% in a
+    # fresh-clone run beside two other test sessions) judged the engine's speed, not this.
     gaps = data["summary"]["gaps"]
-    assert gaps["gaps"] >= 4 and gaps["median_rel_error"] <= 0.10
+    assert gaps["gaps"] >= 4 and gaps["held"] is not None
+    for t in agent_turns:
+        assert t["late_s"] - t["held_s"] <= 0.25, t
 
 
 @pytest.mark.parametrize("api", ["messages", "responses"])

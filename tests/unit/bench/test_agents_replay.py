@@ -4,6 +4,7 @@ fake upstream (named as such: the point is precise control of the timing)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import stat
 import time
@@ -134,3 +135,33 @@ async def test_a_replay_keeps_the_gaps_over_speed(tmp_path, fake_upstream):
     assert [round(t["scheduled_s"], 3) for t in a] == [0.0, 0.2, 0.5]
     span = max(arrivals) - min(arrivals)
     assert 0.45 <= span <= 0.5 * 1.5  # the whole replay took the capture's 1.0 s over 2
+
+
+async def test_a_gap_the_engine_stretches_is_counted_as_held(tmp_path):
+    """A fake upstream slower than at capture time (each answer after 0.4 s, the captured gaps
+    0.1 s): each next request of the session waits for the previous answer, and the replay
+    says those gaps were held by it, and sends each right after that answer."""
+    async def slow_chat(request: web.Request) -> web.StreamResponse:
+        await request.json()
+        await asyncio.sleep(0.4)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        chunk = {"choices": [{"delta": {"content": "x"}, "token_ids": [1]}]}
+        usage = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 1}}
+        await response.write(f"data: {json.dumps(chunk)}\n\ndata: {json.dumps(usage)}\n\n"
+                             "data: [DONE]\n\n".encode())
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", slow_chat)
+    folder = tmp_path / "cap"
+    _capture(folder, {"a": [0.0, 0.1, 0.2]})
+    params = {"capture_dir": str(folder), "speed": 1.0, "slo": "ttft_p95=2s"}
+    results = ResultsFile(tmp_path / "replay.json", "scenario", "replay", params)
+    async with served(app) as url, BenchClient(url, "m", api="chat") as client:
+        outcome = await replay(Context(client, results, {}), ReplayArgs.model_validate(params))
+    gaps = outcome.extras.gaps
+    assert gaps is not None and gaps.gaps == 2 and gaps.held == 2 and gaps.within_10pct == 0
+    turns = [s for s in results.data["samples"] if s.get("kind") == "turn"]
+    assert all(t["held_s"] > 0.2 for t in turns if t["turn"] > 0)
+    assert all(t["late_s"] - t["held_s"] < 0.1 for t in turns)

@@ -16,6 +16,8 @@ from sm121.bench.agents.records import TurnSample
 from sm121.bench.agents.summary_model import GapErrors
 from sm121.errors import Sm121Error
 
+# A wait for the previous answer shorter than this is timer noise, not a held request.
+HELD_S = 0.005
 REPLAYED_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses")
 _REDACTED = "[redacted "
 
@@ -96,8 +98,10 @@ def schedule(entries: list[Captured], speed: float) -> list[tuple[float, Capture
 def gap_errors(rows: list[TurnSample]) -> GapErrors:
     """Per session, each inter-arrival gap replayed against the original one over speed:
     the relative error (|replayed - wanted| / wanted), its max and median."""
-    errors = sorted(abs(r.replay_gap_s - r.wanted_gap_s) / r.wanted_gap_s
-                    for r in rows if r.wanted_gap_s and r.replay_gap_s is not None)
+    gapped = [(r.replay_gap_s, r.wanted_gap_s, r.held_s or 0.0) for r in rows
+              if r.wanted_gap_s and r.replay_gap_s is not None]
+    errors = sorted(abs(replayed - wanted) / wanted for replayed, wanted, _ in gapped)
     return GapErrors(gaps=len(errors), max_rel_error=errors[-1] if errors else None,
                      median_rel_error=errors[len(errors) // 2] if errors else None,
-                     within_10pct=sum(e <= 0.10 for e in errors))
+                     within_10pct=sum(e <= 0.10 for e in errors),
+                     held=sum(1 for _, _, held in gapped if held > HELD_S))

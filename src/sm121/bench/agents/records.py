@@ -45,6 +45,7 @@ class TurnSample(BaseModel):
     client_cpu_share: float | None = None
     # a replay's turn: the gaps it replays (the rest of its fields stay as extras)
     late_s: float | None = None
+    held_s: float | None = None  # of late_s, the wait for the session's previous answer
     wanted_gap_s: float | None = None
     replay_gap_s: float | None = None
 

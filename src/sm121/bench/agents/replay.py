@@ -164,18 +164,23 @@ async def _replay_session(ctx: Context, index: int, items: list[Prepared]) -> No
     answer (an agent sends its next turn only after the last one ended)."""
     previous: float | None = None
     original_previous: float | None = None
+    answered: float | None = None  # when the session's previous request ended (monotonic)
     speed = float(ctx.results.data["params"].get("speed") or 1.0)
     for turn, prepared in enumerate(items):
         offset, entry = prepared.offset, prepared.entry
+        # How long the previous answer held this request past its schedule: the engine slower
+        # than at capture time, not the replay's timing (a gap error it explains).
+        held = 0.0 if answered is None else max(0.0, answered - ctx.t0 - offset)
         delay = ctx.t0 + offset - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
         late = max(0.0, time.monotonic() - ctx.t0 - offset)
         record = await _send(ctx.client, prepared, f"{entry.session}-{turn}")
+        answered = time.monotonic()
         ctx.add(turn_record(
             record, ctx.t0, agent=index, conversation=0, turn=turn, session=entry.session,
             path=entry.path,
-            scheduled_s=round(offset, 6), late_s=round(late, 6),
+            scheduled_s=round(offset, 6), late_s=round(late, 6), held_s=round(held, 6),
             captured_prompt_tokens=entry.prompt_tokens,
             prompt_exact=entry.prompt_tokens is None or record.prompt_tokens == entry.prompt_tokens,
             wanted_gap_s=None if original_previous is None

@@ -106,8 +106,10 @@ def _replay_lines(extras: RunExtras) -> list[str]:
     return [f"Replay: {extras.sessions} sessions; {gaps.gaps} inter-arrival gaps, "
             f"{gaps.within_10pct} within 10% of the original (over --speed); relative "
             f"error median {fmt(gaps.median_rel_error, 'pct')}, max "
-            f"{fmt(gaps.max_rel_error, 'pct')}; latest start {fmt(extras.late_max_s, 's')}"
-            " after its scheduled time.", ""]
+            f"{fmt(gaps.max_rel_error, 'pct')}" + (
+                f", {gaps.held} held by their session's previous answer (the engine slower "
+                "than at capture)" if gaps.held else "") +
+            f"; latest start {fmt(extras.late_max_s, 's')} after its scheduled time.", ""]
 
 
 def run_plots(bars: list[TurnSample], out: Path, stem: str) -> list[Path]:

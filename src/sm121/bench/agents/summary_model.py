@@ -100,6 +100,9 @@ class GapErrors(BaseModel):
     max_rel_error: float | None = None
     median_rel_error: float | None = None
     within_10pct: int = 0
+    # gaps stretched because the session's previous answer ended after the request's
+    # scheduled time (the engine slower than at capture): their error is the engine's
+    held: int | None = None
 
 
 class RunExtras(BaseModel):
