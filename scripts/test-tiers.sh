@@ -4,7 +4,11 @@
 #   engine serves every test that only needs a running engine;
 # - the own engines' tier: the `own_engines` files of tests/integration (bench ab, cluster,
 #   stage, ...), which boot only engines of their own and never the session engine;
-# - the rest: tests/unit and tests/security, single-threaded Python (about 3 min).
+# - the rest: tests/unit and tests/security, single-threaded Python (about 3 min alone), then
+#   the `beside_unit` files of tests/integration (engines of their own, like own_engines):
+#   they even out the sessions. In a fresh-clone run (issue 32) the session engine's tier
+#   took 19:00, the own engines' 15:02 and the rest 10:23; the tiny tune (157 s there) and
+#   the supervision tests (89 s) moved to the rest.
 #
 # Why side by side: an engine test spends much of its time waiting (a boot is one process
 # importing at a time, then a readiness poll; a tiny model's generation is short), so the
@@ -31,15 +35,15 @@ if ls tests/test_*.py >/dev/null 2>&1; then
 fi
 rest_log=$(mktemp "${TMPDIR:-/tmp}/sm121-test-rest.XXXXXX")
 own_log=$(mktemp "${TMPDIR:-/tmp}/sm121-test-own.XXXXXX")
-"$pytest_bin" -ra --durations=10 -p no:cacheprovider "$@" tests/unit tests/security \
-    > "$rest_log" 2>&1 &
+"$pytest_bin" -ra --durations=10 -p no:cacheprovider -m "not integration or beside_unit" "$@" \
+    tests/unit tests/security tests/integration > "$rest_log" 2>&1 &
 rest=$!
 "$pytest_bin" -ra --durations=15 -p no:cacheprovider -m own_engines "$@" tests/integration \
     > "$own_log" 2>&1 &
 own=$!
 # A Ctrl-C or a CI kill stops all three: the others are this script's children.
 trap 'kill "$rest" "$own" 2>/dev/null' INT TERM
-"$pytest_bin" -ra --durations=25 -m "not own_engines" "$@" tests/integration
+"$pytest_bin" -ra --durations=25 -m "not own_engines and not beside_unit" "$@" tests/integration
 engines=$?
 wait "$own"
 owns=$?
@@ -49,8 +53,8 @@ echo
 echo "==================== tests/integration, own_engines (run beside the above) ===================="
 cat "$own_log"
 echo
-echo "==================== tests/unit and tests/security (run beside the above) ===================="
+echo "==================== tests/unit, tests/security, beside_unit files (run beside the above) ===================="
 cat "$rest_log"
 rm -f "$rest_log" "$own_log"
-echo "exit status: tests/integration $engines, its own_engines files $owns, tests/unit + tests/security $others"
+echo "exit status: tests/integration $engines, its own_engines files $owns, tests/unit + tests/security + beside_unit $others"
 [ "$engines" -eq 0 ] && [ "$owns" -eq 0 ] && [ "$others" -eq 0 ]

@@ -88,13 +88,14 @@ _SESSION_ENGINES = frozenset({"tiny_engine", "replica_b", "toolless_boot"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`own_engines` files run in a session of their own beside the session engine's
-    (scripts/test-tiers.sh): one that asked for a session engine would boot it a second time
-    there, the cost the split is meant to save."""
+    """`own_engines` and `beside_unit` files run in sessions of their own beside the session
+    engine's (scripts/test-tiers.sh): one that asked for a session engine would boot it a
+    second time there, the cost the split is meant to save."""
     wrong = sorted({item.nodeid.split("::")[0] for item in items
-                    if item.get_closest_marker("own_engines")
+                    if (item.get_closest_marker("own_engines")
+                        or item.get_closest_marker("beside_unit"))
                     and _SESSION_ENGINES & set(getattr(item, "fixturenames", ()))})
     if wrong:
         raise pytest.UsageError(
-            f"{', '.join(wrong)}: marked own_engines but uses a session engine "
+            f"{', '.join(wrong)}: marked own_engines or beside_unit but uses a session engine "
             f"({', '.join(sorted(_SESSION_ENGINES))}); drop the marker or the fixture")

@@ -23,7 +23,8 @@ from support.timeouts import BOOT_S, SERVE_S
 
 from sm121.hosts.processes import group_alive
 
-pytestmark = pytest.mark.integration
+# Boots only engines of its own: `make test` runs it in the unit session (scripts/test-tiers.sh).
+pytestmark = [pytest.mark.integration, pytest.mark.beside_unit]
 
 CRASHY = """
 name: crashy
