@@ -101,10 +101,10 @@ def rank(table: list[ArmRow], bound: float = COST_TARGET) -> list[ArmRow]:
     highest); within equal capacity, an arm whose prefill cost is over `bound` after one
     within it, then goodput's lower bound, then the lower cost.
 
-    Capacity comes before the cost bound because the bound first, on the H200 sitting of
-    2026-12-05 (docs/results/gpu-h200/tune-capacity), chose the reference arm, which missed
-    the SLO at 4 agents, over arms holding 28: every arm that admits the agents during the
-    long prefill pays 15-17% in situ there, so the bound ruled out every arm that served
+    Capacity comes before the cost bound: with the bound first, the H200 sitting of
+    2026-12-05 (docs/results/gpu-h200/tune-capacity) chose the reference arm, which missed
+    the SLO at 4 agents, over arms holding 28. Every arm that admitted the agents during the
+    long prefill paid 15-17% in situ there, so the bound ruled out every arm that served
     them. An arm over the bound is still chosen only when nothing within it holds as many
     agents; the report's pick says so (tune/report_arms.py)."""
     def key(r: ArmRow) -> tuple[int, int, int, float, float, str]:
