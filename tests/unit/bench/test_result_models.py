@@ -35,6 +35,7 @@ NOT_BENCH = {
                          "a node's sm121-cache.json)",
     "cpu-testbed/tune/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
     "gpu-h200/tune/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
+    "gpu-h200/tune-capacity/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
 }
 
 
