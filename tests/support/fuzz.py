@@ -76,7 +76,9 @@ def _tame(body: Any, max_tokens: int) -> Any:
 
 
 @st.composite
-def cases(draw: st.DrawFn, max_tokens: int = 4, max_huge: int = 64 * 1024) -> Case:
+def cases(draw: st.DrawFn, max_tokens: int = 4, max_huge: int = 64 * 1024,
+          huge_sizes: st.SearchStrategy[int] | None = None) -> Case:
+    """`huge_sizes`: the huge strings' lengths in characters (default 1,000 to max_huge)."""
     kind = draw(st.sampled_from(KINDS))
     path = draw(st.sampled_from(ROUTES))
     valid = _encode(draw(_valid_body(max_tokens))) if kind in _NEED_VALID else b""
@@ -94,7 +96,7 @@ def cases(draw: st.DrawFn, max_tokens: int = 4, max_huge: int = 64 * 1024) -> Ca
         inner = opener * depth + "1" + closer * depth
         return Case(kind, path, f'{{"model": "MODEL", "messages": {inner}}}'.encode(), headers)
     if kind == "huge_string":
-        size = draw(st.integers(1_000, max_huge))
+        size = draw(huge_sizes if huge_sizes is not None else st.integers(1_000, max_huge))
         char = draw(st.sampled_from("x\u00e9\u4e2d\\\""))
         body = {"model": "MODEL", "max_tokens": 1,
                 "messages": [{"role": "user", "content": char * size}]}
