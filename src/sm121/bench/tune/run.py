@@ -68,7 +68,7 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
                   dropped=dropped)
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")
-    ab = _ab(request, state, found, facts, say)
+    ab = _ab(request, state, found, facts, sitting, say)
     result = choose(request, state, found, AbFile.model_validate(ab.data), facts.engine,
                     sitting)
     state.set(result=result.model_dump(mode="json"))
@@ -151,7 +151,7 @@ def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: AbFile) -> Esti
 
 
 def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
-        knee: KneeFacts, say: Say) -> ResultsFile:
+        knee: KneeFacts, sitting: SittingRecord, say: Say) -> ResultsFile:
     """Every arm in priority order, one boot each: its repetitions at the target N, then its
     capacity bisection on the same boot. Before every boot the plan is made again from what
     this tune has measured so far (boot and run times), for the arms still to measure."""
@@ -169,7 +169,7 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
             if not _arm(request, ab_request, state, results, knee, index, arms, say):
                 break
         else:
-            _confirm(request, ab_request, state, results, knee, arms, say)
+            _confirm(request, ab_request, state, results, knee, arms, sitting, say)
     finally:
         results.finish("complete" if results.data["status"] == "running" else
                        results.data["status"])
@@ -289,13 +289,13 @@ def _boots_of(results: ResultsFile, name: str) -> int:
 
 def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
              results: ResultsFile, knee: KneeFacts, arms: list[cands.Candidate],
-             say: Say) -> None:
+             sitting: SittingRecord, say: Say) -> None:
     """The budget left after every arm: more boots of the two finalists, interleaved, each
     one run at the target N and one at a second N, up to --boots boots per finalist."""
     if request.boots <= 1:
         return
     result = choose(request, state, arms, AbFile.model_validate(results.data), knee.engine,
-                    _sitting(state))
+                    sitting)
     defaults = {c.name for c in arms if "defaults" in c.role}
     pair = finalists(result.ranking, result.baseline, defaults)
     if len(pair) < 2:
