@@ -14,6 +14,8 @@ import tomllib
 from dataclasses import asdict
 from typing import Any
 
+import tomlkit
+
 from sm121.connect.agents import ClientSettings, ConfigEdit
 from sm121.errors import Sm121Error
 
@@ -82,39 +84,33 @@ def fragment(edit: ConfigEdit) -> str:
 
 
 def toml_text(tree: dict[str, Any]) -> str:
-    """TOML for sm121's own tables (strings, integers, booleans, nested tables): there is no
-    TOML writer among the dependencies, so this one writes only what sm121 sets, and the
-    text is proven by reading it back with tomllib."""
-    lines: list[str] = []
-    _table(lines, (), tree)
-    text = "\n".join(lines).strip("\n") + "\n"
+    """TOML for sm121's own tables, written by tomlkit (`toml_item`), and proven by reading
+    it back with tomllib."""
+    document = tomlkit.document()
+    for key, value in tree.items():
+        document[key] = toml_item(value)
+    text = tomlkit.dumps(document).strip("\n") + "\n"
     if tomllib.loads(text) != tree:
         raise Sm121Error("the TOML sm121 wrote does not read back as written", repr(tree))
     return text
 
 
-def _table(lines: list[str], keys: tuple[str, ...], table: dict[str, Any]) -> None:
-    scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
-    if keys and scalars:
-        lines += ["", f"[{'.'.join(toml_key(k) for k in keys)}]"]
-    lines += [f"{toml_key(k)} = {_toml_value(v)}" for k, v in scalars.items()]
-    for k, v in table.items():
-        if isinstance(v, dict):
-            _table(lines, (*keys, k), v)
+def toml_item(value: object, inline: bool = False) -> Any:
+    """A tomlkit item for one of sm121's values: a dict becomes a table, and a table with no
+    value of its own a super table, so that `{"a": {"b": {...}}}` is written `[a.b]` (the
+    form Codex's docs show) and not an empty `[a]` before it; inside a user's inline table,
+    an inline table (TOML allows no other table there)."""
+    if not isinstance(value, dict):
+        return tomlkit.item(value)
+    table: Any = (tomlkit.inline_table() if inline else
+                  tomlkit.table(is_super_table=all(isinstance(v, dict) for v in value.values())))
+    for key, child in value.items():
+        table[key] = toml_item(child, inline)
+    return table
 
 
 def toml_key(key: str) -> str:
     return key if _BARE_KEY.fullmatch(key) else json.dumps(key)
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a TOML basic string (quotes, escapes)
-    raise TypeError(f"sm121 writes no TOML value of type {type(value).__name__}")
 
 
 def to_json(s: ClientSettings, probes: list[dict[str, Any]]) -> dict[str, Any]:

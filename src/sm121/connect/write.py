@@ -1,10 +1,9 @@
 """`sm121 connect --write`: merge sm121's keys into an agent's config file, keep everything
 else, keep a backup, and say what changed.
 
-JSON goes through json. TOML is read by tomllib; there is no TOML writer among the
-dependencies, so only sm121's own tables are rewritten as text (the old ones taken out by
-their headers, the new ones appended), and the result must read back, through tomllib, as the
-old file with exactly those tables replaced, or nothing is written. Values are never echoed
+JSON goes through json, TOML through tomlkit (a style-preserving reader and writer: the
+user's comments and layout stay); the TOML written must read back, through tomllib, as the
+old file with exactly sm121's values replaced, or nothing is written. Values are never echoed
 from the user's file (it may hold a key): only sm121's own values are shown."""
 
 from __future__ import annotations
@@ -21,8 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+import tomlkit.exceptions
+import tomlkit.items
+
 from sm121.connect.agents import ConfigEdit, KeyPath
-from sm121.connect.render import quoted, toml_key, toml_text
+from sm121.connect.render import quoted, toml_item, toml_key
 from sm121.errors import Sm121Error
 
 # Where an agent moves its config folder when told to (its own documented variables)
@@ -104,62 +107,62 @@ def _parent(path: Path, data: dict[str, Any], keys: KeyPath) -> dict[str, Any]:
 
 def _merge_toml(path: Path, text: str, entries: tuple[tuple[KeyPath, Any], ...]
                 ) -> tuple[str, list[str]]:
+    """tomlkit edits the document in place, so the user's comments, order and formatting
+    stay; sm121's tables replace the old ones whole (their sub-tables included). The result
+    must read back, through tomllib, as the old file with exactly those values replaced."""
     try:
         old = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        document = tomlkit.parse(text)
+    except (tomllib.TOMLDecodeError, tomlkit.exceptions.ParseError) as exc:
         raise Sm121Error(f"{path} is not valid TOML ({exc}); sm121 does not rewrite it",
                          "fix the file, or add the tables shown by `sm121 connect` by hand") from exc
     expected = copy.deepcopy(old)
     changes: list[str] = []
-    ours: dict[str, Any] = {}
     for keys, value in entries:
         node = _parent(path, expected, keys)
         present = keys[-1] in node
         changes.append(_describe(keys, node.get(keys[-1]), value, present))
         node[keys[-1]] = copy.deepcopy(value)
-        _parent(path, ours, keys)[keys[-1]] = value
-    kept = _without_tables(text, {keys for keys, _ in entries})
-    new_text = (kept.rstrip("\n") + "\n\n" if kept.strip() else "") + toml_text(ours)
     try:
+        for keys, value in entries:
+            parent = _toml_parent(document, keys)
+            inline = isinstance(parent, tomlkit.items.InlineTable)
+            parent[keys[-1]] = _spaced(toml_item(value, inline))
+        new_text = tomlkit.dumps(document).rstrip("\n") + "\n"
         merged = tomllib.loads(new_text)
-    except tomllib.TOMLDecodeError:
+    except (ValueError, tomlkit.exceptions.TOMLKitError):  # TOMLDecodeError is a ValueError
         merged = None
     if merged != expected:
         raise Sm121Error(f"{path} defines {', '.join('.'.join(k) for k, _ in entries)} in a form "
-                         "sm121 does not rewrite (an inline table or dotted keys); nothing was "
-                         "written", "replace that definition with the tables `sm121 connect` "
-                         "prints, or remove it, then run --write again")
+                         "sm121 could not rewrite exactly; nothing was written",
+                         "replace that definition with the tables `sm121 connect` prints, or "
+                         "remove it, then run --write again")
     return new_text, changes
 
 
-def _without_tables(text: str, owned: set[KeyPath]) -> str:
-    """The text without the tables (and their sub-tables) at the owned key paths: a table runs
-    from its header to the next header."""
-    out, skipping = [], False
-    for line in text.splitlines(keepends=True):
-        header = _header_path(line)
-        if header is not None:
-            skipping = any(header[:len(keys)] == keys for keys in owned)
-        if not skipping:
-            out.append(line)
-    return "".join(out)
+def _toml_parent(document: Any, keys: KeyPath) -> Any:
+    """The tomlkit container that holds keys[-1], its missing tables made as super tables
+    (`_parent` has already refused a key path through a value that is not a table)."""
+    node = document
+    for key in keys[:-1]:
+        if key not in node:
+            inline = isinstance(node, tomlkit.items.InlineTable)
+            node[key] = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=True)
+        node = node[key]
+    return node
 
 
-def _header_path(line: str) -> KeyPath | None:
-    """The key path of a `[a.b]` table header, read by tomllib itself (quoted keys and
-    spacing included); None for any other line, and for `[[array]]` headers."""
-    stripped = line.strip()
-    if not stripped.startswith("[") or stripped.startswith("[["):
-        return None
-    try:
-        node: Any = tomllib.loads(stripped)
-    except tomllib.TOMLDecodeError:
-        return None
-    keys: list[str] = []
-    while isinstance(node, dict) and len(node) == 1:
-        key, node = next(iter(node.items()))
-        keys.append(key)
-    return tuple(keys) if keys else None
+def _spaced(item: Any) -> Any:
+    """A table set in place of an old one ends with a blank line, as the table after it had
+    (the old table's last line carried it)."""
+    last = item
+    while isinstance(last, tomlkit.items.Table):
+        tables = [v for v in last.value.values() if isinstance(v, tomlkit.items.Table)]
+        if not tables:
+            last.add(tomlkit.nl())
+            break
+        last = tables[-1]
+    return item
 
 
 def _backup(path: Path) -> Path:

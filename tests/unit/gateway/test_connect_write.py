@@ -116,23 +116,48 @@ async def test_codex_config_keeps_the_users_default_and_tables(engine: FakeProto
         "name": "sm121", "base_url": f"{gw.url}/v1", "wire_api": "responses",
         "env_key": "SM121_API_KEY"}
     assert after["profiles"]["sm121"] == {"model": "coder", "model_provider": "sm121"}
-    assert "# my codex settings" in path.read_text()
+    # tomlkit edits in place: every line outside sm121's old tables is still there, in order
+    theirs = [line for line in CODEX_BEFORE.splitlines()
+              if line and "sm121" not in line and line not in ('name = "stale"', 'X-Old = "1"',
+                                                               'base_url = "http://127.0.0.1:1/v1"')]
+    lines = path.read_text().splitlines()
+    assert [line for line in lines if line in theirs] == theirs
     _no_key_in(path)
     [backup] = _backups(path)
     assert backup.read_text() == CODEX_BEFORE
     assert "codex --profile sm121 -c model_context_window=4096" in result.stdout
 
 
-async def test_codex_config_that_sm121_cannot_merge_is_left_alone(engine: FakeProtocolEngine,
-                                                                  home: Path) -> None:
+async def test_codex_inline_tables_are_merged_inline(engine: FakeProtocolEngine,
+                                                     home: Path) -> None:
     path = home / ".codex" / "config.toml"
     path.parent.mkdir()
-    inline = 'model_providers = { sm121 = { name = "mine" } }\n'
+    inline = ('# inline, as some write it\n'
+              'model_providers = { other = { name = "o" }, sm121 = { name = "mine" } }\n')
     path.write_text(inline)
+    async with running_gateway(engine.url) as gw:
+        await _write(gw.url, "codex")
+    text = path.read_text()
+    after = tomllib.loads(text)
+    assert text.startswith("# inline, as some write it\nmodel_providers = {")  # still inline
+    assert after["model_providers"]["other"] == {"name": "o"}
+    assert after["model_providers"]["sm121"]["base_url"] == f"{gw.url}/v1"
+    assert after["profiles"]["sm121"]["model_provider"] == "sm121"
+
+
+@pytest.mark.parametrize("kept", [
+    'model_providers = "not a table"\n',
+    'model_providers.sm121.name = "mine"\nmodel = "x"\n',  # dotted keys: not rewritten exactly
+])
+async def test_codex_config_that_sm121_cannot_merge_is_left_alone(engine: FakeProtocolEngine,
+                                                                  home: Path, kept: str) -> None:
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text(kept)
     async with running_gateway(engine.url) as gw:
         result = await _write(gw.url, "codex", check=False)
     assert result.returncode == 2 and "nothing was written" in " ".join(result.stderr.split())
-    assert path.read_text() == inline and not _backups(path)
+    assert path.read_text() == kept and not _backups(path)
 
 
 async def test_opencode_config_keeps_its_providers_and_default_model(
