@@ -1,9 +1,9 @@
 """A tiny `sm121 tune tiny-cpu` that reuses the committed CPU-testbed knee (a knee prices
 nothing; test_tune.py measures one) and boots two arms (the baseline and the reference): two
-repetitions on each boot and one capacity probe, a plan made before every boot from the
-times measured, then one more boot of each, interleaved (the budget left, `--boots 2`), the
-pick, the report and the `tuned` profile written into the user's copy of the recipe
-(removed again, so later tests see the built-in). It asserts the search's shape, not its
+repetitions on each boot, one exclusive long prefill and one capacity probe, a plan made
+before every boot from the times measured, then one more boot of each, interleaved (the
+budget left, `--boots 2`), the pick, the report and the `tuned` profile written into the
+user's copy of the recipe (removed again, so later tests see the built-in). It asserts the search's shape, not its
 numbers. Tiny sizes keep it to a few minutes on the loaded testbed.
 
 It boots only engines of its own, so `make test` runs it in the unit session
@@ -92,6 +92,18 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
             assert row["prefill_reference"] == "chunk-8192" and row["prefill_cost"] is not None
             assert row["judged_turns"] > 0
         assert rows["chunk-8192"]["prefill_cost"] == 0
+        # One exclusive long prefill per boot (its arm boot and its confirmation boot), the
+        # background job's prompt alone on the idle engine: as long as the job in the runs.
+        for name, row in rows.items():
+            alone = state["exclusive"][name]
+            assert [e["run_id"] for e in alone] == list(dict.fromkeys(
+                s["run_id"] for s in ab["samples"] if s["profile"] == name))
+            job = row["background_prompt_tokens"]
+            for e in alone:
+                assert e["error"] is None and e["ttft_s"] > 0
+                assert abs(e["prompt_tokens"] - job) <= 0.01 * job, (e, job)
+            assert row["exclusive_ttft_s"] > 0 and row["exclusive_cost"] is not None
+        assert rows["chunk-8192"]["exclusive_cost"] == 0
         report = (out / "report.md").read_text()
         assert "## The knee" in report and (out / "tune-knee.png").stat().st_size > 0
         assert "## Arms" in report and "## Plans" in report and "no difference shown" in report
@@ -100,6 +112,7 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
         text = user_copy.read_text()
         assert "# sm121 tune: begin" in text and "prefill knee" not in text
         assert "against reference arm chunk-8192" in text and "N*" in text
+        assert "alone on the engine" in text and "(2 boots)" in report
         assert f"report {out / 'report.md'}" in text
         assert "written into" in result.stdout and "capacity" in result.stdout
         assert resources.files("sm121.recipes").joinpath(

@@ -13,7 +13,7 @@ from typing import Any
 from sm121.bench.tune import run
 from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.request import TuneRequest
-from sm121.bench.tune.result import Probe
+from sm121.bench.tune.result import ExclusivePrefill, Probe
 from sm121.bench.tune.state import TuneState
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "tune" / "h200-cut-bisection.tar.gz"
@@ -44,8 +44,13 @@ def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monke
         probed.append(n)
         return Probe(agents=n, slo_met=n <= 28)
 
+    def measure_exclusive(boot: Any, params: Any, say: Any) -> ExclusivePrefill:
+        probed.append(0)  # 0: the exclusive long prefill, in order with the probes
+        return ExclusivePrefill(run_id="boot", prompt_tokens=98242, ttft_s=7.0)
+
     monkeypatch.setattr(run, "boot_and_measure", boot_and_measure)
     monkeypatch.setattr(run, "run_point", run_point)
+    monkeypatch.setattr(run, "measure_exclusive", measure_exclusive)
     arms = [Candidate.from_json(c) for c in state.data["candidates"]]
     ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
                                run.agent_params(request).model_dump(), request.out / "ab-agents.json",
@@ -57,9 +62,12 @@ def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monke
     for index in range(5):  # the five arms that were measured
         assert run._arm(request, ab_request, state, results, knee, index, arms, lines.append)
     # Only the two cut arms boot, with no run at the target N, each for the probes it has
-    # left: seqs-82 two (its N=40 was cut), lpt-2048 one (its N=8 was measured, N=4 cut).
+    # left: seqs-82 two (its N=40 was cut), lpt-2048 one (its N=8 was measured, N=4 cut);
+    # each boot's exclusive long prefill first, while the engine is idle.
     assert boots == [("seqs-82", []), ("lpt-2048", [])]
-    assert probed == [40, 28, 4]
+    assert probed == [0, 40, 28, 0, 4]
+    assert [e.ttft_s for e in state.exclusive("seqs-82")] == [7.0]
+    assert [e.ttft_s for e in state.exclusive("lpt-2048")] == [7.0]
     assert state.data["capacity"]["seqs-82"]["text"] == "28 <= N* < 40"
     assert set(state.data["capacity"]) == {"agent-admission", "reference", "seqs-82",
                                            "lpt-512", "lpt-2048"}

@@ -1,16 +1,28 @@
 """tune's search (sm121/bench/tune): step 1's arms change one knob each against the baseline
 and all hold the largest N + 1; the capacity bisection's bracket on synthetic outcomes; the
-plan made again from measured times; the in-situ prefill price and the ranking by capacity;
-when a claim "A beats B" may be made."""
+plan made again from measured times; the prefill price (in situ and alone) and the ranking by
+capacity; when a claim "A beats B" may be made."""
+
+from dataclasses import replace
 
 import pytest
 
-from sm121.bench.tune.budget import Estimates, measured, plan
+from sm121.bench.tune.budget import Estimates, candidate_cost, measured, plan
 from sm121.bench.tune.candidates import DEFAULTS, Candidate, arms
 from sm121.bench.tune.capacity import bracket, next_probe
 from sm121.bench.tune.choose import price_prefill, rank
 from sm121.bench.tune.claims import claim
-from sm121.bench.tune.result import ArmRow, Binding, CapacityRecord, Probe, TuneResult
+from sm121.bench.tune.report_arms import arms_section
+from sm121.bench.tune.result import (
+    ArmRow,
+    Binding,
+    CapacityRecord,
+    ExclusivePrefill,
+    Probe,
+    RequestRecord,
+    TuneRecord,
+    TuneResult,
+)
 from sm121.engines.registry import adapter_for
 from sm121.recipes.schema import EngineKind
 
@@ -113,6 +125,34 @@ def test_the_prefill_is_priced_against_the_reference_in_situ_and_arms_rank_by_ca
     assert [r.name for r in rank(same)] == ["cheap", "dear"]
     price_prefill(table, None)
     assert all(r.prefill_cost is None and r.prefill_reference is None for r in table)
+
+
+def test_the_exclusive_prefill_is_priced_by_its_median_over_boots_against_the_reference():
+    ref, arm, none = _row("ref", 6.79, 0, 4), _row("arm", 7.86, 16, 28), _row("none", 7.0, 8, 16)
+    ref.exclusive = [ExclusivePrefill(ttft_s=t) for t in (7.0, 7.4, 7.2)]
+    arm.exclusive = [ExclusivePrefill(ttft_s=7.3), ExclusivePrefill(error="no first token")]
+    price_prefill([ref, arm, none], "ref")
+    assert ref.exclusive_ttft_s == 7.2 and ref.exclusive_cost == 0
+    assert arm.exclusive_ttft_s == 7.3 and arm.exclusive_cost == pytest.approx(7.3 / 7.2 - 1)
+    assert arm.prefill_cost == pytest.approx(7.86 / 6.79 - 1)  # in situ, beside it
+    assert none.exclusive_ttft_s is None and none.exclusive_cost is None
+    lines = "\n".join(arms_section(_record([ref, arm, none])))
+    assert "| 7.20 (3 boots), 0.0% |" in lines and "| 7.30 (1 boot), 1.4% |" in lines
+    assert "| not measured |" in lines
+    # The plan counts the exclusive prefill in every boot, from the long prefills measured
+    est = measured([30], [20], boot_guess=60, rep_guess=60, rest_s=5, prefills=[7, 9, 8])
+    assert est.exclusive_s == 8 + 10 and measured([30], [20], 60, 60, 5).exclusive_s == 0
+    assert candidate_cost(est, 1, 0) == candidate_cost(replace(est, exclusive_s=0), 1, 0) + 18
+
+
+def _record(table):
+    request = RequestRecord(recipe="r", workload="w", slo="ttft_p95=2s", agents=16, turns=5,
+                            budget_s=60, max_agents=40)
+    result = TuneResult(table=table, ranking=[r.name for r in table], chosen="arm",
+                        baseline="arm", reference="ref", claims=[],
+                        binding=Binding(met=True, candidates=[], text=""), cost_bound=0.05,
+                        device="d", engine="e", date="2026-12-05")
+    return TuneRecord(request=request, result=result)
 
 
 def test_a_claim_needs_three_boots_one_knob_and_the_same_direction_at_two_ns():

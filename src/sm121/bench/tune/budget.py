@@ -19,6 +19,7 @@ class Estimates:
     boot_s: float
     rep_s: float  # one agents run at the target N
     rest_s: float = 5.0
+    exclusive_s: float = 0.0  # the boot's exclusive long prefill (tune/exclusive.py)
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Plan:
 
 
 def candidate_cost(est: Estimates, reps: int, sweep_points: int) -> float:
-    return est.boot_s + reps * est.rep_s + max(0, reps - 1) * est.rest_s + \
+    return est.boot_s + est.exclusive_s + reps * est.rep_s + max(0, reps - 1) * est.rest_s + \
         sweep_points * (est.rep_s + est.rest_s) + STOP_S
 
 
@@ -54,10 +55,14 @@ SETUP_S = 10.0  # an agents run's probe and prompt building, beyond its measured
 
 
 def measured(boot_times: list[float], run_walls: list[float], boot_guess: float,
-             rep_guess: float, rest_s: float) -> Estimates:
-    """Estimates from the measured boot times (to the first generation) and agents runs'
-    wall times (plus their setup); a guess stands in only while nothing is measured."""
+             rep_guess: float, rest_s: float, prefills: list[float] | None = None
+             ) -> Estimates:
+    """Estimates from the measured boot times (to the first generation), agents runs' wall
+    times and long prefills' TTFTs (each plus its setup); a guess stands in only while
+    nothing is measured (no prefill measured: none counted)."""
     boots = sorted(t for t in boot_times if t)
     walls = sorted(w for w in run_walls if w)
+    long = sorted(t for t in prefills or [] if t)
     return Estimates(boots[len(boots) // 2] if boots else boot_guess,
-                     walls[len(walls) // 2] + SETUP_S if walls else rep_guess, rest_s)
+                     walls[len(walls) // 2] + SETUP_S if walls else rep_guess, rest_s,
+                     long[len(long) // 2] + SETUP_S if long else 0.0)

@@ -1,9 +1,10 @@
 """From tune's measurements to its answer: per arm its capacity bracket (N*), goodput with
 its Clopper-Pearson interval, the continuous metrics beside it, and the long prefill's cost
-where it runs (the background job inside the agents runs, against the reference arm of the
-same sitting); the ranking by capacity; the claims; and the `tuned` profile, each value's
-comment naming the run that set it. No number from the short-context knee prices anything
-here: a step's cost depends on the context it attends to."""
+where it runs (the background job inside the agents runs, and the same prompt alone once per
+boot, each against the reference arm of the same sitting); the ranking by capacity; the
+claims; and the `tuned` profile, each value's comment naming the run that set it. No number
+from the short-context knee prices anything here: a step's cost depends on the context it
+attends to."""
 
 from __future__ import annotations
 
@@ -85,15 +86,22 @@ def row(name: str, entries: list[AbEntry], target: int, probes: list[Probe]) -> 
 
 
 def price_prefill(table: list[ArmRow], reference: str | None) -> None:
-    """Each arm's long-prefill cost: its background job's TTFT inside the agents runs at the
-    target N over the reference arm's, in the same sitting (the same tokens: the ratio of
-    TTFTs is the inverse ratio of rates)."""
+    """Each arm's long-prefill cost against the reference arm of the same sitting, twice: in
+    situ (its background job's TTFT inside the agents runs at the target N: what the job pays
+    beside the agents) and exclusive (the median over its boots of the same prompt alone on
+    the idle engine: the step budget's own price). The same tokens: the ratio of TTFTs is the
+    inverse ratio of rates."""
+    for r in table:
+        r.exclusive_ttft_s = _median([e.ttft_s for e in r.exclusive])
     ref = next((r for r in table if r.name == reference), None)
     base = ref.background_ttft_s if ref else None
+    alone = ref.exclusive_ttft_s if ref else None
     for r in table:
-        r.prefill_reference = reference if base else None
+        r.prefill_reference = reference if base or alone else None
         r.prefill_cost = (r.background_ttft_s / base - 1
                           if base and r.background_ttft_s else None)
+        r.exclusive_cost = (r.exclusive_ttft_s / alone - 1
+                            if alone and r.exclusive_ttft_s else None)
 
 
 def rank(table: list[ArmRow], bound: float = COST_TARGET) -> list[ArmRow]:
@@ -145,6 +153,7 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
                                            state.sweep(c.name)))]
     for r in table:  # the finalists' confirmation runs at the second N (tune/confirm.py)
         r.confirm = state.confirmations(r.name)
+        r.exclusive = state.exclusive(r.name)
     by_name = {c.name: c for c in found}
     reference = next((c.name for c in found if "reference" in c.role), None)
     price_prefill(table, reference)
@@ -200,9 +209,12 @@ def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidat
     capacity_text = (f"capacity {cap.text} on boot {boots} (N={request.agents}: "
                      f"{r.reps} runs in ab-agents.json{'; ' + probes if probes else ''})")
     ref = r.prefill_reference
+    alone = (f"; alone on the engine {_pct(r.exclusive_cost)} (median of "
+             f"{len([e for e in r.exclusive if e.ttft_s])} boot(s))"
+             if r.exclusive_cost is not None else "")
     prefill = (f"long prefill in the agents runs at N={request.agents}: "
                f"{r.prefill_rate or 0:,.0f} tok/s, {_pct(r.prefill_cost)} against "
-               f"reference arm {ref}" if ref else
+               f"reference arm {ref}{alone}" if ref else
                "long prefill cost not priced (the reference arm was not measured)")
     differs = ("the baseline" if not chosen.differs else
                "differs from the baseline in " + ", ".join(chosen.differs))

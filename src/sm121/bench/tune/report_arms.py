@@ -1,6 +1,7 @@
 """report.md's measured part: the arms (each with the knob it moves), their capacity brackets
-with the runs behind them, the in-situ prefill cost against the reference arm, the plans made
-before every boot, the pick, the claims, and the distance to the goals."""
+with the runs behind them, the long prefill's cost against the reference arm (in situ and
+alone), the plans made before every boot, the pick, the claims, and the distance to the
+goals."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def arms_section(state: TuneRecord) -> list[str]:
              "| arm | differs from the baseline in | capacity | N tested (one run each; the "
              f"target {request.agents}: majority of reps) | goodput (good/judged, 95% CI) | "
              "judged TTFT p95 (s) | TTFT p95 during the long prefill (s) | decode p50 tok/s | "
-             "long prefill TTFT (s), tok/s | prefill cost vs reference | KV tokens |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "long prefill TTFT (s), tok/s | prefill cost vs reference | the same prefill "
+             "alone: TTFT (s), cost vs reference | KV tokens |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         mark = " (chosen)" if r.name == result.chosen else ""
         lines.append(
@@ -55,8 +57,13 @@ def arms_section(state: TuneRecord) -> list[str]:
             f"{_n(r.ttft_p95_judged_s, '.3f')} | "
             f"{_n(r.ttft_p95_during_background_s, '.3f')} | {_n(r.decode_p50, '.1f')} | "
             f"{_n(r.background_ttft_s, '.2f')}, {_n(r.prefill_rate)} | "
-            f"{_pct(r.prefill_cost)} | {_n(r.kv_tokens)} |")
-    lines += ["", "Runs behind each bracket: the target N's repetitions in ab-agents.json (boot "
+            f"{_pct(r.prefill_cost)} | {_alone(r)} | {_n(r.kv_tokens)} |")
+    lines += ["", "The long prefill's cost twice, each against the reference arm: in situ (the "
+              "background job inside the agents runs at the target N: what the job pays beside "
+              "the agents) and alone (the same prompt on the idle engine once per boot, the "
+              "median over the arm's boots: the step budget's own price). In situ the "
+              "prefill shares every step with the agents' decodes; alone it does not.", ""]
+    lines += ["Runs behind each bracket: the target N's repetitions in ab-agents.json (boot "
               "run ids below), each other N one run in capacity/ARM-agents-N.json on the same "
               "boot.", ""]
     lines += [f"- `{r.name}`: boots {', '.join(r.boots) or '-'}; " + "; ".join(
@@ -102,6 +109,15 @@ def arms_section(state: TuneRecord) -> list[str]:
                   "a second N.", ""]
         lines += [f"- {c.text}" for c in claims] + [""]
     return lines
+
+
+def _alone(row: ArmRow) -> str:
+    """The exclusive long prefill: median TTFT over the boots that measured one, its cost."""
+    boots = len([e for e in row.exclusive if e.ttft_s is not None])
+    if not boots:
+        return "not measured"
+    return (f"{_n(row.exclusive_ttft_s, '.2f')} ({boots} boot{'s' if boots > 1 else ''}), "
+            f"{_pct(row.exclusive_cost)}")
 
 
 def _over_bound(table: list[ArmRow], result: TuneResult) -> str:

@@ -46,6 +46,16 @@ class CapacityRecord(BaseModel):
     non_monotone: bool = False
 
 
+class ExclusivePrefill(BaseModel):
+    """One boot's exclusive long prefill (tune/exclusive.py): the workload's background
+    prompt alone on the idle engine."""
+
+    run_id: str | None = None
+    prompt_tokens: int | None = None
+    ttft_s: float | None = None
+    error: str | None = None
+
+
 class ArmRow(BaseModel):
     """One arm over its runs at the target N and its probes (tune/choose.py builds it)."""
 
@@ -68,6 +78,11 @@ class ArmRow(BaseModel):
     confirm: list[Probe] = Field(default_factory=list)  # the finalists' confirmation runs
     prefill_reference: str | None = None
     prefill_cost: float | None = None  # background TTFT over the reference arm's, minus 1
+    # The exclusive long prefill, one per boot (tune/exclusive.py): median TTFT over the
+    # arm's boots, and its cost against the reference arm's median
+    exclusive: list[ExclusivePrefill] = Field(default_factory=list)
+    exclusive_ttft_s: float | None = None
+    exclusive_cost: float | None = None
     kv_tokens: int | None = None
     differs: list[str] = Field(default_factory=list)
     role: list[str] = Field(default_factory=list)

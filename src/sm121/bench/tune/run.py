@@ -1,8 +1,9 @@
 """`sm121 tune`: boot the recipe for its knee (shown, pricing nothing), build the one-knob
-arms, measure each on one boot (its repetitions at the target N, then a capacity bisection on
-the same boot), planning again before every boot from the measured times, then rank by
-capacity, report, and write the `tuned` profile into the user's recipe. Every step is saved
-in OUT/tune.json and OUT's results files, so a rerun with the same arguments resumes."""
+arms, measure each on one boot (its repetitions at the target N, one exclusive long prefill,
+then a capacity bisection on the same boot), planning again before every boot from the
+measured times, then rank by capacity, report, and write the `tuned` profile into the user's
+recipe. Every step is saved in OUT/tune.json and OUT's results files, so a rerun with the
+same arguments resumes."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from sm121.bench.tune.budget import STOP_S, Estimates, measured, plan
 from sm121.bench.tune.capacity import next_probe, resolution_for
 from sm121.bench.tune.choose import capacity, choose, tuned_profile
 from sm121.bench.tune.confirm import finalists, next_boot, second_n
+from sm121.bench.tune.exclusive import measure_exclusive
 from sm121.bench.tune.files import AbFile, KneeFile
 from sm121.bench.tune.knobs import knobs_of
 from sm121.bench.tune.recipe_write import write_tuned
@@ -145,9 +147,12 @@ def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: AbFile) -> Esti
     boots = [t for b in ab.boots if (t := b.timings.first_generation_s) is not None]
     walls = [w for s in ab.samples
              if not s.error and s.summary and (w := s.summary.wall_s) is not None]
+    # The exclusive prefill costs about what the background job's prefill took in the runs
+    prefills = [t for s in ab.samples
+                if not s.error and s.metrics and (t := s.metrics.background_ttft_s)]
     knee_boot = knee.boot_s if knee else None
     return measured(boots, walls, request.boot_estimate_s or knee_boot or 60.0,
-                    request.rep_estimate_s, request.rest_s)
+                    request.rep_estimate_s, request.rest_s, prefills)
 
 
 def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
@@ -214,6 +219,7 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     arm_request = replace(ab_request, reps=chosen.reps, reps_per_boot=chosen.reps)
 
     def after(boot: Boot) -> None:
+        _exclusive(request, state, boot, name, say)
         _bisect(request, state, results, boot, name, chosen.sweep_points, say)
 
     boot_and_measure(arm_request, results, index, name, list(range(chosen.reps)), say,
@@ -232,18 +238,31 @@ def _finish_bisection(request: TuneRequest, ab_request: AbRequest, state: TuneSt
     est = _estimates(request, knee, AbFile.model_validate(results.data))
     left = request.budget_s - state.elapsed_s
     probes = max(1, request.sweep_points - len(state.sweep(name)))
-    if left < est.boot_s + est.rep_s + STOP_S:
+    need = est.boot_s + est.exclusive_s + est.rep_s + STOP_S
+    if left < need:
         say(f"{name}: its bisection was cut and is not resumed: {left:.0f} s of the budget "
-            f"left, a boot and a probe estimated at {est.boot_s + est.rep_s + STOP_S:.0f} s")
+            f"left, a boot and a probe estimated at {need:.0f} s")
         _record_capacity(request, state, results, name, say)  # what was tested
         return False
     say(f"arm {index + 1} of {len(arms)}: {name}: its bisection was cut by the end of a call; "
         f"booting it again for {probes} probe(s)")
-    boot_and_measure(ab_request, results, index, name, [], say,
-                     after=lambda boot: _bisect(request, state, results, boot, name, probes,
-                                                say))
+
+    def after(boot: Boot) -> None:
+        _exclusive(request, state, boot, name, say)
+        _bisect(request, state, results, boot, name, probes, say)
+
+    boot_and_measure(ab_request, results, index, name, [], say, after=after)
     state.save()
     return True
+
+
+def _exclusive(request: TuneRequest, state: TuneState, boot: Boot, name: str,
+               say: Say) -> None:
+    """The boot's exclusive long prefill (tune/exclusive.py), right after its runs at the
+    target N, while the engine is idle."""
+    found = measure_exclusive(boot, agent_params(request), say)
+    if found is not None:
+        state.add_exclusive(name, found)
 
 
 def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: Boot,
@@ -309,7 +328,7 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
     while (name := next_boot({n: _boots_of(results, n) for n in pair}, pair,
                              request.boots)) is not None:
         est = _estimates(request, knee, AbFile.model_validate(results.data))
-        need = est.boot_s + est.rep_s * (2 if other else 1) + STOP_S
+        need = est.boot_s + est.exclusive_s + est.rep_s * (2 if other else 1) + STOP_S
         left = request.budget_s - state.elapsed_s
         if left < need:
             say(f"confirmation stopped: {left:.0f} s of the budget left, a boot needs about "
@@ -322,6 +341,7 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
         say(f"confirmation boot {_boots_of(results, name) + 1} of {name}")
 
         def after(boot: Boot, name: str = name, index: int = index) -> None:
+            _exclusive(request, state, boot, name, say)
             if other is None:
                 return
             out = request.out / "confirm" / f"{name}-boot-{index}-agents-{other}.json"

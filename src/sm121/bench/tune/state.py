@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.tune.result import Probe, RequestRecord
+from sm121.bench.tune.result import ExclusivePrefill, Probe, RequestRecord
 from sm121.errors import Sm121Error
 from sm121.runs.state import write_json_atomic
 
@@ -77,4 +77,14 @@ class TuneState:
     def add_confirmation(self, name: str, point: Probe) -> None:
         point_json = point.model_dump(mode="json")
         self.data.setdefault("confirm", {}).setdefault(name, []).append(point_json)
+        self.save()
+
+    def exclusive(self, name: str) -> list[ExclusivePrefill]:
+        """The arm's exclusive long prefills, one per boot (tune/exclusive.py)."""
+        return [ExclusivePrefill.model_validate(e)
+                for e in (self.data.get("exclusive") or {}).get(name, [])]
+
+    def add_exclusive(self, name: str, found: ExclusivePrefill) -> None:
+        self.data.setdefault("exclusive", {}).setdefault(name, []).append(
+            found.model_dump(mode="json"))
         self.save()
