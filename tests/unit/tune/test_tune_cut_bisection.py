@@ -2,7 +2,8 @@
 it on resume. Fixture: the state and A/B files of the H200 sitting of 2026-12-05
 (docs/results/gpu-h200/tune-capacity), after the call that ended while seqs-82 probed N=40:
 seqs-82 and lpt-2048 have their run at the target N and no capacity. The next call resumed
-past seqs-82 and never measured its capacity."""
+past seqs-82 and never measured its capacity. And, on the whole sitting: a reference arm
+measured before tune measured exclusive prefills boots once more for its own."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from sm121.bench.tune.result import ExclusivePrefill, Probe
 from sm121.bench.tune.state import TuneState
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "tune" / "h200-cut-bisection.tar.gz"
+SITTING = (Path(__file__).parents[3] / "docs" / "results" / "gpu-h200" / "tune-capacity"
+           / "tune-results.tar.gz")  # the whole sitting, every arm measured
 
 
 def _sitting(tmp_path: Path) -> tuple[TuneRequest, TuneState]:
@@ -89,3 +92,43 @@ def test_a_cut_bisection_without_budget_records_what_was_tested(tmp_path, monkey
     assert not run._arm(request, ab_request, state, results, run.KneeFacts(None, ""), index,
                         arms, print)
     assert state.data["capacity"]["seqs-82"]["text"].startswith("N* >= 16")
+
+
+def test_a_reference_arm_without_an_exclusive_prefill_is_booted_once_for_it(tmp_path,
+                                                                            monkeypatch):
+    """The committed sitting predates the exclusive prefill: resumed with budget, its
+    reference arm boots once more for that alone (no run), so the arms' exclusive cost can
+    be priced; once it has one, it does not boot again."""
+    with tarfile.open(SITTING) as tar:
+        tar.extractall(tmp_path, filter="data")
+    out = tmp_path / "tune"
+    request = TuneRequest("gpu-llama", "coding-agent-with-batch", "ttft_p95=2s", 16, out, 8000,
+                          budget_s=3000, turns=5, baselines=["agent-admission"], reps=1,
+                          max_agents=40, sweep_points=2)
+    state = TuneState(out, request.to_record())
+    state.data["elapsed_s"] = 0.0
+    boots: list[tuple[str, list[int]]] = []
+
+    def boot_and_measure(ab_request, results, index, name, reps, say, after=None):
+        boots.append((name, reps))
+        after(object())
+
+    monkeypatch.setattr(run, "boot_and_measure", boot_and_measure)
+    monkeypatch.setattr(run, "measure_exclusive", lambda boot, params, say: ExclusivePrefill(
+        run_id="again", prompt_tokens=98242, ttft_s=6.9))
+    arms = [Candidate.from_json(c) for c in state.data["candidates"]]
+    ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
+                               run.agent_params(request).model_dump(), out / "ab-agents.json",
+                               request.port, resume=True,
+                               variants={c.name: (c.base, dict(c.args)) for c in arms})
+    results = run.open_results(ab_request)
+    knee = run.KneeFacts(None, "vllm 0.21.0")
+    for _ in range(2):
+        run._reference_alone(request, ab_request, state, results, knee, arms, print)
+    assert boots == [("reference", [])]
+    assert [e.ttft_s for e in state.exclusive("reference")] == [6.9]
+    state.data["elapsed_s"] = request.budget_s - 10  # no budget: says so, boots nothing
+    del state.data["exclusive"]
+    said: list[str] = []
+    run._reference_alone(request, ab_request, state, results, knee, arms, said.append)
+    assert boots == [("reference", [])] and "no exclusive long prefill" in said[0]

@@ -174,6 +174,7 @@ def _ab(request: TuneRequest, state: TuneState, found: list[cands.Candidate],
             if not _arm(request, ab_request, state, results, knee, index, arms, say):
                 break
         else:
+            _reference_alone(request, ab_request, state, results, knee, arms, say)
             _confirm(request, ab_request, state, results, knee, arms, sitting, say)
     finally:
         results.finish("complete" if results.data["status"] == "running" else
@@ -254,6 +255,31 @@ def _finish_bisection(request: TuneRequest, ab_request: AbRequest, state: TuneSt
     boot_and_measure(ab_request, results, index, name, [], say, after=after)
     state.save()
     return True
+
+
+def _reference_alone(request: TuneRequest, ab_request: AbRequest, state: TuneState,
+                     results: ResultsFile, knee: KneeFacts, arms: list[cands.Candidate],
+                     say: Say) -> None:
+    """A reference arm measured with no exclusive long prefill (a tune resumed from before
+    tune measured one) prices no arm's: one boot of it for that alone, when the budget holds
+    it (its runs stay those of its first boot)."""
+    index = next((i for i, c in enumerate(arms) if "reference" in c.role), None)
+    if index is None:
+        return
+    name = arms[index].name
+    if state.exclusive(name) or name not in _measured(results):
+        return
+    est = _estimates(request, knee, AbFile.model_validate(results.data))
+    need = est.boot_s + est.exclusive_s + STOP_S
+    left = request.budget_s - state.elapsed_s
+    if left < need:
+        say(f"{name}: no exclusive long prefill: {left:.0f} s of the budget left, a boot "
+            f"needs about {need:.0f} s")
+        return
+    say(f"{name}: booting the reference arm again for its exclusive long prefill")
+    boot_and_measure(ab_request, results, index, name, [], say,
+                     after=lambda boot: _exclusive(request, state, boot, name, say))
+    state.save()
 
 
 def _exclusive(request: TuneRequest, state: TuneState, boot: Boot, name: str,
