@@ -26,7 +26,7 @@ from sm121.bench.agents.session import (
 from sm121.bench.agents.slo import DEFAULT_SLO, parse_slo
 from sm121.bench.agents.summary import summarize_run
 from sm121.bench.agents.summary_model import RunExtras, RunOutcome
-from sm121.bench.agents.workload import Workload, fit, load_workload, turns_that_fit
+from sm121.bench.agents.workload import Workload, fit_to_server, load_workload
 from sm121.bench.client import BenchClient
 from sm121.bench.runner import Context, run_together
 from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
@@ -75,7 +75,7 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> RunOutcome:
         raise Sm121Error("the server does not report its max_model_len in /v1/models",
                          "agents fits its workload to the context; use a vLLM server")
     base = p.workload if isinstance(p.workload, Workload) else load_workload(p.workload)
-    workload = fit(base, int(max_len), turns or turns_that_fit(base, int(max_len)))
+    workload = fit_to_server(base, int(max_len), turns)
     client = ctx.client
     ctx.progress("agents: building tools and prompts", 0, 1)
     tools = await tool_definitions(piece_counter(client), workload)

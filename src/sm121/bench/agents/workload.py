@@ -178,6 +178,12 @@ def fit(workload: Workload, max_model_len: int, turns: int) -> Workload:
     return scaled.model_copy(update={"fitted": fitted})
 
 
+def fit_to_server(workload: Workload, max_model_len: int, turns: int | None) -> Workload:
+    """fit() for a run of `turns` turns, or of as many as one conversation holds unscaled (a
+    --duration run): what the agents run sends, and so what tune's exclusive prefill sends."""
+    return fit(workload, max_model_len, turns or turns_that_fit(workload, max_model_len))
+
+
 def turns_that_fit(workload: Workload, max_model_len: int) -> int:
     """How many turns one conversation holds unscaled (for --duration runs)."""
     room = workload.context_share * max_model_len - workload.prefix_tokens() - TEMPLATE_MARGIN

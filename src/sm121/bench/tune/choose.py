@@ -210,7 +210,7 @@ def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidat
                      f"{r.reps} runs in ab-agents.json{'; ' + probes if probes else ''})")
     ref = r.prefill_reference
     alone = (f"; alone on the engine {_pct(r.exclusive_cost)} (median of "
-             f"{len([e for e in r.exclusive if e.ttft_s])} boot(s))"
+             f"{r.exclusive_boots} boot(s))"
              if r.exclusive_cost is not None else "")
     prefill = (f"long prefill in the agents runs at N={request.agents}: "
                f"{r.prefill_rate or 0:,.0f} tok/s, {_pct(r.prefill_cost)} against "

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from sm121.bench.agents.messages import user
 from sm121.bench.agents.params import AgentRunParams
 from sm121.bench.agents.session import background_prompt, send
-from sm121.bench.agents.workload import fit, load_workload, turns_that_fit
+from sm121.bench.agents.workload import fit_to_server, load_workload
 from sm121.bench.boot import Boot
 from sm121.bench.client import BenchClient
-from sm121.bench.server import server_info
 from sm121.bench.tune.result import ExclusivePrefill
+from sm121.engines.client import max_model_len
 from sm121.errors import Sm121Error
 
 Say = Callable[[str], None]
@@ -52,13 +52,12 @@ async def _measure(base_url: str, model: str, params: AgentRunParams
     if workload.background is None:
         return None
     async with BenchClient(base_url, model, api="chat") as client:
-        max_len = (await server_info(client)).max_model_len
+        max_len = max_model_len(await client.engine.models(), model)
         if not max_len:
             raise Sm121Error("the server does not report its max_model_len in /v1/models",
                              "the exclusive prefill fits the workload to the served window")
-        # The agents run's own fitting (bench/agents/scenario.agents), so the length matches
-        turns = params.turns or turns_that_fit(workload, max_len)
-        fitted = fit(workload, max_len, turns).fitted
+        # The agents run's own fitting, so the length matches the job in its runs
+        fitted = fit_to_server(workload, max_len, params.turns).fitted
         tokens = fitted.background_tokens if fitted else None
         if not tokens:
             return None

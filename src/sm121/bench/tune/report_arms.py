@@ -113,7 +113,7 @@ def arms_section(state: TuneRecord) -> list[str]:
 
 def _alone(row: ArmRow) -> str:
     """The exclusive long prefill: median TTFT over the boots that measured one, its cost."""
-    boots = len([e for e in row.exclusive if e.ttft_s is not None])
+    boots = row.exclusive_boots
     if not boots:
         return "not measured"
     return (f"{_n(row.exclusive_ttft_s, '.2f')} ({boots} boot{'s' if boots > 1 else ''}), "

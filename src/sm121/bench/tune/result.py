@@ -83,6 +83,11 @@ class ArmRow(BaseModel):
     exclusive: list[ExclusivePrefill] = Field(default_factory=list)
     exclusive_ttft_s: float | None = None
     exclusive_cost: float | None = None
+
+    @property
+    def exclusive_boots(self) -> int:
+        """The boots whose exclusive long prefill gave a first token (the median's)."""
+        return sum(1 for e in self.exclusive if e.ttft_s is not None)
     kv_tokens: int | None = None
     differs: list[str] = Field(default_factory=list)
     role: list[str] = Field(default_factory=list)
