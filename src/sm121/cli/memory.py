@@ -90,7 +90,7 @@ def calibrate_cmd(
 def observed_cmd(name: str = typer.Argument(..., help="Recipe name."),
                  as_json: bool = JSON) -> None:
     """The boots observed for a recipe (stored calibrations and the built-in field figures)."""
-    observations = load_observations(name)
+    observations = load_observations(load_recipe(name).recipe)
     if as_json:
         print_json(observations)
         return

@@ -37,21 +37,36 @@ def _check_lines(plan: MemoryPlan) -> list[str]:
     if check.need_gib is None:
         return [f"vLLM's start-up check ({check.rules}): one request's need is unknown "
                 f"({check.need_how})"]
+    assumed = " (by the assumed need)" if check.need_assumed else ""
+    needs = "would need" if check.need_assumed else "needs"
     lines = [f"vLLM's start-up check ({check.rules}): one request at max-model-len "
-             f"{plan.max_model_len:,} needs {check.need_gib:.2f} GiB of KV ({check.need_how})",
+             f"{plan.max_model_len:,} {needs} {check.need_gib:.2f} GiB of KV ({check.need_how})",
              f"against {check.budget_gib:.2f} GiB ({check.budget_how}): {check.verdict}; it "
-             f"passes up to max-model-len {check.largest_context or 0:,}"]
+             f"passes up to max-model-len {check.largest_context or 0:,}{assumed}"]
+    if check.bound:
+        lines.append(f"verdict from a boot, not the assumption: {check.bound}")
     if check.booked_kv_gib:
-        seen = " / ".join(f"{b:.2f}" for b in check.booked_kv_gib)
-        nominal = "refuses" if check.need_gib > check.nominal_kv_gib else "boots"
+        seen = " / ".join(f"{max(b, 0.0):.2f}" for b in check.booked_kv_gib)
+        at = "the observed boots found" if _at_observed(plan) else (
+            "with the booking the observed boots had, it would find")
+        nominal = ("refuses even then" if check.need_gib > check.nominal_kv_gib else
+                   "would pass by this arithmetic; unverified in the field (its open question)")
         lines.append(
-            f"page cache booked as used: the observed boots give {seen} GiB for KV ("
-            f"{check.booked_how}); it refuses on {check.refuses_on} of "
-            f"{len(check.booked_kv_gib)}. Without the booking ({check.nominal_kv_gib:.2f} GiB: "
-            f"a MemAvailable-reading build, or caches dropped before start) it {nominal}")
+            f"page cache booked as used: {at} {seen} GiB for KV ({check.booked_how}); it "
+            f"refuses on {check.refuses_on} of {len(check.booked_kv_gib)}. Without the booking "
+            f"({check.nominal_kv_gib:.2f} GiB: caches dropped before start, or a MemAvailable-"
+            f"reading build) it {nominal}")
     if check.observed:
         lines.append(f"observed at these settings: {check.observed}")
     return lines
+
+
+def _at_observed(plan: MemoryPlan) -> bool:
+    """The booked figures are observations only where they are the boots' own reports (the
+    same budget); elsewhere they are the booking carried over, an estimate."""
+    check = plan.startup
+    seen = {c.observed_kv_gib for c in plan.comparisons if c.observed_kv_gib is not None}
+    return check is not None and all(round(b, 2) in seen for b in check.booked_kv_gib)
 
 
 def _gmu_lines(plan: MemoryPlan) -> list[str]:
@@ -73,7 +88,7 @@ def _gmu_lines(plan: MemoryPlan) -> list[str]:
         delta = at.kv_gib - plan.kv_gib
         ratio = f", {at.kv_gib / plan.kv_gib:.1f}x" if plan.kv_gib > 0 else ""
         lines.append(
-            f"at the recipe's ceiling {ceiling:.2f} the KV would be {at.kv_gib:.2f} GiB: "
+            f"at the recipe's ceiling {ceiling:.2f} ({plan.gmu_ceiling_how}) the KV would be {at.kv_gib:.2f} GiB: "
             f"{delta:+.2f} GiB = ({ceiling:.2f} - {plan.gmu:.2f}) x {plan.node_total_gib:.1f} GiB"
             f"{ratio}; weights ({plan.weights_gib or 0:.2f} GiB) and reserve "
             f"({plan.reserve_gib:.2f} GiB) stay the same")
@@ -89,15 +104,7 @@ def memory_findings(plan: MemoryPlan, ctx: Context) -> list[Finding]:
             message="the weights are unknown, so the KV budget above counts none: it is too high",
             fix="set model.size_gb in the recipe, pass --weights-gib, or calibrate from a boot"))
     if plan.kv_gib <= 0:
-        # An on-disk size split over the ranks only estimates what a rank holds in memory.
-        estimated = plan.weights_how.startswith("recipe")
-        findings.append(Finding(
-            severity=Severity.WARNING if estimated else Severity.ERROR, source=source,
-            field="KV budget",
-            message=f"no memory is left for KV ({plan.kv_gib:.2f} GiB): the engine refuses "
-                    "to start" + (" if the weights in memory are as large as on disk "
-                                  "(an estimate: calibrate from a boot)" if estimated else ""),
-            fix=_raise_gmu_fix(plan)))
+        findings.append(_no_kv(plan, source))
         return findings
     findings += _check_findings(plan, source)
     findings += _below_ceiling(plan, source)
@@ -128,10 +135,11 @@ def _check_findings(plan: MemoryPlan, source: str) -> list[Finding]:
                  f"booking ({check.nominal_kv_gib:.2f} GiB) it passes up to "
                  f"{check.nominal_largest_context or 0:,}"]
         if check.booked_kv_gib and check.need_gib <= check.nominal_kv_gib:
-            fixes.append(f"a vLLM that reads MemAvailable (0.32 does on unified memory) gives "
-                         f"{check.nominal_kv_gib:.2f} GiB, enough")
-            fixes.append("dropping the page cache before start (hook drop-caches) aims at the "
-                         "same and is unverified in the field")
+            fixes.append(
+                f"without the booking this arithmetic gives {check.nominal_kv_gib:.2f} GiB, above "
+                f"{check.need_gib:.2f}: dropping the page cache before start (hook drop-caches) "
+                "or a vLLM that reads MemAvailable (0.32 does on unified memory) aims at that; "
+                "unverified in the field (its open question), so neither a yes nor a no")
         elif plan.mode == "gmu":
             fixes.append(_raise_gmu_fix(plan))
         allowed = (f"max-model-len <= {largest:,}" if largest else
@@ -165,13 +173,45 @@ def _below_ceiling(plan: MemoryPlan, source: str) -> list[Finding]:
                 f"KV ({share:.0f}% of it): {plan.kv_gib:.2f} GiB instead of {at.kv_gib:.2f}. "
                 f"Weights take {plan.weights_gib or 0:.1f} of {plan.node_total_gib:.1f} GiB, so "
                 "GMU is a KV lever, not a safety lever",
-        allowed=f"{ceiling:.2f} (the measured safe ceiling)",
+        allowed=f"{ceiling:.2f} (the ceiling, {plan.gmu_ceiling_how})",
         fix=f"set gpu-memory-utilization to {ceiling:.2f}")]
 
 
+def _no_kv(plan: MemoryPlan, source: str) -> Finding:
+    """No KV left: an error when the numbers are measured; when they are estimates, a warning
+    that names each assumed number, and says so when the field served this stack anyway."""
+    estimated = plan.weights_how.startswith("recipe")  # the size on disk over the ranks
+    assumed = []
+    if estimated:
+        assumed.append(f"weights {plan.weights_gib or 0:.2f} GiB per rank ({plan.weights_how}: "
+                       "an estimate, not measured in memory)")
+    if not plan.reserve_how.startswith("calibrated"):
+        assumed.append(f"reserve {plan.reserve_gib or 0:.2f} GiB ({plan.reserve_how})")
+    if plan.gmu_ceiling is not None and plan.gmu_ceiling_how.startswith("assumed"):
+        assumed.append(f"ceiling {plan.gmu_ceiling:.2f} ({plan.gmu_ceiling_how})")
+    served = [c.source for c in plan.comparisons if c.observed_outcome == "boots"]
+    message = f"no memory is left for KV ({plan.kv_gib:.2f} GiB) by this arithmetic"
+    if assumed:
+        message += "; it rests on assumed numbers: " + "; ".join(assumed)
+    if served:
+        message += (f". The field served this stack ({', '.join(served)}): one of those "
+                    "numbers is wrong, not the recipe")
+    else:
+        message += ": the engine refuses to start" + (" if they hold" if assumed else "")
+    return Finding(severity=Severity.WARNING if assumed or served else Severity.ERROR,
+                   source=source, field="KV budget", message=message, fix=_raise_gmu_fix(plan))
+
+
 def _raise_gmu_fix(plan: MemoryPlan) -> str:
+    """Raise GMU only where the recipe is below its ceiling; at the ceiling, the levers that
+    are left (and a boot, to measure what was estimated)."""
     if plan.mode == "explicit":
         return f"raise the explicit KV size ({plan.kv_how})"
     ceiling = plan.gmu_ceiling
-    return (f"raise gpu-memory-utilization (ceiling {ceiling:.2f})" if ceiling
-            else "raise gpu-memory-utilization")
+    if ceiling is None:
+        return "raise gpu-memory-utilization"
+    if plan.gmu is not None and plan.gmu < ceiling - 0.005:
+        return f"raise gpu-memory-utilization to {ceiling:.2f} (the ceiling, {plan.gmu_ceiling_how})"
+    return (f"gpu-memory-utilization is at the ceiling {ceiling:.2f} ({plan.gmu_ceiling_how}): "
+            "lower max-model-len, use a smaller KV dtype or more nodes; and boot once and "
+            "calibrate (`sm121 memory calibrate RUN`) to replace the estimates")

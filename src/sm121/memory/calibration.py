@@ -5,7 +5,7 @@ weights) together with the settings that run used (sizing.run_check reads both).
 reports its prediction against it, and uses it: the reserve it implies replaces the
 uncalibrated estimate. Stored under $SM121_HOME/calibration/<recipe>/<profile>.json (read and
 written by sizing/calibration_store.py); the field's own figures ship with sm121 as built-in
-observations."""
+observations (memory/field.py), each with the stack it was measured on and its source."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from sm121.memory.field import FIELD_OBSERVATIONS
+from sm121.memory.provenance import Source, Stack
 
 
 class Observation(BaseModel):
@@ -38,6 +38,15 @@ class Observation(BaseModel):
     # build reading MemFree on unified memory): it measures that booking, not the reserve.
     page_cache_booked: bool = False
     note: str = ""
+    # Provenance (the field's figures; a run's own boot leaves them empty: its recipe is its
+    # stack). `assumed` names the fields the source does not give; every other set field is
+    # measured.
+    stack: Stack | None = None
+    origin: Source | None = None
+    assumed: tuple[str, ...] = ()
+
+    def tag(self, name: str) -> str:
+        return "assumed" if name in self.assumed else "measured"
 
     @property
     def booted(self) -> bool | None:
@@ -54,6 +63,3 @@ class Observation(BaseModel):
         assert self.weights_gib is not None and self.kv_gib is not None
         return self.gmu * self.node_total_gib - self.weights_gib - self.kv_gib
 
-
-def builtin_observations() -> list[Observation]:
-    return [Observation.model_validate(item) for item in FIELD_OBSERVATIONS]

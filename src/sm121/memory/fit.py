@@ -24,6 +24,11 @@ def fit(ctx: Context, observations: list[Observation]) -> Context:
     ordered = sorted(observations, key=lambda o: o.profile != ctx.profile)
     anchor = next((o for o in ordered if o.reserve_gib() is not None), None)
     if anchor is None:
+        # No reserve measured; a pool logged beside the KV it was sized from (a boot with its
+        # page cache booked reports both) still gives the bytes per pool token.
+        if ctx.layout is None:
+            ctx = _layout_from_pool(ctx, [o for o in ordered if o.kv_gib is not None],
+                                    ctx.batched_tokens)
         return ctx
     reserve_gib, batched = anchor.reserve_gib() or 0.0, _batched(anchor)
     if anchor.weights_gib is not None and ctx.weights_how.startswith("recipe"):

@@ -101,6 +101,7 @@ class MemoryPlan(BaseModel):
     mode: str  # "gmu" (KV = GMU x total - weights - reserve) or "explicit"
     gmu: float | None
     gmu_ceiling: float | None
+    gmu_ceiling_how: str = ""  # measured on which stack, or assumed from which
     kv_gib: float
     weights_gib: float | None
     weights_how: str
@@ -141,6 +142,9 @@ class Context:
     calibrated_from: tuple[str, ...] = ()
     need: NeedModel = NeedModel(None, "not calibrated")
     booked: tuple[tuple[float, str], ...] = ()  # page cache booked per observed boot, GiB
+    # Boots of this stack that passed the start-up check: (max-model-len, chunk, KV GiB, source)
+    passed: tuple[tuple[int, int, float, str], ...] = ()
+    booking_note: str = ""  # the inferred booking against the field's ~20 GB, when they differ
 
     @property
     def block_size(self) -> int:

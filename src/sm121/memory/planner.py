@@ -79,8 +79,12 @@ def plan_memory(request: MemoryRequest) -> MemoryPlan:
     plan = _predict(ctx, request)
     plan.comparisons = [c for o in observations if (c := _compare(ctx, request, o))]
     plan.unreproduced = _unreproduced(plan.comparisons, observations)
-    if plan.startup is not None and (seen := observed_boot(ctx, observations)) is not None:
-        plan.startup.observed = f"{'booted' if seen.booted else 'refused'} ({seen.source})"
+    booked = plan.startup is not None and bool(plan.startup.booked_kv_gib)
+    if plan.startup is not None and (seen := observed_boot(ctx, observations, booked)):
+        said = " (the source's words: outcome assumed)" if "outcome" in seen.assumed else ""
+        plan.startup.observed = f"{'booted' if seen.booted else 'refused'} ({seen.source}){said}"
+    if plan.startup is not None and plan.startup.booking_note:
+        plan.unreproduced.append(plan.startup.booking_note)
     plan.explanation = explain(plan, ctx)
     plan.findings = memory_findings(plan, ctx)
     return plan
@@ -90,13 +94,17 @@ def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
     budget = _budget(ctx, request)
     check = startup_check(ctx, budget.kv_gib, request.node.uma, budget.mode == "explicit")
     pool: Pool | None = None
+    # A MemFree reader on unified memory sizes its pool from the KV it found, the page cache
+    # of its own load booked: the observed boots' budget, not the nominal one.
+    pool_bytes = int(check.budget_gib * GIB) if check.booked_kv_gib else budget.kv_bytes
     if ctx.layout is not None:
-        pool = kv_pool(ctx.layout, budget.kv_bytes, ctx.block_size, ctx.max_model_len,
+        pool = kv_pool(ctx.layout, max(0, pool_bytes), ctx.block_size, ctx.max_model_len,
                        ctx.batched_tokens)
     return MemoryPlan(
         recipe=ctx.recipe.name, profile=ctx.profile, node=request.node.name,
         node_total_gib=request.node.total_gib, node_how=request.node.how, mode=budget.mode,
-        gmu=budget.gmu, gmu_ceiling=ctx.recipe.limits.gmu_ceiling, kv_gib=budget.kv_gib,
+        gmu=budget.gmu, gmu_ceiling=ctx.recipe.limits.gmu_ceiling,
+        gmu_ceiling_how=_ceiling_how(ctx.recipe), kv_gib=budget.kv_gib,
         weights_gib=ctx.weights_gib, weights_how=ctx.weights_how,
         reserve_gib=budget.reserve_gib, reserve_how=ctx.reserve.source,
         kv_how=budget.explicit_from or (ctx.layout.describe() if ctx.layout else ""),
@@ -139,7 +147,7 @@ def _compare(ctx: Context, request: MemoryRequest,
     kv_bytes = int(obs.kv_gib * GIB) if obs.kv_explicit and obs.kv_gib is not None else None
     predicted = _predict(at, replace(request, node=node, kv_bytes=kv_bytes))
     outcome = _outcome_at(predicted, obs)
-    described = [f"profile {obs.profile}"] + [f"{k} {v}" for k, v in settings.items()]
+    described = [f"profile {obs.profile or '-'}"] + [f"{k} {v}" for k, v in settings.items()]
     if obs.kv_explicit and obs.kv_gib is not None:
         described.append(f"KV {obs.kv_gib:g} GiB")
     return Comparison(
@@ -166,6 +174,8 @@ def _outcome_at(predicted: MemoryPlan, obs: Observation) -> str | None:
     """The check's verdict at the observation: against the KV it reported when it did (the
     engine compared with that figure), else against the plan's budget there."""
     check = predicted.startup
+    if check is not None and check.bound:
+        return "boots"
     if check is None or check.need_gib is None:
         return None
     if obs.kv_gib is not None:
@@ -175,17 +185,29 @@ def _outcome_at(predicted: MemoryPlan, obs: Observation) -> str | None:
     return "refuses" if check.need_gib > budget else "boots"
 
 
+def _ceiling_how(recipe: Recipe) -> str:
+    limits = recipe.limits
+    if limits.gmu_ceiling is None:
+        return ""
+    if limits.gmu_ceiling_measured:
+        return f"measured on {limits.gmu_ceiling_source or 'this stack'}"
+    source = limits.gmu_ceiling_source.removeprefix("inherited unmeasured from ")
+    return f"assumed from {source or 'another stack'}: not measured on this model"
+
+
 def _unreproduced(comparisons: list[Comparison],
                   observations: list[Observation]) -> list[str]:
     """Every observation the model does not reproduce, said, never dropped."""
     lines = []
+    assumed = {o.source for o in observations if "outcome" in o.assumed}
     for c in comparisons:
         if c.predicted_outcome and c.observed_outcome and c.predicted_outcome != c.observed_outcome:
             lines.append(f"{c.source}: observed {c.observed_outcome.replace('boots', 'booted')}"
                          f", the model says it {c.predicted_outcome} (need "
                          f"{c.predicted_need_gib or 0:.2f} GiB against "
                          f"{c.observed_kv_gib if c.observed_kv_gib is not None else c.predicted_kv_gib}"
-                         " GiB)")
+                         " GiB)" + ("; that outcome is the source's words, assumed, not a boot "
+                                    "it shows" if c.source in assumed else ""))
         if c.observed_need_gib and c.predicted_need_gib is not None and abs(
                 c.predicted_need_gib - c.observed_need_gib) > NEED_TOLERANCE * c.observed_need_gib:
             lines.append(f"{c.source}: need {c.predicted_need_gib:.2f} GiB predicted, "

@@ -99,6 +99,7 @@ class NeedModel:
 
     per_token_bytes: float | None  # calibrated: need / max-model-len of the observation
     how: str
+    assumed: bool = False  # not measured on this stack (e.g. the pool's bytes per token)
 
     def need(self, layout: KvLayout | None, max_model_len: int, block_size: int,
              batched_tokens: int, rules: CheckRules) -> int | None:
@@ -139,6 +140,11 @@ class StartupCheck(BaseModel):
     nominal_largest_context: int | None = None  # the same with nothing booked
     refuses_on: int = 0  # of the observed booked boots, how many this need would refuse
     observed: str = ""  # an observed boot at these same settings, which wins over the model
+    need_assumed: bool = False  # the need is not measured on this stack (said, never "measured")
+    # A boot of this stack at a max-model-len >= this one, same chunk, that passed the check with
+    # no more KV than this budget: the need only grows with max-model-len, so this one passes.
+    bound: str = ""
+    booking_note: str = ""  # the booking inferred against the field's own figure, when they differ
 
     @property
     def verdict(self) -> str:

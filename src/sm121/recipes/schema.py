@@ -188,6 +188,10 @@ class SpecKRule(StrEnum):
 class Limits(Strict):
     gmu_ceiling: float | None = Field(None, gt=0, le=1)
     gmu_ceiling_reason: str = ""
+    # Where the ceiling was measured (stack and source), or that it is inherited unmeasured:
+    # a ceiling measured on one stack is only assumed on another, and plans say which.
+    gmu_ceiling_measured: bool = False
+    gmu_ceiling_source: str = Field("", max_length=300)
     # A known-working baseline may sit above the ceiling on purpose: then it only warns.
     gmu_ceiling_severity: Severity = Severity.ERROR
     speculative_k_rule: SpecKRule = SpecKRule.ANY

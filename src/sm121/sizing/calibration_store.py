@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 
 from sm121 import paths
-from sm121.memory.calibration import Observation, builtin_observations
+from sm121.memory.calibration import Observation
+from sm121.memory.field import builtin_observations
+from sm121.recipes.schema import Recipe
 
 
 def store_dir() -> Path:
@@ -19,14 +21,20 @@ def _file(recipe: str, profile: str | None) -> Path:
     return store_dir() / recipe / f"{profile or 'default'}.json"
 
 
-def load_observations(recipe: str, profile: str | None = None) -> list[Observation]:
-    """Stored observations for the recipe (one profile, or all), then the built-in ones."""
-    files = ([_file(recipe, profile)] if profile is not None
-             else sorted((store_dir() / recipe).glob("*.json")))
+def load_observations(recipe: Recipe, profile: str | None = None) -> list[Observation]:
+    """Stored observations for the recipe (one profile, or all), then the field's built-in
+    ones measured on the stack this recipe serves (same model, nodes, TP and engine release):
+    a figure calibrates only the stack it was measured on."""
+    name = recipe.name
+    files = ([_file(name, profile)] if profile is not None
+             else sorted((store_dir() / name).glob("*.json")))
     stored = [Observation.model_validate(item) for f in files if f.is_file()
               for item in json.loads(f.read_text())]
+    par = recipe.parallelism
     builtin = [o for o in builtin_observations()
-               if o.recipe == recipe and (profile is None or o.profile == profile)]
+               if o.stack is not None
+               and o.stack.serves(recipe.model.id, par.nodes, par.tp, recipe.engine.version)
+               and (profile is None or o.profile == profile)]
     return stored + builtin
 
 

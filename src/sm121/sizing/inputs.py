@@ -27,5 +27,5 @@ def memory_request(loaded: LoadedRecipe, profile: str | None = None,
     return MemoryRequest(
         recipe=loaded, profile=profile, overrides=dict(overrides or {}), node=node,
         weights_gib=weights_gib, kv_bytes=kv_bytes, env=dict(env or {}), calibrate=calibrate,
-        files=find_model_files(recipe), observations=tuple(load_observations(recipe.name)),
+        files=find_model_files(recipe), observations=tuple(load_observations(recipe)),
         flags=engine.memory)

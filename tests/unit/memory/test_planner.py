@@ -72,4 +72,4 @@ def test_calibration_store_round_trip(sm121_home: object) -> None:
                       kv_explicit=True, pool_tokens=2_097_152, max_model_len=65536)
     save_observation(obs)
     save_observation(obs)  # the same source replaces, never duplicates
-    assert [o.source for o in load_observations("tiny-cpu", "batch")] == ["run-x"]
+    assert [o.source for o in load_observations(load_recipe("tiny-cpu").recipe, "batch")] == ["run-x"]
