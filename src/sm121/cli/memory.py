@@ -54,7 +54,7 @@ def plan_cmd(
     if solve_for:
         solution = solve(request, parse_load(solve_for))
         print_json(solution) if as_json else print_solution(solution)
-        if not solution.feasible:
+        if not solution.feasible or solution.refused:
             raise typer.Exit(1)
         return
     memory_plan = plan_memory(request)
@@ -139,6 +139,12 @@ def print_solution(solution: Solution) -> None:
     else:
         console.print(f"{head}[red]cannot be done[/]", highlight=False)
     console.print(f"  {solution.reason}", highlight=False)
+    if solution.startup:
+        color = "red" if solution.refused else "green"
+        console.print(f"  [{color}]{solution.startup}[/]", highlight=False)
+    for finding in solution.plan.findings if solution.plan else []:
+        color = "red" if finding.severity.value == "error" else "yellow"
+        console.print(f"  [{color}]{finding.render()}[/]", highlight=False)
 
 
 def print_checks(checks: list[RunCheck]) -> None:

@@ -110,12 +110,37 @@ def check_nccl(facts: HostFacts, ctx: NodeContext) -> CheckResult:
                 ctx, Severity.ERROR, "NCCL_IB_HCA",
                 f"{env['NCCL_IB_HCA']} names {', '.join(missing)}, not an RDMA device of this node",
                 f"use this node's own: {', '.join(sorted(facts.rdma)) or '(none found)'}"))
+    findings += _nccl_on_management(facts, ctx, env)
     shown = {k: env[k] for k in ("NCCL_NET", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME",
                                  "GLOO_SOCKET_IFNAME") if env.get(k)}
     rdma = ", ".join(f"{d} ({'/'.join(n) or '-'})" for d, n in facts.rdma.items()) or "none"
     summary = (f"{shown or 'no NCCL variables set'}; interfaces: {', '.join(facts.interfaces)}; "
                f"RDMA: {rdma}")
     return result("nccl", summary, findings, ok="info")
+
+
+def _nccl_on_management(facts: HostFacts, ctx: NodeContext, env: dict[str, str]) -> list:
+    """NCCL must ride the fabric (the field: NCCL_NET=IB, NCCL_IB_HCA, NCCL_SOCKET_IFNAME on
+    the fabric interface). A socket interface on the management link carries NCCL's bootstrap
+    there, and with NCCL_NET=Socket all of its traffic: the 10G link the field ruled out."""
+    value = env.get("NCCL_SOCKET_IFNAME", "")
+    if not value or value.startswith("^"):
+        return []
+    names = [n.strip() for n in value.lstrip("=").split(",") if n.strip()]
+    on_mgmt = [i for i in facts.interfaces
+               if any(i.startswith(n) for n in names) and is_management(facts, ctx, i)]
+    if not on_mgmt:
+        return []
+    socket = env.get("NCCL_NET", "").lower() == "socket"
+    what = ("all of NCCL's traffic (NCCL_NET=Socket)" if socket else
+            "NCCL's bootstrap and any socket fallback")
+    fabric = sorted({n for nets in facts.rdma.values() for n in nets})
+    return [node_finding(
+        ctx, Severity.WARNING, "NCCL_SOCKET_IFNAME",
+        f"{value} is the management link ({', '.join(on_mgmt)}): {what} would ride it, not the "
+        "fabric",
+        "NCCL_NET=IB, NCCL_IB_HCA set to this node's RDMA devices and NCCL_SOCKET_IFNAME on "
+        f"its fabric interface ({', '.join(fabric) or 'none found'})")]
 
 
 def _missing_ifaces(value: str, present: set[str]) -> list[str]:

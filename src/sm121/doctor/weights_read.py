@@ -1,8 +1,9 @@
 """What one node reads from the checkpoint at every start, and at what rate.
 
-The field (GLM-5.2, 406 GB, 4 nodes, decode-context-parallel 4 and `--load-format
-instanttensor`): every serve re-read the full ~406 GB on every node (interface counters: ~1.3
-TB rx over 3+ loads), so a node reads the whole checkpoint, not size / node count. A
+The field (GLM-5.2, 406 GB, 4 nodes, decode-context-parallel 4): every serve re-read the full
+~406 GB on every node (interface counters: ~1.3 TB rx over 3+ loads), so a node reads the whole
+checkpoint, not size / node count. The report does not say which loader those serves ran; it
+suggests `--load-format instanttensor` with context parallelism as a way to read less. A
 tensor-selective loader could read only the node's shard; until a boot of this recipe shows
 it (a start-up waterfall whose weights phase reads less), sm121 counts the whole checkpoint
 and says which loader was assumed.
@@ -39,8 +40,8 @@ def node_reads(recipe: Recipe, args: dict[str, ArgValue], flags: MemoryFlags,
     loader = str(args.get(flags.load_format) or "") if flags.load_format else ""
     if loader and loader in flags.selective_loaders:
         how = (f"the whole checkpoint ({source}): {flags.load_format} {loader} is configured but no "
-               "boot of this recipe proves it reads less (the field's GLM-5.2 nodes, with it, "
-               "each re-read all 406 GB)")
+               "boot of this recipe proves it reads less (the field's GLM-5.2 nodes each re-read "
+               "all 406 GB; the report does not say which loader they ran)")
     else:
         how = f"the whole checkpoint ({source}): every rank's loader reads every file"
     return NodeReads(total, how)

@@ -39,14 +39,16 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf", "*.pt")
 _DROP_CACHES = f"""sync
 if [ "$(id -u)" = 0 ]; then
   if echo 3 > /proc/sys/vm/drop_caches 2> /dev/null; then echo "{MARK} ok page cache dropped"
-  else echo "{MARK} failed not permitted: /proc/sys/vm/drop_caches is read-only here \
-(a container without --privileged?)"; fi
+  else echo "{MARK} failed not permitted: drop-caches needs a writable /proc/sys/vm/drop_caches \
+as root; it is read-only here (a container without --privileged?)"; fi
 elif ! command -v sudo > /dev/null 2>&1; then
-  echo "{MARK} failed not permitted: not root and sudo is not installed"
+  echo "{MARK} failed not permitted: drop-caches needs root or \`sudo -n\`; not root and sudo \
+is not installed"
 elif echo 3 | sudo -n tee /proc/sys/vm/drop_caches > /dev/null 2>&1; then
   echo "{MARK} ok page cache dropped (sudo -n)"
 else
-  echo "{MARK} failed not permitted: sudo -n refused; allow it with a sudoers rule such as \
+  echo "{MARK} failed not permitted: drop-caches needs root or \`sudo -n\`, and sudo -n \
+refused; allow it with a sudoers rule such as \
 '$(id -un) ALL=(root) NOPASSWD: /usr/bin/tee /proc/sys/vm/drop_caches'"
 fi
 """

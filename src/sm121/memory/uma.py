@@ -10,9 +10,11 @@ integrated GPU) does not. Two checks follow:
 2. after loading and profiling, the KV it finds must hold one request at max-model-len
    (check_enough_kv_cache_memory, memory/startup_check.py). The page cache its own weight
    load created is booked as used by a MemFree reader, so it finds less than the budget:
-   the field's three boots reported 4.22 / 5.18 / 5.34 GiB against about 12 GiB. Where
-   boots were observed that booking is calibrated from them; else this node's reclaimable
-   page cache stands for it (an upper estimate, said so).
+   the field's three Laguna S 2.1 boots reported 4.22 / 5.18 / 5.34 GiB (anchor RESULTS.md
+   section 6). Where boots of the recipe's stack were observed that booking is calibrated from
+   them; where a boot of the stack passed at these settings or a longer max-model-len (DS4's
+   1M), that boot gives the verdict; else this node's reclaimable page cache stands for the
+   booking (an upper estimate, said so).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class GateInput(BaseModel):
     booked_kv_gib: list[float] = []  # KV found on observed boots with the page cache booked
     need_gib: float  # one request at max-model-len, as the version's check sums it
     max_model_len: int
+    bound: str = ""  # a boot of this stack that passed here or at a longer max-model-len
+    need_assumed: bool = False  # the need is not measured on this stack
 
 
 class GatePrediction(BaseModel):
@@ -51,6 +55,7 @@ class GatePrediction(BaseModel):
     kv_how: str
     need_gib: float
     max_model_len: int
+    need_assumed: bool = False
     refuses: bool
     nominal_kv_gib: float  # after drop_caches, or on a MemAvailable reader
     nominal_refuses: bool
@@ -67,32 +72,43 @@ def predict_gate(gate: GateInput) -> GatePrediction:
     cache = max(0.0, available - free)
     requested = gate.gmu * total
     seen = free if gate.reads_memfree else available
+    refuses: bool | None = None
     if not gate.reads_memfree:
         kv, how = gate.nominal_kv_gib, "the budget: a MemAvailable reader books no page cache"
+    elif gate.bound:
+        kv, refuses = gate.nominal_kv_gib, False
+        how = (f"{gate.bound}; that boot found its KV with its node's page cache as it was "
+               "then: whether this vLLM books page cache on this stack was not measured")
     elif gate.booked_kv_gib:
         kv = statistics.median(gate.booked_kv_gib)
         how = (f"the median of the observed boots with the load's page cache booked "
                f"({' / '.join(f'{b:.2f}' for b in gate.booked_kv_gib)} GiB)")
     else:
-        kv = gate.nominal_kv_gib - cache
-        how = (f"the budget {gate.nominal_kv_gib:.2f} GiB less this node's {cache:.1f} GiB of "
-               "reclaimable page cache (uncalibrated: no boot of this recipe measured the "
-               "booking; an upper estimate of it)")
+        kv = max(0.0, gate.nominal_kv_gib - cache)  # nothing found is 0, never negative
+        how = (f"estimated: the budget {gate.nominal_kv_gib:.2f} GiB less this node's {cache:.1f} "
+               "GiB of reclaimable page cache (no boot of this stack measured the booking; an "
+               "upper estimate of it)")
     return GatePrediction(
         reads="MemFree" if gate.reads_memfree else "MemAvailable", version=gate.version,
         total_gib=total, requested_gib=requested, free_seen_gib=seen, available_gib=available,
         page_cache_gib=cache, start_passes=seen >= requested, kv_seen_gib=kv, kv_how=how,
-        need_gib=gate.need_gib, max_model_len=gate.max_model_len,
-        refuses=gate.need_gib > kv, nominal_kv_gib=gate.nominal_kv_gib,
+        need_gib=gate.need_gib, max_model_len=gate.max_model_len, need_assumed=gate.need_assumed,
+        refuses=gate.need_gib > kv if refuses is None else refuses,
+        nominal_kv_gib=gate.nominal_kv_gib,
         nominal_refuses=gate.need_gib > gate.nominal_kv_gib)
 
 
 def describe(prediction: GatePrediction) -> str:
     p = prediction
     verdict = "will refuse" if p.refuses else "passes"
+    needs = ("would need (assumed, not measured on this stack)" if p.need_assumed
+             else "needs")
+    start = ("" if p.start_passes else
+             " (below the request; the field's boots with the page cache kept passed the start, "
+             "so it is not counted as a refusal)")
     return (f"a vLLM {p.version} reading {p.reads} {verdict}: one request at max-model-len "
-            f"{p.max_model_len:,} needs {p.need_gib:.2f} GiB of KV in its start-up check, it "
+            f"{p.max_model_len:,} {needs} {p.need_gib:.2f} GiB of KV in its start-up check, it "
             f"finds {p.kv_seen_gib:.2f} GiB ({p.kv_how}); at start it sees "
-            f"{p.free_seen_gib:.1f} GiB free of the {p.requested_gib:.1f} GiB requested "
+            f"{p.free_seen_gib:.1f} GiB free of the {p.requested_gib:.1f} GiB requested{start} "
             f"(MemAvailable {p.available_gib:.1f} GiB; {p.page_cache_gib:.1f} GiB is "
             "reclaimable page cache)")
