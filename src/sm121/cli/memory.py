@@ -14,7 +14,7 @@ from sm121.memory.model import GB10_ASSUMED, MemoryPlan, NodeMemory
 from sm121.memory.planner import plan_memory
 from sm121.memory.solve import Solution, parse_load, solve
 from sm121.recipes.loader import load_recipe
-from sm121.sizing.calibration_store import load_observations, save_observation
+from sm121.sizing.calibration_store import load_observations, load_stored, save_observation
 from sm121.sizing.inputs import memory_request
 from sm121.sizing.node import node_memory
 from sm121.sizing.run_check import RunCheck, check_run
@@ -90,7 +90,10 @@ def calibrate_cmd(
 def observed_cmd(name: str = typer.Argument(..., help="Recipe name."),
                  as_json: bool = JSON) -> None:
     """The boots observed for a recipe (stored calibrations and the built-in field figures)."""
-    observations = load_observations(load_recipe(name).recipe)
+    try:
+        observations = load_observations(load_recipe(name).recipe)
+    except Sm121Error:
+        observations = load_stored(name)  # a recipe given by path, since moved: its runs' own
     if as_json:
         print_json(observations)
         return

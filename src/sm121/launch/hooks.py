@@ -42,12 +42,12 @@ if [ "$(id -u)" = 0 ]; then
   else echo "{MARK} failed not permitted: drop-caches needs a writable /proc/sys/vm/drop_caches \
 as root; it is read-only here (a container without --privileged?)"; fi
 elif ! command -v sudo > /dev/null 2>&1; then
-  echo "{MARK} failed not permitted: drop-caches needs root or \`sudo -n\`; not root and sudo \
+  echo "{MARK} failed not permitted: drop-caches needs root or \\`sudo -n\\`; not root and sudo \
 is not installed"
 elif echo 3 | sudo -n tee /proc/sys/vm/drop_caches > /dev/null 2>&1; then
   echo "{MARK} ok page cache dropped (sudo -n)"
 else
-  echo "{MARK} failed not permitted: drop-caches needs root or \`sudo -n\`, and sudo -n \
+  echo "{MARK} failed not permitted: drop-caches needs root or \\`sudo -n\\`, and sudo -n \
 refused; allow it with a sudoers rule such as \
 '$(id -un) ALL=(root) NOPASSWD: /usr/bin/tee /proc/sys/vm/drop_caches'"
 fi

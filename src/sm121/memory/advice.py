@@ -144,6 +144,12 @@ def _check_findings(plan: MemoryPlan, source: str) -> list[Finding]:
             fixes.append(_raise_gmu_fix(plan))
         allowed = (f"max-model-len <= {largest:,}" if largest else
                    f"max-model-len <= {check.nominal_largest_context or 0:,} with nothing booked")
+        if check.need_assumed:
+            # A refusal by a need nobody measured on this stack is a warning, said as such.
+            return [Finding(severity=Severity.WARNING, source=source, field=field,
+                            message=f"{said.replace(' needs ', ' would need ')} by the assumed "
+                                    f"need ({check.need_how}): vLLM would refuse to start",
+                            allowed=allowed, fix="; or ".join(fixes))]
         return [Finding(severity=Severity.ERROR, source=source, field=field,
                         message=f"{said}: vLLM refuses to start", allowed=allowed,
                         fix="; or ".join(fixes))]

@@ -25,17 +25,21 @@ def load_observations(recipe: Recipe, profile: str | None = None) -> list[Observ
     """Stored observations for the recipe (one profile, or all), then the field's built-in
     ones measured on the stack this recipe serves (same model, nodes, TP and engine release):
     a figure calibrates only the stack it was measured on."""
-    name = recipe.name
-    files = ([_file(name, profile)] if profile is not None
-             else sorted((store_dir() / name).glob("*.json")))
-    stored = [Observation.model_validate(item) for f in files if f.is_file()
-              for item in json.loads(f.read_text())]
+    stored = load_stored(recipe.name, profile)
     par = recipe.parallelism
     builtin = [o for o in builtin_observations()
                if o.stack is not None
                and o.stack.serves(recipe.model.id, par.nodes, par.tp, recipe.engine.version)
                and (profile is None or o.profile == profile)]
     return stored + builtin
+
+
+def load_stored(name: str, profile: str | None = None) -> list[Observation]:
+    """The observations calibrated from runs of the recipe of this name."""
+    files = ([_file(name, profile)] if profile is not None
+             else sorted((store_dir() / name).glob("*.json")))
+    return [Observation.model_validate(item) for f in files if f.is_file()
+            for item in json.loads(f.read_text())]
 
 
 def save_observation(observation: Observation) -> Path:

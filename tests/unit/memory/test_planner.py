@@ -25,7 +25,8 @@ def test_gmu_070_flags_the_setting_and_explains_the_kv_at_078() -> None:
     assert gmu and "KV lever, not a safety lever" in gmu[0].message
     assert "11.96" in gmu[0].message and gmu[0].fix.endswith("0.78")
     text = "\n".join(plan.explanation)
-    assert "at the recipe's ceiling 0.78 the KV would be 11.96 GiB" in text
+    assert "at the recipe's ceiling 0.78 (measured on DS4 stack" in text
+    assert "the KV would be 11.96 GiB" in text
     assert "(0.78 - 0.70) x 119.6 GiB" in text
     assert "calibrated: 3.63 GiB" in plan.reserve_how
 
