@@ -88,7 +88,8 @@ def _gmu_lines(plan: MemoryPlan) -> list[str]:
         delta = at.kv_gib - plan.kv_gib
         ratio = f", {at.kv_gib / plan.kv_gib:.1f}x" if plan.kv_gib > 0 else ""
         lines.append(
-            f"at the recipe's ceiling {ceiling:.2f} ({plan.gmu_ceiling_how}) the KV would be {at.kv_gib:.2f} GiB: "
+            f"at the recipe's ceiling {ceiling:.2f} ({plan.gmu_ceiling_how}) the KV would be "
+            f"{at.kv_gib:.2f} GiB: "
             f"{delta:+.2f} GiB = ({ceiling:.2f} - {plan.gmu:.2f}) x {plan.node_total_gib:.1f} GiB"
             f"{ratio}; weights ({plan.weights_gib or 0:.2f} GiB) and reserve "
             f"({plan.reserve_gib:.2f} GiB) stay the same")
