@@ -99,10 +99,13 @@ def observed_cmd(name: str = typer.Argument(..., help="Recipe name."),
         return
     if not observations:
         raise Sm121Error(f"no observations for {name}", "calibrate a run: sm121 memory calibrate RUN")
-    table = Table("profile", "source", "GMU", "KV GiB", "pool tokens", "chunk")
+    table = Table("profile", "source", "stack", "GMU", "KV GiB", "pool tokens", "chunk",
+                  "assumed")
     for o in observations:
-        table.add_row(o.profile or "-", o.source, _fmt(o.gmu), _fmt(o.kv_gib),
-                      f"{o.pool_tokens:,}" if o.pool_tokens else "-", _fmt(o.batched_tokens))
+        table.add_row(o.profile or "-", o.source + (f" ({o.origin.section})" if o.origin else ""),
+                      o.stack.name if o.stack else "this recipe's runs", _fmt(o.gmu),
+                      _fmt(o.kv_gib), f"{o.pool_tokens:,}" if o.pool_tokens else "-",
+                      _fmt(o.batched_tokens), ", ".join(o.assumed) or "-")
     console.print(table)
 
 
