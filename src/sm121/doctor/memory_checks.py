@@ -8,6 +8,7 @@ from sm121.findings import Finding, Severity
 from sm121.hosts.facts import HostFacts
 from sm121.memory.budget import GIB
 from sm121.memory.model import DEFAULT_GMU
+from sm121.memory.provenance import release
 from sm121.memory.startup_check import StartupCheck, rules_for
 from sm121.memory.uma import GateInput, GatePrediction, describe, predict_gate
 
@@ -127,10 +128,11 @@ def check_uma_gate(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
     prediction = predict_gate(GateInput(
         mem_total_kib=facts.meminfo.get("MemTotal", 0), mem_free_kib=facts.meminfo.get("MemFree", 0),
         mem_available_kib=facts.meminfo.get("MemAvailable", 0), gmu=plan.gmu or 0.0,
-        reads_memfree=rules.reads_memfree_on_uma, version=rules.version,
+        reads_memfree=rules.reads_memfree_on_uma,
+        version=release(ctx.recipe.engine.version if ctx.recipe else None) or rules.version,
         nominal_kv_gib=check.nominal_kv_gib, booked_kv_gib=check.booked_kv_gib,
         need_gib=check.need_gib, max_model_len=plan.max_model_len, bound=check.bound,
-        need_assumed=check.need_assumed))
+        need_assumed=check.need_assumed, calibrated=check.calibrated_from_boots))
     summary = describe(prediction)
     findings: list[Finding] = []
     # MemFree below the request at start is said in the summary, not counted as a refusal: the

@@ -141,6 +141,8 @@ def startup_check(ctx: Context, kv_gib: float, uma: bool, explicit: bool) -> Sta
         refuses=refuses, largest_context=largest, nominal_largest_context=nominal_largest,
         refuses_on=sum(1 for b in booked if need is not None and need > b * GIB),
         need_assumed=ctx.need.assumed, bound=bound, booking_note=ctx.booking_note,
+        calibrated_from_boots=(ctx.reserve.source if not booked and ctx.reserve.source
+                               .startswith("calibrated") else ""),
     )
 
 

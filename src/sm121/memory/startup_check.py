@@ -145,6 +145,9 @@ class StartupCheck(BaseModel):
     # no more KV than this budget: the need only grows with max-model-len, so this one passes.
     bound: str = ""
     booking_note: str = ""  # the booking inferred against the field's own figure, when they differ
+    # The budget is calibrated from boots of this stack that reported what they found (no
+    # booking measured): they already include whatever that stack's start-up books.
+    calibrated_from_boots: str = ""
 
     @property
     def verdict(self) -> str:

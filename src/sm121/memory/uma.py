@@ -40,6 +40,7 @@ class GateInput(BaseModel):
     max_model_len: int
     bound: str = ""  # a boot of this stack that passed here or at a longer max-model-len
     need_assumed: bool = False  # the need is not measured on this stack
+    calibrated: str = ""  # the budget is calibrated from boots of this stack (how)
 
 
 class GatePrediction(BaseModel):
@@ -83,6 +84,11 @@ def predict_gate(gate: GateInput) -> GatePrediction:
         kv = statistics.median(gate.booked_kv_gib)
         how = (f"the median of the observed boots with the load's page cache booked "
                f"({' / '.join(f'{b:.2f}' for b in gate.booked_kv_gib)} GiB)")
+    elif gate.calibrated:
+        kv = gate.nominal_kv_gib
+        how = (f"the budget, {gate.calibrated}: the boots of this stack found their KV with their "
+               "page cache as it was then and showed no booking; this node's "
+               f"{cache:.1f} GiB of page cache booked on top was not measured on this stack")
     else:
         kv = max(0.0, gate.nominal_kv_gib - cache)  # nothing found is 0, never negative
         how = (f"estimated: the budget {gate.nominal_kv_gib:.2f} GiB less this node's {cache:.1f} "
@@ -104,7 +110,7 @@ def describe(prediction: GatePrediction) -> str:
     needs = ("would need (assumed, not measured on this stack)" if p.need_assumed
              else "needs")
     start = ("" if p.start_passes else
-             " (below the request; the field's boots with the page cache kept passed the start, "
+             " (below the request; the field's Laguna boots with the page cache kept passed the start, "
              "so it is not counted as a refusal)")
     return (f"a vLLM {p.version} reading {p.reads} {verdict}: one request at max-model-len "
             f"{p.max_model_len:,} {needs} {p.need_gib:.2f} GiB of KV in its start-up check, it "

@@ -172,3 +172,11 @@ def test_glm_52_load_tax_is_the_whole_checkpoint_per_node_at_the_measured_rate()
     assert "1.10 GB/s (measured in the field" in message
     assert "instanttensor is configured but no boot of this recipe proves it" in message
     assert "the report does not say which loader they ran" in message
+
+
+def test_a_stack_is_served_by_model_nodes_tp_and_engine_release() -> None:
+    assert DS4_STACK.serves("deepseek-v4-flash", 2, 2, "0.21.1rc1.dev339 + DSpark overlay")
+    assert not DS4_STACK.serves("deepseek-v4-flash", 2, 2, "source build + DSpark overlay")
+    assert not DS4_STACK.serves("deepseek-v4-flash", 1, 1, "0.21.1")
+    assert not LAGUNA_STACK.serves("deepseek-v4-flash", 1, 1, "0.25.1")
+    assert LAGUNA_STACK.serves("laguna-s-2.1", 1, 1, "0.25.3")
