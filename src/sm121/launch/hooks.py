@@ -55,7 +55,8 @@ fi
 
 # $1: the weights folder. Reads in parallel (8 files at a time) when the total fits in
 # MemAvailable; a model larger than RAM would evict its own first shards before the engine
-# reads them (measured: a 406 GB model on 121 GB nodes kept 0.0% in page cache).
+# reads them (measured: a 406 GB model on 121 GB nodes kept 0.0% in page cache). The doctor's
+# weights-vs-ram check applies the same rule (doctor/memory_checks.py).
 _WARM_READ = f"""dir="$1"
 if [ ! -d "$dir" ]; then echo "{MARK} skipped no weights folder $dir on this node"; exit 0; fi
 list() {{ find -L "$dir" -type f \\( {' -o '.join(f"-name {q(p)}" for p in WEIGHT_PATTERNS)} \\) "$@"; }}

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from sm121.memory.budget import GIB
 from sm121.memory.calibration import Observation
-from sm121.memory.field import FIELD_BOOKING_GB, LAGUNA_STACK
+from sm121.memory.field import STATED_BOOKING_GB
 from sm121.memory.kv import KvLayout
 from sm121.memory.model import DEFAULT_BATCHED_TOKENS, DEFAULT_GMU, Context
 from sm121.memory.startup_check import NeedModel, StartupCheck, rules_for, usable_for_check
@@ -67,19 +67,21 @@ def _passed(ctx: Context, observations: Sequence[Observation]) -> tuple[
 
 def _booking_note(ctx: Context, observations: Sequence[Observation],
                   booked: tuple[tuple[float, str], ...]) -> str:
-    """The booking inferred from the Laguna boots against the field's own ~20 GB (measured on
-    that stack only): they differ when the assumed reserve or weights are off."""
-    if not booked or not any(o.stack == LAGUNA_STACK for o in observations):
+    """The booking inferred from a stack's boots against what the source says of that stack
+    (Laguna: ~20 GB): they differ when the assumed reserve or weights are off."""
+    stated = next((STATED_BOOKING_GB[o.stack] for o in observations
+                   if o.page_cache_booked and o.stack in STATED_BOOKING_GB), None)
+    if not booked or stated is None:
         return ""
     inferred = statistics.median(b for b, _ in booked)
-    field = FIELD_BOOKING_GB * 1e9 / GIB
+    field = stated * 1e9 / GIB
     margin = BOOKING_ROUNDING_GB * 1e9 / GIB
     if abs(inferred - field) <= margin:
         return ""
     return (f"the page cache booked, inferred as the budget less the KV the boots reported, is "
-            f"{inferred:.1f} GiB; the field says ~{FIELD_BOOKING_GB:g} GB ({field:.1f} GiB). The "
+            f"{inferred:.1f} GiB; the field says ~{stated:g} GB ({field:.1f} GiB). The "
             f"budget rests on an assumed reserve ({ctx.reserve.source}) and weights "
-            f"({ctx.weights_how}): at ~{FIELD_BOOKING_GB:g} GB the reserve would be about "
+            f"({ctx.weights_how}): at ~{stated:g} GB the reserve would be about "
             f"{ctx.reserve.at(ctx.batched_tokens) + inferred - field:.1f} GiB")
 
 
@@ -121,7 +123,9 @@ def startup_check(ctx: Context, kv_gib: float, uma: bool, explicit: bool) -> Sta
     else:
         budget, booked_how = kv_gib, ""
         budget_how = ("the KV budget" if not uma or not rules.reads_memfree_on_uma or explicit
-                      else "the KV budget; no boot of this recipe measured the page cache a "
+                      else "the KV budget, calibrated from this stack's boots, which found it "
+                      "with no booking measured" if ctx.reserve.source.startswith("calibrated")
+                      else "the KV budget; no boot of this stack measured the page cache a "
                       "MemFree reading books (the doctor reads it from the node)")
     usable = usable_for_check(int(budget * GIB), ctx.layout, ctx.block_size, rules)
     need = ctx.need.need(ctx.layout, ctx.max_model_len, ctx.block_size, ctx.batched_tokens,

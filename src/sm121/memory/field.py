@@ -43,8 +43,9 @@ DS4_WEIGHTS_GIB = 77.7  # measured: "Weights take 77.7 GiB" per node at TP=2 (se
 LAGUNA_WEIGHTS_GIB = round(67e9 / 1024**3, 2)  # the 67 GB checkpoint: held in memory, assumed
 LAGUNA_NEED_262K_GIB = 18.35  # measured: "Requirement (262K) 18.35 GiB" (section 6)
 # measured on the Laguna stack: "~20 GB of reclaimable page cache (from reading the weights!)
-# is booked as unavailable" (section 6); a rounded figure
+# is booked as unavailable" (section 6); a rounded figure, and a statement about that stack only
 FIELD_BOOKING_GB = 20.0
+STATED_BOOKING_GB = {LAGUNA_STACK: FIELD_BOOKING_GB}
 
 _DS4: dict[str, Any] = {"recipe": "deepseek-v4-flash-eugr-agent", "stack": DS4_STACK,
         "node_total_gib": GB10_TOTAL_GIB, "weights_gib": DS4_WEIGHTS_GIB}
