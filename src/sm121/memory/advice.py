@@ -192,8 +192,10 @@ def _no_kv(plan: MemoryPlan, source: str) -> Finding:
     if estimated:
         assumed.append(f"weights {plan.weights_gib or 0:.2f} GiB per rank ({plan.weights_how}: "
                        "an estimate, not measured in memory)")
-    if not plan.reserve_how.startswith("calibrated"):
+    if not plan.reserve_how.startswith("calibrated") and plan.kv_gib + (plan.reserve_gib or 0) > 0:
+        # the estimated reserve is what leaves nothing: the weights alone would leave some
         assumed.append(f"reserve {plan.reserve_gib or 0:.2f} GiB ({plan.reserve_how})")
+    decisive = bool(assumed)
     if plan.gmu_ceiling is not None and plan.gmu_ceiling_how.startswith("assumed"):
         assumed.append(f"ceiling {plan.gmu_ceiling:.2f} ({plan.gmu_ceiling_how})")
     served = [c.source for c in plan.comparisons if c.observed_outcome == "boots"]
@@ -204,8 +206,8 @@ def _no_kv(plan: MemoryPlan, source: str) -> Finding:
         message += (f". The field served this stack ({', '.join(served)}): one of those "
                     "numbers is wrong, not the recipe")
     else:
-        message += ": the engine refuses to start" + (" if they hold" if assumed else "")
-    return Finding(severity=Severity.WARNING if assumed or served else Severity.ERROR,
+        message += ": the engine refuses to start" + (" if they hold" if decisive else "")
+    return Finding(severity=Severity.WARNING if decisive or served else Severity.ERROR,
                    source=source, field="KV budget", message=message, fix=_raise_gmu_fix(plan))
 
 

@@ -21,17 +21,23 @@ def _file(recipe: str, profile: str | None) -> Path:
     return store_dir() / recipe / f"{profile or 'default'}.json"
 
 
-def load_observations(recipe: Recipe, profile: str | None = None) -> list[Observation]:
+def load_observations(recipe: Recipe | str, profile: str | None = None) -> list[Observation]:
     """Stored observations for the recipe (one profile, or all), then the field's built-in
     ones measured on the stack this recipe serves (same model, nodes, TP and engine release):
-    a figure calibrates only the stack it was measured on."""
-    stored = load_stored(recipe.name, profile)
-    par = recipe.parallelism
+    a figure calibrates only the stack it was measured on. Given only a name, the built-in
+    ones are those recorded for the built-in recipe of that name."""
+    name = recipe if isinstance(recipe, str) else recipe.name
+    stored = load_stored(name, profile)
     builtin = [o for o in builtin_observations()
-               if o.stack is not None
-               and o.stack.serves(recipe.model.id, par.nodes, par.tp, recipe.engine.version)
+               if (o.recipe == name if isinstance(recipe, str) else _serves(o, recipe))
                and (profile is None or o.profile == profile)]
     return stored + builtin
+
+
+def _serves(observation: Observation, recipe: Recipe) -> bool:
+    par = recipe.parallelism
+    return observation.stack is not None and observation.stack.serves(
+        recipe.model.id, par.nodes, par.tp, recipe.engine.version)
 
 
 def load_stored(name: str, profile: str | None = None) -> list[Observation]:
