@@ -125,7 +125,8 @@ def print_memory_plan(plan: MemoryPlan) -> None:
             need = f" (need {c.predicted_need_gib:.2f} GiB)" if c.predicted_need_gib else ""
             check = (f"{c.predicted_outcome or '-'}{need} / {c.observed_outcome or '-'}"
                      if c.predicted_outcome or c.observed_outcome else "-")
-            table.add_row(c.source + (" (calibrates)" if c.calibrates else ""), c.settings,
+            where = f" ({c.where})" if c.where else ""
+            table.add_row(c.source + where + (" (calibrates)" if c.calibrates else ""), c.settings,
                           predicted, observed, error, check)
         console.print(table)
     for finding in plan.findings:

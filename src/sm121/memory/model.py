@@ -76,6 +76,7 @@ class MemoryRequest:
 
 class Comparison(BaseModel):
     source: str
+    where: str = ""  # the stack and the source's section it was measured on (field figures)
     settings: str
     predicted_tokens: int | None
     observed_tokens: int | None

@@ -150,8 +150,9 @@ def _compare(ctx: Context, request: MemoryRequest,
     described = [f"profile {obs.profile or '-'}"] + [f"{k} {v}" for k, v in settings.items()]
     if obs.kv_explicit and obs.kv_gib is not None:
         described.append(f"KV {obs.kv_gib:g} GiB")
+    where = (f"{obs.stack.name}; {obs.origin.section}" if obs.stack and obs.origin else "")
     return Comparison(
-        source=obs.source, settings=", ".join(described),
+        source=obs.source, where=where, settings=", ".join(described),
         predicted_tokens=predicted.pool_tokens, observed_tokens=obs.pool_tokens,
         predicted_kv_gib=round(_kv_at(predicted, obs), 2), observed_kv_gib=obs.kv_gib,
         calibrates=obs.source in ctx.calibrated_from,
