@@ -56,8 +56,8 @@ def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
                      api: str | None = None) -> None:
     # The runner (aiohttp) is imported here: every `sm121` command builds the bench command
     # table, and on a saturated host aiohttp's import alone took seconds.
-    from sm121.bench.agents.apis import check_api
     from sm121.bench.runner import Target, run_scenario
+    from sm121.bench.scenarios.agents.apis import check_api
 
     check_api(name, api)
     spec = get(name)

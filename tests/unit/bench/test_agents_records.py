@@ -1,6 +1,6 @@
 """The typed agents records keep the results file's shape: every committed agents run's
 turns, config and summary read into the models and write back the same keys and values, so
-older files stay readable and new ones look the same (sm121/bench/agents/records.py)."""
+older files stay readable and new ones look the same (sm121/bench/scenarios/agents/records.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sm121.bench.agents.records import TurnSample, read_run
-from sm121.bench.agents.summary import summarize_run
-from sm121.bench.agents.summary_model import AgentsSummary
+from sm121.bench.scenarios.agents.records import TurnSample, read_run
+from sm121.bench.scenarios.agents.summary import summarize_run
+from sm121.bench.scenarios.agents.summary_model import AgentsSummary
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
 AGENT_RUNS = sorted(p for p in RESULTS.rglob("agents-*.json")

@@ -14,18 +14,18 @@ import pytest
 from aiohttp import web
 from support.aiohttp_server import served
 
-from sm121.bench.agents.capture_log import (
+from sm121.bench.client import BenchClient
+from sm121.bench.results import ResultsFile
+from sm121.bench.runner import Context
+from sm121.bench.scenarios.agents.capture_log import (
     by_session,
     gap_errors,
     load_capture,
     redacted_chars,
     schedule,
 )
-from sm121.bench.agents.records import TurnSample
-from sm121.bench.agents.replay import ReplayArgs, filler_chars, replay
-from sm121.bench.client import BenchClient
-from sm121.bench.results import ResultsFile
-from sm121.bench.runner import Context
+from sm121.bench.scenarios.agents.records import TurnSample
+from sm121.bench.scenarios.agents.replay import ReplayArgs, filler_chars, replay
 from sm121.errors import Sm121Error
 from sm121.gateway.capture import Capture
 from sm121.gateway.sessions import session_id

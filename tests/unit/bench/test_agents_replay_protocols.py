@@ -13,10 +13,10 @@ import pytest
 from aiohttp import web
 from support.aiohttp_server import served
 
-from sm121.bench.agents.replay import ReplayArgs, replay
 from sm121.bench.client import BenchClient
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Context
+from sm121.bench.scenarios.agents.replay import ReplayArgs, replay
 from sm121.gateway.capture import Capture
 from sm121.gateway.sessions import session_id
 from sm121.protocols.chat_view import messages_to_chat, responses_to_chat

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from sm121.bench.agents.choose import verdict
-from sm121.bench.agents.entries import AbEntry, SweepEntry
-from sm121.bench.agents.records import TurnSample, read_run
-from sm121.bench.agents.slo import evaluate, parse_slo
-from sm121.bench.agents.summary import headline, overlaps_background, summarize_run
-from sm121.bench.agents.summary_model import RunMetrics
-from sm121.bench.agents.sweep import largest_meeting
+from sm121.bench.scenarios.agents.choose import verdict
+from sm121.bench.scenarios.agents.entries import AbEntry, SweepEntry
+from sm121.bench.scenarios.agents.records import TurnSample, read_run
+from sm121.bench.scenarios.agents.slo import evaluate, parse_slo
+from sm121.bench.scenarios.agents.summary import headline, overlaps_background, summarize_run
+from sm121.bench.scenarios.agents.summary_model import RunMetrics
+from sm121.bench.scenarios.agents.sweep import largest_meeting
 from sm121.errors import Sm121Error
 
 

@@ -3,8 +3,8 @@ from the repetitions already measured (sm121/bench/tune)."""
 
 import pytest
 
-from sm121.bench.agents.entries import AbEntry
-from sm121.bench.agents.summary_model import RunMetrics
+from sm121.bench.scenarios.agents.entries import AbEntry
+from sm121.bench.scenarios.agents.summary_model import RunMetrics
 from sm121.bench.tune.result import Probe, RequestRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import median
 
-from sm121.bench.agents.entries import AbEntry
-from sm121.bench.agents.summary_model import RunMetrics
+from sm121.bench.scenarios.agents.entries import AbEntry
+from sm121.bench.scenarios.agents.summary_model import RunMetrics
 from sm121.bench.stats import clopper_pearson
 from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.capacity import Bracket, bracket

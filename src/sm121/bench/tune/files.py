@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from sm121.bench.agents.entries import AbEntry
+from sm121.bench.scenarios.agents.entries import AbEntry
 
 
 class _Open(BaseModel):

@@ -7,12 +7,12 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from sm121.bench.agents.entries import AbEntry
-from sm121.bench.agents.params import AgentRunParams
-from sm121.bench.agents.summary_model import RunMetrics
 from sm121.bench.boot import Boot, steps
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
+from sm121.bench.scenarios.agents.entries import AbEntry
+from sm121.bench.scenarios.agents.params import AgentRunParams
+from sm121.bench.scenarios.agents.summary_model import RunMetrics
 from sm121.bench.tune.result import Probe
 
 Say = Callable[[str], None]

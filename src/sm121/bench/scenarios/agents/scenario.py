@@ -1,4 +1,4 @@
-"""`agents` and `replay` as `Scenario`s, over the functions of `sm121.bench.agents`: chat by
+"""`agents` and `replay` as `Scenario`s, over the functions of `sm121.bench.scenarios.agents`: chat by
 default, judged and reported from their turns."""
 
 from __future__ import annotations
@@ -7,27 +7,26 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench import result_models
-from sm121.bench.agents import report
-from sm121.bench.agents.choose import largest_meeting, verdict
-from sm121.bench.agents.entries import AbEntry
-from sm121.bench.agents.params import (
-    AgentRunParams,
-    ReplayRunParams,
-    agent_params,
-    replay_params,
-)
-from sm121.bench.agents.records import read_run
-from sm121.bench.agents.replay import ReplayArgs, replay
-from sm121.bench.agents.results_view import read_ab, read_sweep
-from sm121.bench.agents.scenario import AgentsRunArgs, agents
-from sm121.bench.agents.summary import HEADLINE, headline
-from sm121.bench.agents.summary_model import AgentsSummary, RunExtras, RunMetrics, RunOutcome
 from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.result_models import AbResults, Open, ScenarioResults, SweepResults, SweepSummary
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Results, Scenario, option
-from sm121.bench.scenarios.agents import models
+from sm121.bench.scenarios.agents import models, report
+from sm121.bench.scenarios.agents.choose import largest_meeting, verdict
+from sm121.bench.scenarios.agents.entries import AbEntry
+from sm121.bench.scenarios.agents.params import (
+    AgentRunParams,
+    ReplayRunParams,
+    agent_params,
+    replay_params,
+)
+from sm121.bench.scenarios.agents.records import read_run
+from sm121.bench.scenarios.agents.replay import ReplayArgs, replay
+from sm121.bench.scenarios.agents.results_view import read_ab, read_sweep
+from sm121.bench.scenarios.agents.run import AgentsRunArgs, agents
+from sm121.bench.scenarios.agents.summary import HEADLINE, headline
+from sm121.bench.scenarios.agents.summary_model import AgentsSummary, RunExtras, RunMetrics, RunOutcome
 from sm121.bench.scenarios.agents.texts import SLO_HELP, WORKLOAD_HELP
 
 _SLO = option("ttft_p95=2s", "--slo", SLO_HELP)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sm121.bench.result_models import Open
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Scenario
-from sm121.bench.soak.records import SoakSummary
+from sm121.bench.scenarios.soak.records import SoakSummary
 from sm121.errors import Sm121Error
 
 
