@@ -159,18 +159,14 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
     spec = get(request.scenario)
     say(f"  {profile}: ready, running {request.scenario} (repetition {rep + 1})")
-    scenario_results = asyncio.run(run_scenario(
-        request.scenario, spec.execute, Target(boot.plan.base_url, boot.plan.readiness.model,
-                                           api=request.api or spec.api),
-        {**request.params, "reps": 1}, sub_out,
-        progress=steps(say, f"  {profile}: "),
-        needs_stream=spec.needs_stream))
-    data = scenario_results.data  # the run's file as written (JSON)
-    record = boot.record
-    return AbEntry.model_validate({
+    run = asyncio.run(run_scenario(
+        spec, Target(boot.plan.base_url, boot.plan.readiness.model, api=request.api or spec.api),
+        {**request.params, "reps": 1}, sub_out, progress=steps(say, f"  {profile}: ")))
+    record, data = boot.record, run.to_json()
+    return AbEntry[Any].model_validate({
         "profile": profile, "rep": rep, "run_id": boot.run_id,
         "engine_args": record.engine_args, "boot": record.boot, "timings": record.timings,
-        "results_file": str(sub_out), "server": data["server"], "probe": data["probe"],
-        "samples": data["samples"], "summary": data["summary"],
-        "metrics": spec.headline_metrics(spec.read_samples(data["samples"]))})
+        "results_file": str(sub_out), "server": data["server"],
+        "probe": data.get("probe"), "samples": data["samples"], "summary": data["summary"],
+        "metrics": spec.headline_metrics(run.samples)})
 

@@ -15,7 +15,7 @@ does not name (`result_models.Open`), so files written before a field existed st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
@@ -30,7 +30,7 @@ from sm121.bench.result_models import (
 )
 
 if TYPE_CHECKING:
-    from sm121.bench.runner import Context
+    from sm121.bench.context import Context
 
 Headline = tuple[tuple[str, str, str, str], ...]  # key, label, format, better
 # A results file read into its models (`Scenario.read`): the hooks narrow it by its class.
@@ -79,11 +79,6 @@ class Scenario(Generic[SampleT, SummaryT]):
     async def run(self, ctx: Context, params: Params) -> SummaryT:
         raise NotImplementedError
 
-    async def execute(self, ctx: Context, raw: dict[str, Any]) -> dict[str, Any]:
-        """The runner's entry: params checked into their model, the summary dumped."""
-        summary = await self.run(ctx, self.params.model_validate(raw))
-        return summary.model_dump(mode="json", exclude_unset=True, by_alias=True)
-
     def prepare(self, values: Params) -> BaseModel:
         """Command-line values -> the params the run gets (dumped as the run's params),
         checked before anything is sent."""
@@ -129,6 +124,11 @@ class Scenario(Generic[SampleT, SummaryT]):
         if kind == "sweep":
             return SweepResults[self.sample]  # type: ignore[name-defined]
         return ScenarioResults[self.sample, self.summary]  # type: ignore[name-defined]
+
+    def read_run(self, data: dict[str, Any]) -> ScenarioResults[SampleT, SummaryT]:
+        """One run's results file (kind "scenario") in this scenario's models."""
+        model = ScenarioResults[self.sample, self.summary]  # type: ignore[name-defined]
+        return cast("ScenarioResults[SampleT, SummaryT]", model.model_validate(data))
 
     def read(self, data: dict[str, Any]) -> Results:
         """A results file as loaded (JSON, the edge) in this scenario's models; raises

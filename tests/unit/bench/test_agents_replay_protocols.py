@@ -14,8 +14,8 @@ from aiohttp import web
 from support.aiohttp_server import served
 
 from sm121.bench.client import BenchClient
+from sm121.bench.context import Context
 from sm121.bench.results import ResultsFile
-from sm121.bench.runner import Context
 from sm121.bench.scenarios.agents.replay import ReplayArgs, replay
 from sm121.gateway.capture import Capture
 from sm121.gateway.sessions import session_id

@@ -124,7 +124,7 @@ def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> KneeFi
                              trust=request.trust, say=say, cluster=request.cluster,
                              host=request.host)
     state.save()
-    return KneeFile.model_validate(results.data)
+    return KneeFile.model_validate(results.to_json())
 
 
 @dataclass(frozen=True)

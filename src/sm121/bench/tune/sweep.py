@@ -9,10 +9,9 @@ from pathlib import Path
 
 from sm121.bench.boot import Boot, steps
 from sm121.bench.runner import Target, run_scenario
-from sm121.bench.scenarios import get
 from sm121.bench.scenarios.agents.entries import AbEntry
 from sm121.bench.scenarios.agents.params import AgentRunParams
-from sm121.bench.scenarios.agents.summary_model import RunMetrics
+from sm121.bench.scenarios.agents.scenario import Agents
 from sm121.bench.tune.result import Probe
 
 Say = Callable[[str], None]
@@ -26,14 +25,11 @@ def met_at_target(entries: list[AbEntry], name: str) -> bool | None:
 
 
 def run_point(boot: Boot, params: AgentRunParams, n: int, out: Path, say: Say) -> Probe:
-    spec = get("agents")
+    spec = Agents()
     results = asyncio.run(run_scenario(
-        "agents", spec.execute,
-        Target(boot.plan.base_url, boot.plan.readiness.model, api="chat"),
-        {**params.model_dump(), "agents": n}, out, progress=steps(say, f"N={n}: "),
-        needs_stream=True))
-    headline = spec.headline_metrics(spec.read_samples(results.data["samples"]))
-    metrics = RunMetrics.model_validate(headline.to_json())
+        spec, Target(boot.plan.base_url, boot.plan.readiness.model, api=spec.api),
+        {**params.model_dump(), "agents": n}, out, progress=steps(say, f"N={n}: ")))
+    metrics = spec.flatten(results.samples)
     return Probe(agents=n, slo_met=bool(metrics.slo_met), goodput=metrics.goodput,
                  good_turns=metrics.good_turns, judged_turns=metrics.judged_turns,
                  ttft_p95_judged_s=metrics.ttft_p95_judged_s,

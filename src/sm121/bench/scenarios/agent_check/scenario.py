@@ -4,8 +4,8 @@ file (JSON and Markdown), not a bench results file."""
 
 from __future__ import annotations
 
+from sm121.bench.context import Context
 from sm121.bench.result_models import Open
-from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Scenario, option
 from sm121.bench.scenarios.agent_check.report_file import AgentCheckReport
 from sm121.bench.scenarios.agent_check.runner import run_agent_check

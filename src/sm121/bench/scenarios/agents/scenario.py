@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench import result_models
+from sm121.bench.context import Context
 from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.result_models import AbResults, Open, ScenarioResults, SweepResults, SweepSummary
-from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Results, Scenario, option
 from sm121.bench.scenarios.agents import models, report
 from sm121.bench.scenarios.agents.choose import largest_meeting, verdict

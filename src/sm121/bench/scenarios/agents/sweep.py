@@ -32,14 +32,11 @@ async def run_sweep(target: Target, ns: list[int], params: AgentRunParams, out: 
     with results.recording():
         for n in ns:
             sub = out.with_suffix("") / f"agents-{n}.json"
-            run = await run_scenario("agents", spec.execute, target,
-                                     {**params.model_dump(), "agents": n}, sub,
-                                     progress=_prefixed(progress, f"N={n}: "),
-                                     needs_stream=spec.needs_stream)
+            run = await run_scenario(spec, target, {**params.model_dump(), "agents": n}, sub,
+                                     progress=_prefixed(progress, f"N={n}: "))
             results.add_sample({"agents": n, "results_file": str(sub),
-                                "samples": run.data["samples"],
-                                "metrics": spec.headline_metrics(
-                                    spec.read_samples(run.data["samples"])).to_json()})
+                                "samples": [s.to_json() for s in run.samples],
+                                "metrics": spec.headline_metrics(run.samples).to_json()})
             points = results.data["samples"]
             results.set(summary={"slo": params.slo,
                                  "largest_n": largest_meeting(

@@ -4,8 +4,8 @@ in the runner's context of one client."""
 
 from __future__ import annotations
 
+from sm121.bench.context import Context
 from sm121.bench.result_models import Open
-from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Scenario
 from sm121.bench.scenarios.soak.records import SoakSummary
 from sm121.errors import Sm121Error
