@@ -134,17 +134,18 @@ def boot_and_measure(request: AbRequest, results: ResultsFile, boot_index: int, 
                                                metrics=Open()), boot_index, k)
 
 
-def _add(request: AbRequest, results: ResultsFile, entry: AbEntry[Any], boot: int,
+def _add(request: AbRequest, results: ResultsFile, entry: AbEntry[Any, Open], boot: int,
          rep_on_boot: int) -> None:
     entry.boot_index, entry.rep_on_boot = boot, rep_on_boot
     results.add_sample(entry.to_json())
-    entries = [AbEntry[Any].model_validate(s) for s in results.data["samples"]]
+    spec = get(request.scenario)
+    entries = [spec.ab_entry(s) for s in results.data["samples"]]
     measured = [e for e in entries if not e.error]
-    results.set(summary=compare_with(get(request.scenario), measured, request.profiles).to_json())
+    results.set(summary=compare_with(spec, measured, request.profiles).to_json())
 
 
 def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
-                       ) -> AbEntry[Any]:
+                       ) -> AbEntry[Any, Open]:
     try:
         return measure_on_boot(request, boot, profile, rep, say)
     except Exception as exc:  # a failed repetition; the next one may still measure
@@ -154,7 +155,7 @@ def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, s
 
 
 def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
-                    ) -> AbEntry[Any]:
+                    ) -> AbEntry[Any, Open]:
     """One repetition of the scenario on a served engine (its own results file)."""
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
     spec = get(request.scenario)
@@ -163,7 +164,7 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
         spec, Target(boot.plan.base_url, boot.plan.readiness.model, api=request.api or spec.api),
         {**request.params, "reps": 1}, sub_out, progress=steps(say, f"  {profile}: ")))
     record, data = boot.record, run.to_json()
-    return AbEntry[Any].model_validate({
+    return AbEntry[Any, Open].model_validate({
         "profile": profile, "rep": rep, "run_id": boot.run_id,
         "engine_args": record.engine_args, "boot": record.boot, "timings": record.timings,
         "results_file": str(sub_out), "server": data["server"],

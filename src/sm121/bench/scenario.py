@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 Headline = tuple[tuple[str, str, str, str], ...]  # key, label, format, better
 # A results file read into its models (`Scenario.read`): the hooks narrow it by its class.
-Results = ScenarioResults[Any, Any] | AbResults[Any] | SweepResults[Any]
+Results = ScenarioResults[Any, Any] | AbResults[Any, Any] | SweepResults[Any, Any]
 Kind = Literal["scenario", "ab", "sweep"]
 SampleT = TypeVar("SampleT")
 SummaryT = TypeVar("SummaryT", bound=BaseModel)
@@ -69,6 +69,7 @@ class Scenario(Generic[SampleT, SummaryT]):
     params: ClassVar[type[Params]] = Params
     sample: ClassVar[Any] = Open  # the model (or annotated union) of one recorded sample
     summary: ClassVar[type[BaseModel]] = Open
+    metrics: ClassVar[type[BaseModel]] = Open  # `flatten`'s model: an A/B or sweep entry's
     api: ClassVar[str] = "completions"  # the default of --api
     api_option: ClassVar[bool] = True  # offer --api (a replay speaks what was captured)
     stream_option: ClassVar[bool] = False  # offer --no-stream (counts from usage)
@@ -94,7 +95,8 @@ class Scenario(Generic[SampleT, SummaryT]):
         the `headline` keys); None: nothing valid was measured (the entry keeps `{}`)."""
         return None
 
-    def verdict(self, entries: list[AbEntry[SampleT]], profiles: list[str]) -> Verdict | None:
+    def verdict(self, entries: list[AbEntry[SampleT, Any]], profiles: list[str]
+                ) -> Verdict | None:
         """Which profile of an A/B is best and why; None: the table says it all."""
         return None
 
@@ -120,10 +122,17 @@ class Scenario(Generic[SampleT, SummaryT]):
     def results_model(self, kind: Kind) -> type[Results]:
         """The model a results file of this scenario reads into, by its kind."""
         if kind == "ab":
-            return AbResults[self.sample]  # type: ignore[name-defined]
+            return AbResults[self.sample, self.metrics]  # type: ignore[name-defined]
         if kind == "sweep":
-            return SweepResults[self.sample]  # type: ignore[name-defined]
+            return SweepResults[self.sample, self.metrics]  # type: ignore[name-defined]
         return ScenarioResults[self.sample, self.summary]  # type: ignore[name-defined]
+
+    def ab_entry(self, data: dict[str, Any] | BaseModel) -> AbEntry[SampleT, Any]:
+        """One A/B entry (as written, or in another entry model) in this scenario's models."""
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        model = AbEntry[self.sample, self.metrics]  # type: ignore[name-defined]
+        return cast("AbEntry[SampleT, Any]", model.model_validate(data))
 
     def read_run(self, data: dict[str, Any]) -> ScenarioResults[SampleT, SummaryT]:
         """One run's results file (kind "scenario") in this scenario's models."""

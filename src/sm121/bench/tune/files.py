@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from sm121.bench.scenarios.agents.entries import AbEntry
+from sm121.bench.scenarios.agents.models import AgentsAbEntry
 
 
 class _Open(BaseModel):
@@ -33,7 +33,7 @@ class AbFile(_Open):
     """The A/B of tune's arms (ab-agents.json), as measured so far."""
 
     boots: list[AbBoot] = Field(default_factory=list)
-    samples: list[AbEntry] = Field(default_factory=list)
+    samples: list[AgentsAbEntry] = Field(default_factory=list)
 
 
 class ServerInfo(_Open):

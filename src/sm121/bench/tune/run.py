@@ -16,6 +16,7 @@ from pathlib import Path
 from sm121.bench.ab import AbRequest, boot_and_measure, measured_pairs, open_results
 from sm121.bench.boot import Boot
 from sm121.bench.results import ResultsFile, load_results
+from sm121.bench.scenarios.agents.models import stored_summary
 from sm121.bench.scenarios.knee.on_recipe import knee_on_recipe
 from sm121.bench.tune import candidates as cands
 from sm121.bench.tune import conditions
@@ -71,13 +72,13 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, facts, sitting, say)
-    result = choose(request, state, found, AbFile.model_validate(ab.data), facts.engine,
-                    sitting)
+    arms = AbFile.model_validate(ab.data)
+    result = choose(request, state, found, arms, facts.engine, sitting)
     state.set(result=result.model_dump(mode="json"))
     if not request.write:  # a profile an earlier invocation wrote is not this pick's
         state.data.pop("written", None)
         state.data.pop("serve_needs_trust", None)
-    report = write_report(request.out, knee, ab.data, TuneRecord.model_validate(state.data))
+    report = write_report(request.out, knee, arms, TuneRecord.model_validate(state.data))
     state.set(report=str(report))
     if request.write and result.chosen:
         text = _recipe_text(recipe.name, loaded.builtin, loaded.source)
@@ -86,7 +87,7 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
         needs = trust_needs(load_recipe(recipe.name).recipe, "tuned", builtin=False)
         # Shown as $SM121_HOME/..., so a committed report names no machine's folders.
         state.set(written=f"$SM121_HOME/recipes/{path.name}", serve_needs_trust=needs)
-        write_report(request.out, knee, ab.data, TuneRecord.model_validate(state.data))
+        write_report(request.out, knee, arms, TuneRecord.model_validate(state.data))
         say(f"wrote profile `tuned` into {path}")
     state.set(status="complete")
 
@@ -146,10 +147,9 @@ def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: AbFile) -> Esti
     the knee's boot (the machine's first boot may be cold and slower)."""
     boots = [t for b in ab.boots if (t := b.timings.first_generation_s) is not None]
     walls = [w for s in ab.samples
-             if not s.error and s.summary and (w := s.summary.wall_s) is not None]
+             if not s.error and (w := stored_summary(s).wall_s) is not None]
     # The exclusive prefill costs about what the background job's prefill took in the runs
-    prefills = [t for s in ab.samples
-                if not s.error and s.metrics and (t := s.metrics.background_ttft_s)]
+    prefills = [t for s in ab.samples if s.measured() and (t := s.metrics.background_ttft_s)]
     knee_boot = knee.boot_s if knee else None
     return measured(boots, walls, request.boot_estimate_s or knee_boot or 60.0,
                     request.rep_estimate_s, request.rest_s, prefills)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sm121.bench.boot import Boot, steps
 from sm121.bench.runner import Target, run_scenario
-from sm121.bench.scenarios.agents.entries import AbEntry
+from sm121.bench.scenarios.agents.models import AgentsAbEntry
 from sm121.bench.scenarios.agents.params import AgentRunParams
 from sm121.bench.scenarios.agents.scenario import Agents
 from sm121.bench.tune.result import Probe
@@ -17,10 +17,10 @@ from sm121.bench.tune.result import Probe
 Say = Callable[[str], None]
 
 
-def met_at_target(entries: list[AbEntry], name: str) -> bool | None:
+def met_at_target(entries: list[AgentsAbEntry], name: str) -> bool | None:
     """Whether the candidate met the SLO at the target N: a majority of its repetitions."""
     met = [bool(e.metrics.slo_met) for e in entries
-           if e.profile == name and not e.error and e.metrics]
+           if e.profile == name and e.measured()]
     return None if not met else sum(met) * 2 > len(met)
 
 

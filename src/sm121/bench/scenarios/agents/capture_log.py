@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.scenarios.agents.records import TurnSample
-from sm121.bench.scenarios.agents.summary_model import GapErrors
+from sm121.bench.scenarios.agents.models import GapErrors, TurnSample
 from sm121.errors import Sm121Error
 
 # A wait for the previous answer shorter than this is timer noise, not a held request.

@@ -4,25 +4,8 @@ from __future__ import annotations
 
 from statistics import median
 
-from pydantic import BaseModel
-
-from sm121.bench.scenarios.agents.entries import AbEntry, SweepEntry
-from sm121.bench.scenarios.agents.summary_model import RunMetrics
-
-
-class ProfileMedians(BaseModel):
-    """One profile over its repetitions: median goodput, judged TTFT p95, each SLO term."""
-
-    goodput: float | None
-    ttft_p95_s: float | None
-    terms: dict[str, float | None]
-    reps: int
-
-
-class Verdict(BaseModel):
-    best: str | None
-    why: str
-    profiles: dict[str, ProfileMedians]
+from sm121.bench.result_models import ProfileVerdict, Verdict
+from sm121.bench.scenarios.agents.models import AgentsAbEntry, AgentsSweepEntry, RunMetrics
 
 
 def _show(value: float | None, pct: bool = False) -> str:
@@ -39,13 +22,13 @@ def _median(values: list[float | None]) -> float | None:
 def choose_profile(runs: dict[str, list[RunMetrics]]) -> Verdict:
     """The profile with the highest median goodput (ties: the lower TTFT p95), and per SLO
     term each profile's median observed value. `runs`: profile -> its runs' metrics."""
-    per: dict[str, ProfileMedians] = {}
+    per: dict[str, ProfileVerdict] = {}
     for profile, measured in runs.items():
         terms: dict[str, list[float | None]] = {}
         for run in measured:
             for term, value in run.slo_terms.items():
                 terms.setdefault(term, []).append(value)
-        per[profile] = ProfileMedians(
+        per[profile] = ProfileVerdict(
             goodput=_median([r.goodput for r in measured]),
             ttft_p95_s=_median([r.judged_ttft_p95() for r in measured]),
             terms={t: _median(v) for t, v in terms.items()}, reps=len(measured))
@@ -60,19 +43,19 @@ def choose_profile(runs: dict[str, list[RunMetrics]]) -> Verdict:
     return Verdict(best=ranked[0], why=f"median over repetitions: {why}.", profiles=per)
 
 
-def verdict(entries: list[AbEntry], profiles: list[str]) -> Verdict:
+def verdict(entries: list[AgentsAbEntry], profiles: list[str]) -> Verdict:
     """An A/B's verdict from its entries: each profile's measured repetitions' metrics."""
-    runs = {profile: [e.metrics for e in entries if e.profile == profile and e.metrics]
+    runs = {profile: [e.metrics for e in entries if e.profile == profile and e.measured()]
             for profile in profiles}
     return choose_profile(runs)
 
 
-def largest_meeting(points: list[SweepEntry]) -> int | None:
+def largest_meeting(points: list[AgentsSweepEntry]) -> int | None:
     """The largest N that meets the SLO with every smaller N meeting it too: a lucky run
     above a failing one is not capacity."""
     best = None
     for point in sorted(points, key=lambda p: p.agents):
-        if not (point.metrics and point.metrics.slo_met):
+        if not (point.measured() and point.metrics.slo_met):
             break
         best = point.agents
     return best

@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from sm121.bench.report.plots import legend, plt, save_figure
-from sm121.bench.scenarios.agents.records import TurnSample
+from sm121.bench.scenarios.agents.models import RunMetrics, TurnSample
 from sm121.bench.scenarios.agents.summary import by_turn
-from sm121.bench.scenarios.agents.summary_model import RunMetrics
 
 # label -> one run's turns and background job (or every repetition's), in recorded order
 Groups = dict[str, list[TurnSample]]

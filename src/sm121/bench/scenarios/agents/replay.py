@@ -36,7 +36,7 @@ from sm121.bench.scenarios.agents.capture_log import (
 )
 from sm121.bench.scenarios.agents.conversation import exact_text
 from sm121.bench.scenarios.agents.messages import ChatMessage, ToolSpec, wire
-from sm121.bench.scenarios.agents.records import read_run
+from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.bench.scenarios.agents.session import (
     SESSION_HEADER,
     count_request,
@@ -45,7 +45,6 @@ from sm121.bench.scenarios.agents.session import (
 )
 from sm121.bench.scenarios.agents.slo import DEFAULT_SLO, parse_slo
 from sm121.bench.scenarios.agents.summary import summarize_run
-from sm121.bench.scenarios.agents.summary_model import RunExtras, RunOutcome
 from sm121.protocols.chat_view import messages_to_chat, responses_to_chat
 from sm121.protocols.requests import PATHS
 
@@ -199,7 +198,7 @@ class ReplayArgs(BaseModel):
     slo: str | None = DEFAULT_SLO
 
 
-async def replay(ctx: Context, params: ReplayArgs) -> RunOutcome:
+async def replay(ctx: Context, params: ReplayArgs) -> AgentsSummary:
     """The capture sent again; its summary, sessions and how its gaps held."""
     slo = params.slo or DEFAULT_SLO
     parse_slo(slo)
@@ -219,6 +218,6 @@ async def replay(ctx: Context, params: ReplayArgs) -> RunOutcome:
     await run_together(*[_replay_session(ctx, i, items)
                          for i, items in enumerate(sessions.values())])
     run = read_run(ctx.results.data["samples"])
-    return RunOutcome(summarize_run(run, slo), RunExtras(
-        sessions=len(sessions), gaps=gap_errors(run.turns),
-        late_max_s=max((t.late_s for t in run.turns if t.late_s is not None), default=None)))
+    return summarize_run(run, slo).model_copy(update={
+        "sessions": len(sessions), "gaps": gap_errors(run.turns),
+        "late_max_s": max((t.late_s for t in run.turns if t.late_s is not None), default=None)})

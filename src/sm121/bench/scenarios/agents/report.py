@@ -6,30 +6,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import JsonValue
-
 from sm121.bench.report.format import fmt
 from sm121.bench.report.format import markdown_table as _table
-from sm121.bench.result_models import Open, ScenarioResults
+from sm121.bench.result_models import ScenarioResults
 from sm121.bench.scenario import Results
 from sm121.bench.scenarios.agents import plots
-from sm121.bench.scenarios.agents.entries import AbEntry
-from sm121.bench.scenarios.agents.records import AgentsRun, TurnSample, read_run
-from sm121.bench.scenarios.agents.results_view import AbResults, SweepResults
-from sm121.bench.scenarios.agents.summary import summarize_run
-from sm121.bench.scenarios.agents.summary_model import (
+from sm121.bench.scenarios.agents.models import (
+    AgentsAb,
+    AgentsAbEntry,
+    AgentsRun,
     AgentsSummary,
+    AgentsSweep,
     Percentiles,
-    RunExtras,
     RunMetrics,
     TurnRow,
+    TurnSample,
+    bars,
+    read_run,
 )
+from sm121.bench.scenarios.agents.summary import summarize_run
 from sm121.engines.registry import metric_names
-
-
-def typed_run(samples: list[Open]) -> AgentsRun:
-    """A run's samples (in the results file's models) as the agents code reads them."""
-    return read_run([s.to_json() for s in samples])
+from sm121.recipes.schema import ArgValue
 
 
 def _ttft(p: Percentiles) -> list[str]:
@@ -45,6 +42,8 @@ def _judged(s: AgentsSummary) -> str:
 def summary_lines(s: AgentsSummary) -> list[str]:
     """The run in Markdown: verdict, TTFT, by turn, per agent, background, engine, client."""
     slo = s.slo
+    if slo is None:  # a run cut short: no verdict
+        return []
     lines = [f"Workload **{s.workload}**, {s.agents} agents, {s.turns} turns; "
              f"tools: {s.tools_mode}. Usage cross-check held on {s.usage_checked}/"
              f"{s.turns} turns; prompt exact to the token on {s.prompt_exact}/"
@@ -82,7 +81,7 @@ def summary_lines(s: AgentsSummary) -> list[str]:
     return lines
 
 
-def _engine_lines(extras: RunExtras) -> list[str]:
+def _engine_lines(extras: AgentsSummary) -> list[str]:
     deltas = extras.engine_metrics
     if not deltas:
         return []
@@ -99,7 +98,7 @@ def _short(metric: str) -> str:
     return metric
 
 
-def _replay_lines(extras: RunExtras) -> list[str]:
+def _replay_lines(extras: AgentsSummary) -> list[str]:
     gaps = extras.gaps
     if not gaps:
         return []
@@ -120,43 +119,44 @@ def run_plots(bars: list[TurnSample], out: Path, stem: str) -> list[Path]:
             plots.reuse_per_turn(groups, out / f"{stem}-reuse.png")]
 
 
-def run_section(run: AgentsRun, extras: RunExtras, files: list[Path]) -> list[str]:
-    """One run in detail: recomputed from its turns, plus what its stored summary adds."""
-    return [*summary_lines(summarize_run(run)), *_engine_lines(extras),
-            *_replay_lines(extras), *[f"![{f.stem}]({f.name})" for f in files], ""]
+def run_section(run: AgentsRun, stored: AgentsSummary, files: list[Path]) -> list[str]:
+    """One run in detail: recomputed from its turns, plus what its stored summary adds (the
+    engine's deltas, a replay's gaps)."""
+    return [*summary_lines(summarize_run(run)), *_engine_lines(stored),
+            *_replay_lines(stored), *[f"![{f.stem}]({f.name})" for f in files], ""]
 
 
-def ab_groups(entries: list[AbEntry], profiles: list[str]) -> dict[str, plots.Groups]:
+def ab_groups(entries: list[AgentsAbEntry], profiles: list[str]) -> dict[str, plots.Groups]:
     """One run per profile for the timeline (the first measured rep), all reps for the CDF."""
     first: plots.Groups = {}
     every: plots.Groups = {p: [] for p in profiles}
     for entry in entries:
         if entry.error:
             continue
-        bars = entry.bars()
-        first.setdefault(entry.profile, bars)
-        every[entry.profile].extend(bars)
+        turns = bars(entry)
+        first.setdefault(entry.profile, turns)
+        every[entry.profile].extend(turns)
     return {"first": first, "every": every}
 
 
-def ab_plots(ab: AbResults, out: Path, stem: str) -> list[Path]:
-    groups = ab_groups(ab.entries, ab.profiles)
+def ab_plots(ab: AgentsAb, out: Path, stem: str) -> list[Path]:
+    groups = ab_groups(ab.samples, ab.profiles())
     return [plots.timeline(groups["first"], out / f"{stem}-timeline.png"),
             plots.ttft_cdf(groups["every"], out / f"{stem}-ttft-cdf.png"),
             plots.reuse_per_turn(groups["every"], out / f"{stem}-reuse.png")]
 
 
-def ab_section(ab: AbResults, files: list[Path]) -> list[str]:
-    verdict = ab.verdict
+def ab_section(ab: AgentsAb, files: list[Path]) -> list[str]:
+    verdict = ab.verdict()
     lines = [f"**Best profile by goodput: {verdict.best}**. {verdict.why}", ""] \
         if verdict else []
     rows = []
-    entries = ab.entries
+    entries = ab.samples
     for entry in entries:
         if entry.error:
             rows.append([entry.profile, str(entry.rep + 1), "failed", "-", "-", "-", "-", "-"])
             continue
-        m = entry.metrics or RunMetrics()
+        m = entry.metrics
         rows.append([entry.profile, str(entry.rep + 1), fmt(m.goodput, "pct"),
                      fmt(m.ttft_p50_s, "s"), fmt(m.ttft_p95_s, "s"),
                      fmt(m.ttft_p95_judged_s, "s"), fmt(m.ttft_p95_during_background_s, "s"),
@@ -166,7 +166,7 @@ def ab_section(ab: AbResults, files: list[Path]) -> list[str]:
                      "TTFT p95 (judged)", "judged TTFT p95 during background",
                      "background TTFT"], rows)
     lines += [f"Failed: rep {e.rep + 1} {e.profile}: {e.error}" for e in entries if e.error]
-    served: dict[str, dict[str, JsonValue]] = {}
+    served: dict[str, dict[str, ArgValue]] = {}
     for entry in entries:
         if not entry.error:
             served.setdefault(entry.profile, entry.engine_args or {})
@@ -177,19 +177,20 @@ def ab_section(ab: AbResults, files: list[Path]) -> list[str]:
     return lines + [""] + [f"![{f.stem}]({f.name})" for f in files] + [""]
 
 
-def _points(sweep: SweepResults) -> list[tuple[int, RunMetrics]]:
+def _points(sweep: AgentsSweep) -> list[tuple[int, RunMetrics]]:
     """(N, that run's headline metrics) per measured N of a sweep."""
-    return [(e.agents, e.metrics or RunMetrics()) for e in sweep.entries if not e.error]
+    return [(e.agents, e.metrics) for e in sweep.samples if not e.error]
 
 
-def sweep_plots(sweep: SweepResults, out: Path, stem: str) -> list[Path]:
+def sweep_plots(sweep: AgentsSweep, out: Path, stem: str) -> list[Path]:
     return [plots.knee(_points(sweep), out / f"{stem}-knee.png")]
 
 
-def sweep_section(sweep: SweepResults, files: list[Path]) -> list[str]:
-    points = _points(sweep)
-    largest = sweep.largest_n if sweep.has_largest_n else "-"
-    lines = [f"Largest N meeting `{sweep.slo}`: **{largest}**.", ""]
+def sweep_section(sweep: AgentsSweep, files: list[Path]) -> list[str]:
+    points, held = _points(sweep), sweep.held()
+    # a file written before the sweep judged its N has no such key
+    largest = held.get("largest_n", "-")
+    lines = [f"Largest N meeting `{held.get('slo')}`: **{largest}**.", ""]
     lines += _table(["N", "goodput", "SLO met", "TTFT p50", "TTFT p95", "decode p50"], [
         [str(n), fmt(p.goodput, "pct"), "yes" if p.slo_met else "no",
          fmt(p.ttft_p50_s, "s"), fmt(p.ttft_p95_s, "s"), fmt(p.decode_p50)]
@@ -203,7 +204,7 @@ def timestamp_ratio(runs: list[Results]) -> list[str]:
     def by_turn(summary: AgentsSummary) -> dict[int, TurnRow]:
         return {r.turn: r for r in summary.by_turn if r.ttft_p50_s}
 
-    summaries = [summarize_run(typed_run(r.samples)) for r in runs
+    summaries = [summarize_run(read_run(r.samples)) for r in runs
                  if isinstance(r, ScenarioResults)
                  and any(getattr(s, "kind", None) == "turn" for s in r.samples)]
     named = {s.workload: s for s in summaries}
@@ -230,6 +231,8 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def console_lines(summary: AgentsSummary) -> list[str]:
     slo, ttft, reuse = summary.slo, summary.ttft, summary.reuse_after_first
+    if slo is None:  # a run cut short: no verdict
+        return []
     lines = [f"{summary.workload}: {summary.agents} agents, {summary.turns} "
              f"turns (usage cross-check {summary.usage_checked}/{summary.turns}, tools "
              f"{summary.tools_mode})",

@@ -15,7 +15,7 @@ from sm121.bench.client import BenchClient
 from sm121.bench.runner import Context, run_together
 from sm121.bench.scenarios.agents.conversation import tool_definitions, tools_as_text
 from sm121.bench.scenarios.agents.messages import ToolSpec, user, wire
-from sm121.bench.scenarios.agents.records import TurnSample, read_run
+from sm121.bench.scenarios.agents.models import AgentsSummary, TurnSample, read_run
 from sm121.bench.scenarios.agents.session import (
     Record,
     RunPlan,
@@ -27,7 +27,6 @@ from sm121.bench.scenarios.agents.session import (
 )
 from sm121.bench.scenarios.agents.slo import DEFAULT_SLO, parse_slo
 from sm121.bench.scenarios.agents.summary import summarize_run
-from sm121.bench.scenarios.agents.summary_model import RunExtras, RunOutcome
 from sm121.bench.scenarios.agents.workload import Workload, fit_to_server, load_workload
 from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
 from sm121.errors import Sm121Error
@@ -63,7 +62,7 @@ async def tools_mode(client: BenchClient, workload: Workload,
     return "api", None
 
 
-async def agents(ctx: Context, p: AgentsRunArgs) -> RunOutcome:
+async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
     """The run: its turns recorded as they end; its summary, engine deltas and wall time."""
     n_agents, turns = p.agents, p.turns or None
     duration = p.duration_s or None
@@ -101,9 +100,9 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> RunOutcome:
     await run_together(*jobs)
     deltas = counter_deltas(before, await read_counters(client))
     summary = summarize_run(read_run(ctx.results.data["samples"]), p.slo)
-    return RunOutcome(summary, RunExtras(engine_metrics=deltas,
-                                         prefix_reuse_metrics=prefix_reuse(deltas),
-                                         wall_s=time.monotonic() - plan.t0))
+    return summary.model_copy(update={"engine_metrics": deltas,
+                                      "prefix_reuse_metrics": prefix_reuse(deltas),
+                                      "wall_s": time.monotonic() - plan.t0})
 
 
 def _recorder(ctx: Context, total: int) -> Record:

@@ -16,9 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
-from sm121.bench.scenarios.agents.records import TurnSample
+from sm121.bench.scenarios.agents.models import SloJudgement, TermJudgement, TurnSample
 from sm121.bench.stats import percentile
 from sm121.errors import Sm121Error
 
@@ -80,30 +78,6 @@ def parse_slo(text: str | None) -> list[Term]:
     if not terms:
         raise Sm121Error("the SLO has no terms", f"example: --slo {DEFAULT_SLO}")
     return terms
-
-
-class TermJudgement(BaseModel):
-    """One SLO term over a run: the percentile observed, and how many turns meet it alone."""
-
-    term: str
-    metric: str
-    q: float
-    threshold: float
-    observed: float | None
-    met: bool
-    turns_meeting: int
-
-
-class SloJudgement(BaseModel):
-    """The run against its SLO: goodput (the share of judged turns meeting every term), the
-    counts behind it, and whether every term's percentile meets its threshold."""
-
-    slo: str
-    terms: list[TermJudgement]
-    turns: int
-    good_turns: int
-    goodput: float | None
-    met: bool
 
 
 def evaluate(terms: list[Term], turns: list[TurnSample]) -> SloJudgement:

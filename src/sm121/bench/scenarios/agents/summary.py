@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sm121.bench.scenarios.agents.records import AgentsRun, TurnSample
-from sm121.bench.scenarios.agents.slo import evaluate, parse_slo
-from sm121.bench.scenarios.agents.summary_model import (
+from sm121.bench.scenarios.agents.models import (
     AgentRow,
+    AgentsRun,
     AgentsSummary,
     BackgroundSplit,
     ClientCpu,
@@ -18,7 +17,9 @@ from sm121.bench.scenarios.agents.summary_model import (
     Reuse,
     RunMetrics,
     TurnRow,
+    TurnSample,
 )
+from sm121.bench.scenarios.agents.slo import evaluate, parse_slo
 from sm121.bench.stats import percentile
 
 # key, label, format, better: the metrics an A/B compares.
@@ -129,15 +130,16 @@ def summarize_run(run: AgentsRun, slo: str | None = None) -> AgentsSummary:
 def headline(run: AgentsRun) -> RunMetrics:
     """The headline metrics of one run (what an A/B compares across repetitions)."""
     summary = summarize_run(run)
-    background = summary.background
+    background, slo = summary.background, summary.slo
+    assert slo is not None  # summarize_run always judges
     return RunMetrics(
-        goodput=summary.slo.goodput, slo_met=summary.slo.met,
+        goodput=slo.goodput, slo_met=slo.met,
         ttft_p50_s=summary.ttft.p50, ttft_p95_s=summary.ttft.p95,
         ttft_p99_s=summary.ttft.p99, ttft_p95_judged_s=summary.ttft_judged.p95,
         ttft_p95_during_background_s=background.ttft_during.p95 if background else None,
         decode_p50=summary.decode_p50, reuse_after_first=summary.reuse_after_first.mean,
         background_ttft_s=background.ttft_s if background else None,
         background_prompt_tokens=background.prompt_tokens if background else None,
-        judged_turns=summary.slo.turns, good_turns=summary.slo.good_turns,
-        slo_terms={r.term: r.observed for r in summary.slo.terms})
+        judged_turns=slo.turns, good_turns=slo.good_turns,
+        slo_terms={r.term: r.observed for r in slo.terms})
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
-from sm121.bench.scenarios import get
 from sm121.bench.scenarios.agents.choose import largest_meeting
-from sm121.bench.scenarios.agents.entries import SweepEntry
+from sm121.bench.scenarios.agents.models import AgentsSweepEntry
 from sm121.bench.scenarios.agents.params import AgentRunParams
+from sm121.bench.scenarios.agents.scenario import Agents
 from sm121.progress import Progress
 
 __all__ = ["largest_meeting", "run_sweep"]
@@ -27,7 +27,7 @@ def _prefixed(progress: Progress, prefix: str) -> Progress:
 
 async def run_sweep(target: Target, ns: list[int], params: AgentRunParams, out: Path,
                     progress: Progress) -> ResultsFile:
-    spec = get("agents")
+    spec = Agents()
     results = ResultsFile(out, "sweep", "agents", {**params.model_dump(), "agents": ns})
     with results.recording():
         for n in ns:
@@ -40,7 +40,7 @@ async def run_sweep(target: Target, ns: list[int], params: AgentRunParams, out: 
             points = results.data["samples"]
             results.set(summary={"slo": params.slo,
                                  "largest_n": largest_meeting(
-                                     [SweepEntry.model_validate(p) for p in points]),
+                                     [AgentsSweepEntry.model_validate(p) for p in points]),
                                  "points": [{"agents": p["agents"], **p["metrics"]}
                                             for p in points]})
     return results
