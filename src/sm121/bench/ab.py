@@ -25,9 +25,8 @@ from sm121.bench.result_models import AbEntry, Open
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
+from sm121.progress import Say
 from sm121.recipes.schema import ArgValue
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)

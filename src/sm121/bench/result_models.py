@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from sm121.open_model import Open
 from sm121.recipes.schema import ArgValue
+
+__all__ = ["Open"]  # with every model below: the results files' one base, re-exported
 
 SCHEMA = "sm121.bench.results"
 SCHEMA_VERSION = 1
@@ -22,15 +25,6 @@ SCHEMA_VERSION = 1
 Status = Literal["running", "complete", "interrupted", "failed"]
 Number = float | int
 Scalar = str | int | float | bool | None
-
-
-class Open(BaseModel):
-    """A record that keeps the keys it does not name."""
-
-    model_config = ConfigDict(extra="allow")
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
 class Stats(Open):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic import BaseModel, Field, JsonValue, TypeAdapter
 
 from sm121.bench.result_models import (
     AbEntry,
@@ -49,12 +49,10 @@ def option(default: Any, flag: str, help: str = "", *, short: str | None = None,
         "flag": flag, "short": short, "argument": argument, "nonempty": nonempty})
 
 
-class Params(BaseModel):
+class Params(Open):
     """A scenario's parameters. Keys it does not name are kept: `bench ab --param k=v`
     reaches the scenario as given. Only the keys set are handed on (`exclude_unset`), so a
     scenario's own defaults apply where nobody chose a value."""
-
-    model_config = ConfigDict(extra="allow")
 
     def given(self) -> dict[str, Any]:  # the JSON a settings model validates
         return self.model_dump(exclude_unset=True)

@@ -14,7 +14,6 @@ in the prefix cache."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from sm121.bench.boot import Boot
 from sm121.bench.client import BenchClient
@@ -25,8 +24,7 @@ from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
 from sm121.bench.tune.result import ExclusivePrefill
 from sm121.engines.client import max_model_len
 from sm121.errors import Sm121Error
-
-Say = Callable[[str], None]
+from sm121.progress import Say
 
 
 def measure_exclusive(boot: Boot, params: AgentRunParams, say: Say) -> ExclusivePrefill | None:

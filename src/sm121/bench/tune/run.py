@@ -8,7 +8,6 @@ same arguments resumes."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -36,9 +35,8 @@ from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args
 from sm121.plan.trust import trust_needs
+from sm121.progress import Say
 from sm121.recipes.loader import load_recipe
-
-Say = Callable[[str], None]
 
 
 def run_tune(request: TuneRequest, say: Say = lambda _: None) -> TuneRecord:

@@ -4,7 +4,6 @@ probe, tune/capacity.py chooses the N), and whether the arm met the SLO at the t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 from sm121.bench.boot import Boot, steps
@@ -13,8 +12,7 @@ from sm121.bench.scenarios.agents.models import AgentsAbEntry
 from sm121.bench.scenarios.agents.params import AgentRunParams
 from sm121.bench.scenarios.agents.scenario import Agents
 from sm121.bench.tune.result import Probe
-
-Say = Callable[[str], None]
+from sm121.progress import Say
 
 
 def met_at_target(entries: list[AgentsAbEntry], name: str) -> bool | None:

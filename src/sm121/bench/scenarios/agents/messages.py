@@ -11,19 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
+
+from sm121.open_model import Open
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class CalledFunction(_Wire):
+class CalledFunction(Open):
     name: str | None = None
     arguments: JsonValue = ""  # JSON text as the model wrote it (the server passes it on)
 
 
-class ToolCall(_Wire):
+class ToolCall(Open):
     """One tool call of an assistant message (chat's shape, as streamed deltas assemble)."""
 
     id: str | None = None
@@ -31,7 +29,7 @@ class ToolCall(_Wire):
     function: CalledFunction = CalledFunction()
 
 
-class ChatMessage(_Wire):
+class ChatMessage(Open):
     role: str
     content: str | list[JsonValue] | None = None
     tool_calls: list[ToolCall] | None = None
@@ -43,13 +41,13 @@ class ChatMessage(_Wire):
         return str(self.content or "")
 
 
-class FunctionSpec(_Wire):
+class FunctionSpec(Open):
     name: str
     description: str | None = None
     parameters: JsonValue = None  # a JSON schema
 
 
-class ToolSpec(_Wire):
+class ToolSpec(Open):
     """An OpenAI function tool a request offers."""
 
     type: str = "function"

@@ -7,12 +7,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.boot import Say, booted, steps
+from sm121.bench.boot import booted, steps
 from sm121.bench.result_models import ScenarioResults
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios.knee.models import KneeSample, KneeSettings, KneeSummary
 from sm121.bench.scenarios.knee.scenario import Knee
 from sm121.engines.registry import adapter_for
+from sm121.progress import Say
 from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import ArgValue
 

@@ -29,8 +29,8 @@ from sm121.bench.scenarios.soak.records import (
 from sm121.bench.scenarios.soak.workload import Workload, workload
 from sm121.errors import Sm121Error
 from sm121.hosts.host_panel import local_host
+from sm121.progress import Say
 
-Say = Callable[[str], None]
 SoakRecord = SoakStart | SoakEvent | SoakInterval | SoakEnd
 
 
