@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from support import SM121, TinyEngine, free_port, run_cli
 
-from sm121.bench.agent_check import run_agent_check
-from sm121.bench.agent_check.report_file import AgentCheckReport
+from sm121.bench.scenarios.agent_check import run_agent_check
+from sm121.bench.scenarios.agent_check.report_file import AgentCheckReport
 from sm121.hosts import processes
 from sm121.launch.readiness import api_answers
 

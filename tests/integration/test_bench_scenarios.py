@@ -146,3 +146,25 @@ def test_a_scenario_registered_here_runs_through_the_cli_and_reports(tiny_engine
         assert "Echoed 3 words." in report
     finally:
         scenarios.unregister("echo")
+
+
+def test_the_hand_commanded_entries_run_through_run_scenario_too(tiny_engine, tmp_path):
+    """probe, agent-check and soak have commands of their own in cli/, and run through the
+    one typed call like every other scenario: a complete results file in their models."""
+    import asyncio
+
+    from sm121.bench.context import Target
+    from sm121.bench.runner import run_scenario
+
+    given = {"probe": {}, "agent-check": {"only": ["api.models"]},
+             "soak": {"workload": "chat-loop", "agents": 1, "duration": "6s",
+                      "report_every": "3s", "max_tokens": 4}}
+    for name, params in given.items():
+        scenario = scenarios.get(name)
+        out = tmp_path / f"{name}.json"
+        target = Target(tiny_engine.base_url, api=scenario.api)
+        run = asyncio.run(run_scenario(scenario, target, params, out))
+        assert run.status == "complete" and isinstance(run.summary, scenario.summary), name
+        assert parse_results(json.loads(out.read_text())).to_json() == run.to_json()
+    soak = [json.loads(line) for line in (tmp_path / "soak.jsonl").read_text().splitlines()]
+    assert soak[0]["kind"] == "soak-start" and soak[-1]["kind"] == "soak-end"

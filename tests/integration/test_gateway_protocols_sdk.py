@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from support import TinyEngine, invoke_cli
 from support.gateway_process import spawned_gateway
 
-from sm121.bench.agent_check.tools import ASK, SCHEMAS
+from sm121.bench.scenarios.agent_check.tools import ASK, SCHEMAS
 from sm121.gateway.sessions import DEFAULT_SESSION_HEADER, session_id
 
 pytestmark = pytest.mark.integration

@@ -25,9 +25,8 @@ from sm121.bench.result_models import AbEntry, Open
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
+from sm121.progress import Say
 from sm121.recipes.schema import ArgValue
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -134,17 +133,18 @@ def boot_and_measure(request: AbRequest, results: ResultsFile, boot_index: int, 
                                                metrics=Open()), boot_index, k)
 
 
-def _add(request: AbRequest, results: ResultsFile, entry: AbEntry[Any], boot: int,
+def _add(request: AbRequest, results: ResultsFile, entry: AbEntry[Any, Open], boot: int,
          rep_on_boot: int) -> None:
     entry.boot_index, entry.rep_on_boot = boot, rep_on_boot
     results.add_sample(entry.to_json())
-    entries = [AbEntry[Any].model_validate(s) for s in results.data["samples"]]
+    spec = get(request.scenario)
+    entries = [spec.ab_entry(s) for s in results.data["samples"]]
     measured = [e for e in entries if not e.error]
-    results.set(summary=compare_with(get(request.scenario), measured, request.profiles).to_json())
+    results.set(summary=compare_with(spec, measured, request.profiles).to_json())
 
 
 def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
-                       ) -> AbEntry[Any]:
+                       ) -> AbEntry[Any, Open]:
     try:
         return measure_on_boot(request, boot, profile, rep, say)
     except Exception as exc:  # a failed repetition; the next one may still measure
@@ -154,23 +154,19 @@ def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, s
 
 
 def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
-                    ) -> AbEntry[Any]:
+                    ) -> AbEntry[Any, Open]:
     """One repetition of the scenario on a served engine (its own results file)."""
     sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
     spec = get(request.scenario)
     say(f"  {profile}: ready, running {request.scenario} (repetition {rep + 1})")
-    scenario_results = asyncio.run(run_scenario(
-        request.scenario, spec.execute, Target(boot.plan.base_url, boot.plan.readiness.model,
-                                           api=request.api or spec.api),
-        {**request.params, "reps": 1}, sub_out,
-        progress=steps(say, f"  {profile}: "),
-        needs_stream=spec.needs_stream))
-    data = scenario_results.data  # the run's file as written (JSON)
-    record = boot.record
-    return AbEntry.model_validate({
+    run = asyncio.run(run_scenario(
+        spec, Target(boot.plan.base_url, boot.plan.readiness.model, api=request.api or spec.api),
+        {**request.params, "reps": 1}, sub_out, progress=steps(say, f"  {profile}: ")))
+    record, data = boot.record, run.to_json()
+    return AbEntry[Any, Open].model_validate({
         "profile": profile, "rep": rep, "run_id": boot.run_id,
         "engine_args": record.engine_args, "boot": record.boot, "timings": record.timings,
-        "results_file": str(sub_out), "server": data["server"], "probe": data["probe"],
-        "samples": data["samples"], "summary": data["summary"],
-        "metrics": spec.headline_metrics(spec.read_samples(data["samples"]))})
+        "results_file": str(sub_out), "server": data["server"],
+        "probe": data.get("probe"), "samples": data["samples"], "summary": data["summary"],
+        "metrics": spec.headline_metrics(run.samples)})
 

@@ -5,19 +5,17 @@ for as many measurements as the caller makes on it, and always stopped. What `be
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sm121.bench.result_models import Open
 from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
-from sm121.progress import Progress
+from sm121.progress import Progress, Say
 from sm121.recipes.schema import ArgValue
 from sm121.serving.serve import mode_for
 from sm121.serving.served import served
-
-Say = Callable[[str], None]
 
 
 class BootRecord(Open):

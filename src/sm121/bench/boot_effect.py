@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
@@ -29,12 +30,11 @@ def sign_test(up: int, down: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def pairs(samples: list[AbEntry[Any]], metric: str) -> list[BootPair]:
+def pairs(samples: Sequence[AbEntry[Any, Any]], metric: str) -> list[BootPair]:
     """(profile, boot, k): the metric of the boot's first repetition and of its repetition
-    k >= 1 (k >= 1), where both measured. The entries may be as read from a file (JSON):
-    each is checked into its model here."""
+    k >= 1, where both measured."""
     by_boot: dict[tuple[str, int], dict[int, Number]] = defaultdict(dict)
-    for entry in map(AbEntry[Any].model_validate, samples):
+    for entry in samples:
         value = getattr(entry.metrics, metric, None)
         if entry.error or value is None or entry.boot_index is None:
             continue
@@ -44,7 +44,7 @@ def pairs(samples: list[AbEntry[Any]], metric: str) -> list[BootPair]:
             for k in sorted(reps) if k > 0]
 
 
-def boot_effect(samples: list[AbEntry[Any]], metric: str) -> BootEffect:
+def boot_effect(samples: Sequence[AbEntry[Any, Any]], metric: str) -> BootEffect:
     found = pairs(samples, metric)
     ratios = [p.later / p.first for p in found if p.first]
     up = sum(p.later > p.first for p in found)
@@ -65,7 +65,8 @@ def boot_effect(samples: list[AbEntry[Any]], metric: str) -> BootEffect:
                       sign_test_p=p_value, verdict=verdict)
 
 
-def boot_effects(samples: list[AbEntry[Any]], metrics: list[str]) -> dict[str, BootEffect]:
+def boot_effects(samples: Sequence[AbEntry[Any, Any]], metrics: list[str]
+                 ) -> dict[str, BootEffect]:
     return {m: boot_effect(samples, m) for m in metrics}
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from sm121.open_model import Open
 from sm121.recipes.schema import ArgValue
+
+__all__ = ["Open"]  # with every model below: the results files' one base, re-exported
 
 SCHEMA = "sm121.bench.results"
 SCHEMA_VERSION = 1
@@ -22,15 +25,6 @@ SCHEMA_VERSION = 1
 Status = Literal["running", "complete", "interrupted", "failed"]
 Number = float | int
 Scalar = str | int | float | bool | None
-
-
-class Open(BaseModel):
-    """A record that keeps the keys it does not name."""
-
-    model_config = ConfigDict(extra="allow")
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
 class Stats(Open):
@@ -142,6 +136,7 @@ class AbParams(Open):
 
 S = TypeVar("S")  # the scenario's sample model
 U = TypeVar("U")  # the scenario's summary model
+M = TypeVar("M", bound=BaseModel)  # the scenario's headline metrics (`Scenario.metrics`)
 
 
 class Header(Open):
@@ -180,12 +175,13 @@ class ScenarioResults(Header, Generic[S, U]):
     summary: U
 
 
-class AbEntry(Open, Generic[S]):
+class AbEntry(Open, Generic[S, M]):
     """One (repetition, profile) of an A/B: the boot and the run on it."""
 
     profile: str
     rep: int
-    metrics: Open = Field(default_factory=Open)  # the scenario's `flatten`: its headline
+    # the scenario's `flatten`: its headline; `{}` when nothing was measured
+    metrics: M = Field(default_factory=dict, validate_default=True)  # type: ignore[assignment]
     run_id: str | None = None
     engine_args: dict[str, ArgValue] = Field(default_factory=dict)
     boot: Open = Field(default_factory=Open)  # the boot-log facts (runs.state.BootFacts)
@@ -199,22 +195,38 @@ class AbEntry(Open, Generic[S]):
     boot_index: int | None = None  # which boot measured it (several repetitions per boot)
     rep_on_boot: int | None = None  # 0: the boot's first repetition
 
+    def measured(self) -> bool:
+        """The run measured something: no error, and headline metrics (`{}`: none)."""
+        return self.error is None and bool(self.metrics.model_dump(exclude_unset=True))
 
-class AbResults(Header, Generic[S]):
+
+class AbResults(Header, Generic[S, M]):
     """`sm121 bench ab`: every profile served and measured, in alternating order."""
 
     kind: Literal["ab"]
     params: AbParams
-    samples: list[AbEntry[S]] = Field(default_factory=list)
+    samples: list[AbEntry[S, M]] = Field(default_factory=list)
     summary: AbSummary | Open = Field(default_factory=Open)  # empty before a sample
 
+    def profiles(self) -> list[str]:
+        """The profiles measured, in the A/B's order: a tune's A/B measures arms (variants)
+        its `params.profiles` do not list, and each is a profile too."""
+        return list(dict.fromkeys([*self.params.profiles, *(e.profile for e in self.samples)]))
 
-class SweepEntry(Open, Generic[S]):
+    def verdict(self) -> Verdict | None:
+        return self.summary.verdict if isinstance(self.summary, AbSummary) else None
+
+
+class SweepEntry(Open, Generic[S, M]):
     agents: int
     results_file: str | None = None
     samples: list[S] = Field(default_factory=list)
-    metrics: Open = Field(default_factory=Open)  # the scenario's `flatten`: its headline
+    # the scenario's `flatten`: its headline; `{}` when nothing was measured
+    metrics: M = Field(default_factory=dict, validate_default=True)  # type: ignore[assignment]
     error: str | None = None  # a run that failed: recorded, and the sweep went on
+
+    def measured(self) -> bool:
+        return self.error is None and bool(self.metrics.model_dump(exclude_unset=True))
 
 
 class SweepPoint(Open):
@@ -229,10 +241,14 @@ class SweepSummary(Open):
     points: list[SweepPoint] = Field(default_factory=list)
 
 
-class SweepResults(Header, Generic[S]):
+class SweepResults(Header, Generic[S, M]):
     """`sm121 bench sweep`: the agents scenario at each N."""
 
     kind: Literal["sweep"]
     params: Open = Field(default_factory=Open)
-    samples: list[SweepEntry[S]] = Field(default_factory=list)
+    samples: list[SweepEntry[S, M]] = Field(default_factory=list)
     summary: SweepSummary | Open = Field(default_factory=Open)
+
+    def held(self) -> dict[str, Any]:
+        """The summary's keys as the file holds them (a summary of any age)."""
+        return self.summary.to_json()

@@ -1,12 +1,13 @@
-"""The harness every scenario runs in: open the client, probe the server first, record the
-server's config, write results as samples arrive, and leave a marked file on Ctrl-C."""
+"""The harness every scenario runs in, and the one way to run one: `run_scenario(scenario,
+target, params)` opens the client, probes the server first, records the server's config,
+writes results as samples arrive, leaves a marked file on Ctrl-C, and hands back the run in
+the scenario's own models (`ScenarioResults[Sample, Summary]`). The CLI, `bench ab`, the
+agents sweep, tune and the knee on a recipe all call it."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,42 +15,17 @@ import aiohttp
 from pydantic import BaseModel
 
 from sm121.bench.client import BenchClient
-from sm121.bench.result_models import ProbeReport, ServerInfo
+from sm121.bench.context import Context, Target
+from sm121.bench.result_models import ProbeReport, ScenarioResults
 from sm121.bench.results import ResultsFile
+from sm121.bench.scenario import SampleT, Scenario, SummaryT
 from sm121.bench.scenarios.probe.run import probe_server
 from sm121.bench.server import server_info
 from sm121.errors import Sm121Error
 from sm121.progress import Progress, quiet
 
 T = TypeVar("T")
-
-
-@dataclass
-class Context:
-    """What a scenario gets: the client, its results file, a clock origin and progress."""
-
-    client: BenchClient
-    results: ResultsFile
-    server: ServerInfo
-    progress: Progress = quiet
-    t0: float = field(default_factory=time.monotonic)
-
-    def add(self, sample: dict[str, Any] | BaseModel) -> None:
-        """Record a sample now (a model is written as its JSON)."""
-        self.results.add_sample(sample.model_dump(mode="json") if isinstance(sample, BaseModel)
-                                else sample)
-
-
-Scenario = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    model: str | None = None
-    stream: bool = True
-    api_key: str | None = None
-    api: str = "completions"
+__all__ = ["Context", "Target", "first_error", "resolve_model", "run_scenario", "run_together"]
 
 
 async def run_together(*coros: Coroutine[Any, Any, T]) -> list[T]:
@@ -83,34 +59,44 @@ async def resolve_model(url: str, model: str | None) -> str:
     return str(data[0]["id"])
 
 
-async def run_scenario(name: str, scenario: Scenario, target: Target, params: dict[str, Any],
-                       out: Path, progress: Progress = quiet,
-                       needs_stream: bool = True) -> ResultsFile:
-    """Probe, then run the scenario; the results file is complete, interrupted or failed."""
-    results = ResultsFile(out, "scenario", name, params)
+async def run_scenario(scenario: Scenario[SampleT, SummaryT], target: Target,
+                       params: Mapping[str, Any] | BaseModel, out: Path, *,
+                       progress: Progress = quiet, header: Mapping[str, Any] | None = None
+                       ) -> ScenarioResults[SampleT, SummaryT]:
+    """Probe, then run the scenario with its params (checked into `scenario.params`); the
+    results file at `out` is complete, interrupted or failed, and the complete run comes back
+    in the scenario's models. `header`: fields the file carries beside the run (the boot it
+    ran on), written before it starts so a failed run keeps them too."""
+    given = params.model_dump(mode="json") if isinstance(params, BaseModel) else dict(params)
+    results = ResultsFile(out, "scenario", scenario.name, given)
+    if header:
+        results.set(**header)
     try:
-        await _record_scenario(results, scenario, target, params, progress, needs_stream)
+        await _record_scenario(results, scenario, target, given, progress)
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise Sm121Error(f"the server at {target.url} failed mid-scenario: {exc!r}",
                          f"what was measured is kept in {out}; check the server "
                          "(`sm121 logs RUN`) and run again") from exc
-    return results
+    return scenario.read_run(results.data)
 
 
-async def _record_scenario(results: ResultsFile, scenario: Scenario, target: Target,
-                           params: dict[str, Any], progress: Progress, needs_stream: bool) -> None:
+async def _record_scenario(results: ResultsFile, scenario: Scenario[Any, Any], target: Target,
+                           params: dict[str, Any], progress: Progress) -> None:
     with results.recording():
+        checked = scenario.params.model_validate(params)
         model = await resolve_model(target.url, target.model)
         results.set(stream=target.stream, api=target.api)
         async with BenchClient(target.url, model, stream=target.stream,
                                api_key=target.api_key, api=target.api) as client:
             report = await probe_server(client, progress=progress)
             results.set(probe=report.model_dump(mode="json", exclude_unset=True))
-            _require_countable(report, target.stream, needs_stream)
+            _require_countable(report, target.stream, scenario.needs_stream)
             client.cache_salt = bool(report.cache_salt)
             ctx = Context(client, results, await server_info(client), progress)
             results.set(server=ctx.server.to_json())
-            results.set(summary=await scenario(ctx, params))
+            summary = await scenario.run(ctx, checked)
+            results.set(summary=summary.model_dump(mode="json", exclude_unset=True,
+                                                   by_alias=True))
 
 
 def _require_countable(report: ProbeReport, stream: bool, needs_stream: bool) -> None:

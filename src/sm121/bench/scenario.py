@@ -15,9 +15,9 @@ does not name (`result_models.Open`), so files written before a field existed st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic import BaseModel, Field, JsonValue, TypeAdapter
 
 from sm121.bench.result_models import (
     AbEntry,
@@ -30,11 +30,11 @@ from sm121.bench.result_models import (
 )
 
 if TYPE_CHECKING:
-    from sm121.bench.runner import Context
+    from sm121.bench.context import Context
 
 Headline = tuple[tuple[str, str, str, str], ...]  # key, label, format, better
 # A results file read into its models (`Scenario.read`): the hooks narrow it by its class.
-Results = ScenarioResults[Any, Any] | AbResults[Any] | SweepResults[Any]
+Results = ScenarioResults[Any, Any] | AbResults[Any, Any] | SweepResults[Any, Any]
 Kind = Literal["scenario", "ab", "sweep"]
 SampleT = TypeVar("SampleT")
 SummaryT = TypeVar("SummaryT", bound=BaseModel)
@@ -49,12 +49,10 @@ def option(default: Any, flag: str, help: str = "", *, short: str | None = None,
         "flag": flag, "short": short, "argument": argument, "nonempty": nonempty})
 
 
-class Params(BaseModel):
+class Params(Open):
     """A scenario's parameters. Keys it does not name are kept: `bench ab --param k=v`
     reaches the scenario as given. Only the keys set are handed on (`exclude_unset`), so a
     scenario's own defaults apply where nobody chose a value."""
-
-    model_config = ConfigDict(extra="allow")
 
     def given(self) -> dict[str, Any]:  # the JSON a settings model validates
         return self.model_dump(exclude_unset=True)
@@ -69,6 +67,7 @@ class Scenario(Generic[SampleT, SummaryT]):
     params: ClassVar[type[Params]] = Params
     sample: ClassVar[Any] = Open  # the model (or annotated union) of one recorded sample
     summary: ClassVar[type[BaseModel]] = Open
+    metrics: ClassVar[type[BaseModel]] = Open  # `flatten`'s model: an A/B or sweep entry's
     api: ClassVar[str] = "completions"  # the default of --api
     api_option: ClassVar[bool] = True  # offer --api (a replay speaks what was captured)
     stream_option: ClassVar[bool] = False  # offer --no-stream (counts from usage)
@@ -78,11 +77,6 @@ class Scenario(Generic[SampleT, SummaryT]):
 
     async def run(self, ctx: Context, params: Params) -> SummaryT:
         raise NotImplementedError
-
-    async def execute(self, ctx: Context, raw: dict[str, Any]) -> dict[str, Any]:
-        """The runner's entry: params checked into their model, the summary dumped."""
-        summary = await self.run(ctx, self.params.model_validate(raw))
-        return summary.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
     def prepare(self, values: Params) -> BaseModel:
         """Command-line values -> the params the run gets (dumped as the run's params),
@@ -99,7 +93,8 @@ class Scenario(Generic[SampleT, SummaryT]):
         the `headline` keys); None: nothing valid was measured (the entry keeps `{}`)."""
         return None
 
-    def verdict(self, entries: list[AbEntry[SampleT]], profiles: list[str]) -> Verdict | None:
+    def verdict(self, entries: list[AbEntry[SampleT, Any]], profiles: list[str]
+                ) -> Verdict | None:
         """Which profile of an A/B is best and why; None: the table says it all."""
         return None
 
@@ -125,10 +120,22 @@ class Scenario(Generic[SampleT, SummaryT]):
     def results_model(self, kind: Kind) -> type[Results]:
         """The model a results file of this scenario reads into, by its kind."""
         if kind == "ab":
-            return AbResults[self.sample]  # type: ignore[name-defined]
+            return AbResults[self.sample, self.metrics]  # type: ignore[name-defined]
         if kind == "sweep":
-            return SweepResults[self.sample]  # type: ignore[name-defined]
+            return SweepResults[self.sample, self.metrics]  # type: ignore[name-defined]
         return ScenarioResults[self.sample, self.summary]  # type: ignore[name-defined]
+
+    def ab_entry(self, data: dict[str, Any] | BaseModel) -> AbEntry[SampleT, Any]:
+        """One A/B entry (as written, or in another entry model) in this scenario's models."""
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        model = AbEntry[self.sample, self.metrics]  # type: ignore[name-defined]
+        return cast("AbEntry[SampleT, Any]", model.model_validate(data))
+
+    def read_run(self, data: dict[str, Any]) -> ScenarioResults[SampleT, SummaryT]:
+        """One run's results file (kind "scenario") in this scenario's models."""
+        model = ScenarioResults[self.sample, self.summary]  # type: ignore[name-defined]
+        return cast("ScenarioResults[SampleT, SummaryT]", model.model_validate(data))
 
     def read(self, data: dict[str, Any]) -> Results:
         """A results file as loaded (JSON, the edge) in this scenario's models; raises

@@ -92,10 +92,6 @@ def read_timeline(path: Path) -> list[Line]:
     return lines
 
 
-def is_timeline(records: list[Line]) -> bool:
-    return any(r.kind in ("top", "soak") for r in records)
-
-
 def _seconds(records: list[Line]) -> list[float]:
     times = [datetime.fromisoformat(r.time or "").timestamp() for r in records]
     start = times[0] if times else 0.0

@@ -69,7 +69,7 @@ def ab(
     nodes; supervised when the recipe says so), run the scenario, stop, alternate the order,
     and print one comparison table of medians, spread and ratios."""
     from sm121.bench.ab import AbRequest, run_ab
-    from sm121.bench.agents.apis import check_api
+    from sm121.bench.scenarios.agents.apis import check_api
 
     get(scenario)  # an unknown scenario fails before anything is served
     if cluster is not None:
@@ -83,7 +83,7 @@ def ab(
     scenario_params = _params(prefill_tokens, short_at, params)
     check_api(scenario, api)
     if scenario == "agents":
-        from sm121.bench.agents.params import agent_params  # numpy, pydantic: only for agents
+        from sm121.bench.scenarios.agents.params import agent_params  # numpy, pydantic: only for agents
 
         scenario_params = {**agent_params(agents, turns, None, workload, slo).model_dump(),
                            **scenario_params}
@@ -119,7 +119,7 @@ def report(
     from sm121.bench.report.markdown import render_report
 
     if slo:
-        from sm121.bench.agents.slo import parse_slo
+        from sm121.bench.scenarios.agents.slo import parse_slo
 
         parse_slo(slo)
     path = render_report(results, out, title, slo)

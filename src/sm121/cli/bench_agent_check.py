@@ -14,7 +14,7 @@ from sm121.cli.bench_common import progress_bar
 from sm121.cli.output import console, print_json
 
 if TYPE_CHECKING:
-    from sm121.bench.agent_check.report_file import AgentCheckReport
+    from sm121.bench.scenarios.agent_check.report_file import AgentCheckReport
 
 
 def register(bench_app: typer.Typer) -> None:
@@ -50,8 +50,8 @@ def agent_check(
     named, streamed calls assembled, the tool result on the next turn, usage in the stream,
     stop, max tokens, count_tokens, overflow, a long input) in that protocol.
     Each case: pass, fail or unsupported, with the evidence. Exits 1 when a case fails."""
-    from sm121.bench.agent_check import run_agent_check
-    from sm121.bench.agent_check.report import markdown
+    from sm121.bench.scenarios.agent_check import run_agent_check
+    from sm121.bench.scenarios.agent_check.report import markdown
 
     only = [c.strip() for c in cases.split(",") if c.strip()]
     with progress_bar() as update:

@@ -37,9 +37,9 @@ def sweep(
     """The agents scenario at each N on one server: goodput and TTFT against N, and the
     largest N meeting the SLO (every smaller N meeting it too)."""
     # aiohttp (the runner) only when a sweep runs: every `sm121` command loads this module
-    from sm121.bench.agents.params import agent_params
-    from sm121.bench.agents.sweep import run_sweep
     from sm121.bench.runner import Target
+    from sm121.bench.scenarios.agents.params import agent_params
+    from sm121.bench.scenarios.agents.sweep import run_sweep
 
     if scenario != "agents":
         raise Sm121Error(f"sweep runs the agents scenario, not {scenario!r}",

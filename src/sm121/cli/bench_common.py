@@ -56,8 +56,8 @@ def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
                      api: str | None = None) -> None:
     # The runner (aiohttp) is imported here: every `sm121` command builds the bench command
     # table, and on a saturated host aiohttp's import alone took seconds.
-    from sm121.bench.agents.apis import check_api
     from sm121.bench.runner import Target, run_scenario
+    from sm121.bench.scenarios.agents.apis import check_api
 
     check_api(name, api)
     spec = get(name)
@@ -65,10 +65,9 @@ def run_cli_scenario(name: str, url: str, model: str | None, out: Path | None,
     target = Target(url, model, stream=not no_stream, api_key=api_key(engine_first=False),
                     api=api or spec.api)
     with progress_bar(f"bench {name}") as update:
-        results = asyncio.run(run_scenario(name, spec.execute, target, params, path, update,
-                                           needs_stream=spec.needs_stream))
+        results = asyncio.run(run_scenario(spec, target, params, path, progress=update))
     if as_json:
-        print_json(results.data["summary"])
+        print_json(results.summary.model_dump(mode="json", exclude_unset=True, by_alias=True))
     else:
-        console_summary(results.data)
+        console_summary(results.to_json())
         console.print(f"results: {path}")

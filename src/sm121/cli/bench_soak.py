@@ -46,7 +46,7 @@ def soak(
     Every interval is appended to the JSONL file as it ends; Ctrl-C keeps every line, and
     --resume continues where the file stops. `sm121 bench report FILE` plots it."""
     from sm121.bench.runner import resolve_model
-    from sm121.bench.soak.runner import SoakRequest, run_soak
+    from sm121.bench.scenarios.soak.runner import SoakRequest, run_soak
 
     if agents < 1:
         raise Sm121Error("--agents must be at least 1", "example: --agents 4")

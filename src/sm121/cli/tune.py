@@ -95,7 +95,7 @@ def tune(
     interleaved boots of the two finalists (--boots), for claims over boots. The chosen arm
     is written as profile `tuned` into $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is
     never changed)."""
-    from sm121.bench.agents.params import agent_params
+    from sm121.bench.scenarios.agents.params import agent_params
     from sm121.bench.tune.request import TuneRequest
     from sm121.bench.tune.run import run_tune
     from sm121.durations import parse_duration

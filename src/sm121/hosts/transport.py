@@ -171,10 +171,6 @@ def _completed(argv: list[str], input: str | None, timeout: float, where: str) -
     return CommandResult(done.returncode, done.stdout, done.stderr)
 
 
-def local_path(path: str) -> Path:
-    return Path(path).expanduser()
-
-
 # Long for one `printf`: a first ssh to a loaded node (key exchange, a session, a shell) once
 # took over 30 s on the 2-core testbed while two engine sessions of the suite booted.
 HOME_PROBE_TIMEOUT_S = 60

@@ -55,14 +55,6 @@ def wait_ready(probe: ReadinessProbe, started: float, alive: Callable[[], bool],
     return ReadinessResult(port_open_s, time.monotonic() - started, tokens)
 
 
-def generate_once(probe: ReadinessProbe) -> int:
-    """One checked generation; raises NotReady with the reason when it fails."""
-    result = _generate(probe, api_key(engine_first=True))
-    if result is None:
-        raise NotReady(f"no generation from {probe.url}")
-    return result
-
-
 def _wait(check: Callable[[], T | None], deadline: float, alive: Callable[[], bool],
              what: str) -> T:
     while True:

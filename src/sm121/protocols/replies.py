@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from sm121.open_model import Open
 
 
-class ReplyPart(BaseModel):
+class ReplyPart(Open):
     """A part of a reply: unknown keys kept, printed as its JSON (a case's reason quotes it)."""
-
-    model_config = ConfigDict(extra="allow")
 
     def echoed(self) -> dict[str, Any]:
         """The part as it came, to send back on the next turn."""

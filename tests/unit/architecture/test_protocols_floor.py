@@ -44,9 +44,9 @@ def test_no_generation_route_is_spelled_outside_protocols() -> None:
 # (soak's workload, replay's capture filter); each should read
 # protocols/routes.py next time it is touched, and leave this list.
 KNOWN_ELSEWHERE = {
-    'bench/soak/workload.py: "/v1/chat/completions"',
-    'bench/agents/capture_log.py: "/v1/chat/completions"',
-    'bench/agents/capture_log.py: "/v1/completions"',
-    'bench/agents/capture_log.py: "/v1/messages"',
-    'bench/agents/capture_log.py: "/v1/responses"',
+    'bench/scenarios/soak/workload.py: "/v1/chat/completions"',
+    'bench/scenarios/agents/capture_log.py: "/v1/chat/completions"',
+    'bench/scenarios/agents/capture_log.py: "/v1/completions"',
+    'bench/scenarios/agents/capture_log.py: "/v1/messages"',
+    'bench/scenarios/agents/capture_log.py: "/v1/responses"',
 }

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from sm121.bench.agent_check.model import CaseFailed, CaseUnsupported, Status, excerpt
-from sm121.bench.agent_check.probe import Facts, Probe
-from sm121.bench.agent_check.report import markdown
-from sm121.bench.agent_check.runner import all_cases, report, run_case, select
-from sm121.bench.agent_check.tools import CheckedCall, check_call
+from sm121.bench.scenarios.agent_check.model import CaseFailed, CaseUnsupported, Status, excerpt
+from sm121.bench.scenarios.agent_check.probe import Facts, Probe
+from sm121.bench.scenarios.agent_check.report import markdown
+from sm121.bench.scenarios.agent_check.runner import all_cases, report, run_case, select
+from sm121.bench.scenarios.agent_check.tools import CheckedCall, check_call
 from sm121.errors import Sm121Error
 from sm121.protocols.assembly import assemble_chat_tool_calls
 from sm121.protocols.replies import ToolCall

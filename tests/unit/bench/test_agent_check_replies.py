@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sm121.bench.agent_check.model import CaseFailed
-from sm121.bench.agent_check.probe import Reply
+from sm121.bench.scenarios.agent_check.model import CaseFailed
+from sm121.bench.scenarios.agent_check.probe import Reply
 from sm121.protocols.assembly import (
     MalformedStream,
     assemble_messages_stream,

@@ -14,18 +14,18 @@ import pytest
 from aiohttp import web
 from support.aiohttp_server import served
 
-from sm121.bench.agents.capture_log import (
+from sm121.bench.client import BenchClient
+from sm121.bench.context import Context
+from sm121.bench.results import ResultsFile
+from sm121.bench.scenarios.agents.capture_log import (
     by_session,
     gap_errors,
     load_capture,
     redacted_chars,
     schedule,
 )
-from sm121.bench.agents.records import TurnSample
-from sm121.bench.agents.replay import ReplayArgs, filler_chars, replay
-from sm121.bench.client import BenchClient
-from sm121.bench.results import ResultsFile
-from sm121.bench.runner import Context
+from sm121.bench.scenarios.agents.models import TurnSample
+from sm121.bench.scenarios.agents.replay import ReplayArgs, filler_chars, replay
 from sm121.errors import Sm121Error
 from sm121.gateway.capture import Capture
 from sm121.gateway.sessions import session_id
@@ -126,8 +126,8 @@ async def test_a_replay_keeps_the_gaps_over_speed(tmp_path, fake_upstream):
     results = ResultsFile(tmp_path / "replay.json", "scenario", "replay", params)
     async with BenchClient(url, "m", api="chat") as client:
         outcome = await replay(Context(client, results, {}), ReplayArgs.model_validate(params))
-    summary, gaps = outcome.summary, outcome.extras.gaps
-    assert outcome.extras.sessions == 2 and summary.turns == 5
+    summary, gaps = outcome, outcome.gaps
+    assert outcome.sessions == 2 and summary.turns == 5
     assert summary.usage_checked == 5 and summary.prompt_exact == 5
     assert gaps is not None and gaps.gaps == 3 and gaps.within_10pct == 3  # 0.2, 0.3 and 0.3 s wanted
     turns = [s for s in results.data["samples"] if s.get("kind") == "turn"]
@@ -160,7 +160,7 @@ async def test_a_gap_the_engine_stretches_is_counted_as_held(tmp_path):
     results = ResultsFile(tmp_path / "replay.json", "scenario", "replay", params)
     async with served(app) as url, BenchClient(url, "m", api="chat") as client:
         outcome = await replay(Context(client, results, {}), ReplayArgs.model_validate(params))
-    gaps = outcome.extras.gaps
+    gaps = outcome.gaps
     assert gaps is not None and gaps.gaps == 2 and gaps.held == 2 and gaps.within_10pct == 0
     turns = [s for s in results.data["samples"] if s.get("kind") == "turn"]
     assert all(t["held_s"] > 0.2 for t in turns if t["turn"] > 0)

@@ -13,10 +13,10 @@ import pytest
 from aiohttp import web
 from support.aiohttp_server import served
 
-from sm121.bench.agents.replay import ReplayArgs, replay
 from sm121.bench.client import BenchClient
+from sm121.bench.context import Context
 from sm121.bench.results import ResultsFile
-from sm121.bench.runner import Context
+from sm121.bench.scenarios.agents.replay import ReplayArgs, replay
 from sm121.gateway.capture import Capture
 from sm121.gateway.sessions import session_id
 from sm121.protocols.chat_view import messages_to_chat, responses_to_chat
@@ -106,7 +106,7 @@ async def test_a_captured_session_replays_in_its_own_protocol(
     results = ResultsFile(tmp_path / "replay.json", "scenario", "replay", params)
     async with BenchClient(url, "m", api="chat") as client:
         outcome = await replay(Context(client, results, {}), ReplayArgs.model_validate(params))
-    assert outcome.summary.turns == 2 and outcome.summary.usage_checked == 2
+    assert outcome.turns == 2 and outcome.usage_checked == 2
     assert [p for p, _ in seen] == [path, path]
     for (_, sent), captured in zip(seen, turns, strict=True):
         # What the engine renders is what the agent sent.

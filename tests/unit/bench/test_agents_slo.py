@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from sm121.bench.agents.choose import verdict
-from sm121.bench.agents.entries import AbEntry, SweepEntry
-from sm121.bench.agents.records import TurnSample, read_run
-from sm121.bench.agents.slo import evaluate, parse_slo
-from sm121.bench.agents.summary import headline, overlaps_background, summarize_run
-from sm121.bench.agents.summary_model import RunMetrics
-from sm121.bench.agents.sweep import largest_meeting
+from sm121.bench.scenarios.agents.choose import verdict
+from sm121.bench.scenarios.agents.models import (
+    AgentsAbEntry,
+    AgentsSweepEntry,
+    RunMetrics,
+    TurnSample,
+    read_run,
+)
+from sm121.bench.scenarios.agents.slo import evaluate, parse_slo
+from sm121.bench.scenarios.agents.summary import headline, overlaps_background, summarize_run
+from sm121.bench.scenarios.agents.sweep import largest_meeting
 from sm121.errors import Sm121Error
 
 
@@ -91,7 +95,7 @@ def test_summary_by_turn_and_per_agent():
 
 
 def _ab_sample(profile, goodput, ttft_p95):
-    return AbEntry(profile=profile, rep=0, metrics=RunMetrics(
+    return AgentsAbEntry(profile=profile, rep=0, metrics=RunMetrics(
         goodput=goodput, ttft_p95_s=ttft_p95, slo_terms={"ttft_p95=2s": ttft_p95}))
 
 
@@ -108,7 +112,7 @@ def test_the_verdict_names_the_profile_with_the_best_goodput_and_why():
 
 def test_the_largest_n_needs_every_smaller_n_to_meet_the_slo():
     def point(n, met):
-        return SweepEntry(agents=n, metrics=RunMetrics(slo_met=met))
+        return AgentsSweepEntry(agents=n, metrics=RunMetrics(slo_met=met))
 
     assert largest_meeting([point(1, True), point(2, True), point(4, False)]) == 2
     assert largest_meeting([point(1, True), point(2, False), point(4, True)]) == 1

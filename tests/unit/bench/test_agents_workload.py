@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from sm121.bench.agents.conversation import Conversation, exact_text, tool_definitions
-from sm121.bench.agents.messages import wire
-from sm121.bench.agents.workload import PRESETS, fit, load_workload, turns_that_fit
+from sm121.bench.scenarios.agents.conversation import Conversation, exact_text, tool_definitions
+from sm121.bench.scenarios.agents.messages import wire
+from sm121.bench.scenarios.agents.workload import PRESETS, fit, load_workload, turns_that_fit
 from sm121.errors import Sm121Error
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")

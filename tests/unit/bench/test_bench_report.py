@@ -7,7 +7,7 @@ from test_bench_overlap_metrics import ONGOING, _sample, metrics_of
 
 from sm121.bench.report.compare import compare_with
 from sm121.bench.report.markdown import render_report
-from sm121.bench.result_models import AbEntry
+from sm121.bench.result_models import AbEntry, Open
 from sm121.bench.results import ResultsFile
 from sm121.bench.scenarios import get
 
@@ -23,7 +23,7 @@ def _ab_file(path):
         results.add_sample({"profile": profile, "rep": rep, "samples": [sample],
                             "engine_args": {"max-num-batched-tokens": 2048},
                             "metrics": sample["metrics"], "probe": {"safe": True}})
-    entries = [AbEntry[Any].model_validate(s) for s in results.data["samples"]]
+    entries = [AbEntry[Any, Open].model_validate(s) for s in results.data["samples"]]
     results.set(summary=compare_with(get("overlap"), entries, ["agent", "lpt"]).to_json())
     results.finish("complete")
     return path

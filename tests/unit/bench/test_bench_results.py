@@ -53,7 +53,7 @@ def test_ab_order_keeps_the_repetitions_of_one_boot_together(tmp_path):
 
 
 def test_comparison_has_medians_spread_and_ratios_to_the_first_profile():
-    entries = [AbEntry[Any](profile=p, rep=0, metrics=Open(admission_ratio=v))
+    entries = [AbEntry[Any, Open](profile=p, rep=0, metrics=Open(admission_ratio=v))
                for p, v in [("a", 100.0), ("a", 300.0), ("a", 200.0), ("b", 10.0), ("b", 20.0)]]
     table = compare_with(get("overlap"), entries, ["a", "b"]).to_json()
     row = table["metrics"]["admission_ratio"]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sm121.bench.soak.interval import Interval
-from sm121.bench.soak.records import SoakInterval
-from sm121.bench.soak.runner import SoakFile, SoakRequest
-from sm121.bench.soak.workload import TurnOutcome
+from sm121.bench.scenarios.soak.interval import Interval
+from sm121.bench.scenarios.soak.records import SoakInterval
+from sm121.bench.scenarios.soak.runner import SoakFile, SoakRequest
+from sm121.bench.scenarios.soak.workload import TurnOutcome
 from sm121.bench.timeline import load_jsonl, read_timeline, soak_panels, timeline_section
 from sm121.errors import Sm121Error
 

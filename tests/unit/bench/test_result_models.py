@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from sm121.bench.agent_check.report_file import AgentCheckReport
 from sm121.bench.result_models import AbSummary, ScenarioResults
 from sm121.bench.results import ResultsFile, load_results
 from sm121.bench.scenarios import load_typed, parse_results
+from sm121.bench.scenarios.agent_check.report_file import AgentCheckReport
 from sm121.bench.scenarios.overlap.models import OverlapSample
-from sm121.bench.soak.records import SoakLine, SoakSummary
+from sm121.bench.scenarios.soak.records import SoakLine, SoakSummary
 from sm121.errors import Sm121Error
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"

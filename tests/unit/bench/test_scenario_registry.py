@@ -137,3 +137,12 @@ def test_bench_help_loads_no_scenario_module():
     heavy = {e.module for e in scenarios.TABLE.values()} | {
         "aiohttp", "sm121.bench.runner", "sm121.bench.report.markdown"}
     assert not heavy & set(loaded), loaded
+
+
+def test_every_table_entry_runs_through_the_contract():
+    """Each scenario of the table implements `run` (none raises in place of one), has a
+    params model, and names itself as the table does."""
+    for name in scenarios.names():
+        scenario = scenarios.get(name)
+        assert type(scenario).run is not Scenario.run, name
+        assert issubclass(scenario.params, Params) and scenario.name == name

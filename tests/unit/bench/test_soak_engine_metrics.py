@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from sm121.bench.soak.engine_state import engine_state
+from sm121.bench.scenarios.soak.engine_state import engine_state
 
 OLD_NAMES = ("# TYPE vllm:gpu_cache_usage_perc gauge\n"
              'vllm:gpu_cache_usage_perc{model_name="m"} 0.25\n'

@@ -1,10 +1,13 @@
 """Reps per boot: the boot order, and the test of the second repetition on a boot against
 the first (bench/boot_effect.py)."""
 
+from typing import Any
+
 import pytest
 
 from sm121.bench.ab import boot_order
 from sm121.bench.boot_effect import boot_effect, describe, sign_test
+from sm121.bench.result_models import AbEntry, Open
 
 
 def test_boot_order_groups_repetitions_per_boot_and_alternates_between_boots():
@@ -23,8 +26,9 @@ def test_sign_test_is_exact_and_two_sided():
 
 
 def _sample(profile, boot, k, value, error=None):
-    return {"profile": profile, "rep": k, "boot_index": boot, "rep_on_boot": k, "error": error,
-            "metrics": {} if error else {"m": value}}
+    return AbEntry[Any, Open].model_validate(
+        {"profile": profile, "rep": k, "boot_index": boot, "rep_on_boot": k, "error": error,
+         "metrics": {} if error else {"m": value}})
 
 
 def test_pairs_come_from_one_boot_and_a_lean_one_way_is_systematic():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sm121.bench.boot_effect import boot_effects, describe
 from sm121.bench.results import load_results
+from sm121.bench.scenarios.agents.models import AgentsAbEntry
 
 RUN = Path(__file__).parents[3] / "docs/results/cpu-testbed/tune"
 
@@ -27,7 +28,7 @@ def test_every_repetition_on_a_boot_starts_from_a_cold_prefix_cache():
 
 
 def test_a_later_repetition_on_a_boot_does_not_differ_systematically_from_its_first():
-    effects = boot_effects(_ab()["samples"], ["goodput", "ttft_p95_judged_s",
+    effects = boot_effects([AgentsAbEntry.model_validate(s) for s in _ab()["samples"]], ["goodput", "ttft_p95_judged_s",
                                               "background_ttft_s"])
     for line in describe(effects):
         print(line)

@@ -3,8 +3,7 @@ from the repetitions already measured (sm121/bench/tune)."""
 
 import pytest
 
-from sm121.bench.agents.entries import AbEntry
-from sm121.bench.agents.summary_model import RunMetrics
+from sm121.bench.scenarios.agents.models import AgentsAbEntry, RunMetrics
 from sm121.bench.tune.result import Probe, RequestRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
@@ -31,9 +30,9 @@ def test_state_resumes_with_the_same_question_and_accumulates_time(tmp_path):
 
 
 def test_the_target_is_met_by_a_majority_of_the_repetitions():
-    samples = [AbEntry(profile="a", rep=rep, metrics=RunMetrics(slo_met=met))
+    samples = [AgentsAbEntry(profile="a", rep=rep, metrics=RunMetrics(slo_met=met))
                for rep, met in enumerate((True, True, False))]
-    samples.append(AbEntry(profile="a", rep=3, error="boom", metrics=RunMetrics()))
+    samples.append(AgentsAbEntry(profile="a", rep=3, error="boom", metrics=RunMetrics()))
     assert met_at_target(samples, "a") is True
     assert met_at_target(samples[1:3], "a") is False  # a tie is not a majority
     assert met_at_target(samples, "b") is None

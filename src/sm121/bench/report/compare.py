@@ -14,8 +14,8 @@ from sm121.bench.scenario import Scenario
 from sm121.bench.stats import summarize
 
 
-def compare_with(spec: Scenario[Any, Any], entries: list[AbEntry[Any]], profiles: list[str]
-                 ) -> AbSummary:
+def compare_with(spec: Scenario[Any, Any], entries: list[AbEntry[Any, Any]],
+                 profiles: list[str]) -> AbSummary:
     """The comparison of an A/B's measured entries; `to_json()` is its summary as the file
     keeps it (`boot_effect` an extra key, there only with repetitions per boot)."""
     metrics = {}

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.agents.report import timestamp_ratio
 from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.results import load_results
 from sm121.bench.scenario import Results, Scenario, Unknown
 from sm121.bench.scenarios import find
+from sm121.bench.scenarios.agents.report import timestamp_ratio
 from sm121.bench.timeline import timeline_section
 
 

@@ -4,7 +4,7 @@ of an A/B, a table of one row per sample."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sm121.bench.report.format import fmt, markdown_table
 from sm121.bench.result_models import AbEntry, AbResults
@@ -17,7 +17,7 @@ def images(files: list[Path]) -> list[str]:
     return [f"![{f.stem}]({f.name})" for f in files]
 
 
-def measured(results: AbResults[S]) -> list[AbEntry[S]]:
+def measured(results: AbResults[S, Any]) -> list[AbEntry[S, Any]]:
     """A/B entries that measured something (a failed boot is recorded with its error)."""
     return [e for e in results.samples if not e.error]
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import median
 
-from sm121.bench.agents.entries import AbEntry
-from sm121.bench.agents.summary_model import RunMetrics
+from sm121.bench.scenarios.agents.models import AgentsAbEntry, RunMetrics
 from sm121.bench.stats import clopper_pearson
 from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.capacity import Bracket, bracket
@@ -41,10 +40,10 @@ def _kv(ab: AbFile) -> dict[str, int | None]:
             if b.name is not None and b.boot and b.boot.kv_pool_tokens}
 
 
-def _runs(entries: list[AbEntry], name: str) -> list[tuple[str | None, RunMetrics]]:
+def _runs(entries: list[AgentsAbEntry], name: str) -> list[tuple[str | None, RunMetrics]]:
     """(run id, headline metrics) of the arm's measured repetitions."""
     return [(e.run_id, e.metrics) for e in entries
-            if e.profile == name and not e.error and e.metrics]
+            if e.profile == name and e.measured()]
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -52,7 +51,7 @@ def _median(values: list[float | None]) -> float | None:
     return median(kept) if kept else None
 
 
-def capacity(entries: list[AbEntry], name: str, target: int, probes: list[Probe]
+def capacity(entries: list[AgentsAbEntry], name: str, target: int, probes: list[Probe]
              ) -> Bracket:
     met = met_at_target(entries, name)
     outcomes = ([(target, met)] if met is not None else []) + \
@@ -60,7 +59,7 @@ def capacity(entries: list[AbEntry], name: str, target: int, probes: list[Probe]
     return bracket(outcomes)
 
 
-def row(name: str, entries: list[AbEntry], target: int, probes: list[Probe]) -> ArmRow | None:
+def row(name: str, entries: list[AgentsAbEntry], target: int, probes: list[Probe]) -> ArmRow | None:
     runs = _runs(entries, name)
     if not runs:
         return None
@@ -125,7 +124,7 @@ def rank(table: list[ArmRow], bound: float = COST_TARGET) -> list[ArmRow]:
     return sorted(table, key=key)
 
 
-def _boot_values(row: ArmRow, entries: list[AbEntry], target: int,
+def _boot_values(row: ArmRow, entries: list[AgentsAbEntry], target: int,
                  metric: str) -> dict[int, list[float]]:
     """N -> one value per boot (the boot's median at that N)."""
     per: dict[tuple[int, str], list[float]] = {}

@@ -14,19 +14,17 @@ in the prefix cache."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
-from sm121.bench.agents.messages import user
-from sm121.bench.agents.params import AgentRunParams
-from sm121.bench.agents.session import background_prompt, send
-from sm121.bench.agents.workload import fit_to_server, load_workload
 from sm121.bench.boot import Boot
 from sm121.bench.client import BenchClient
+from sm121.bench.scenarios.agents.messages import user
+from sm121.bench.scenarios.agents.params import AgentRunParams
+from sm121.bench.scenarios.agents.session import background_prompt, send
+from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
 from sm121.bench.tune.result import ExclusivePrefill
 from sm121.engines.client import max_model_len
 from sm121.errors import Sm121Error
-
-Say = Callable[[str], None]
+from sm121.progress import Say
 
 
 def measure_exclusive(boot: Boot, params: AgentRunParams, say: Say) -> ExclusivePrefill | None:

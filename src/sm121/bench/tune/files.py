@@ -4,24 +4,21 @@ are kept, so older files read."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import Field, JsonValue
 
-from sm121.bench.agents.entries import AbEntry
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+from sm121.bench.scenarios.agents.models import AgentsAbEntry
+from sm121.open_model import Open
 
 
-class BootTimings(_Open):
+class BootTimings(Open):
     first_generation_s: float | None = None
 
 
-class BootFacts(_Open):
+class BootFacts(Open):
     kv_pool_tokens: int | None = None
 
 
-class AbBoot(_Open):
+class AbBoot(Open):
     """One boot of the A/B: its arm, its time to a first generation, its KV pool."""
 
     name: str | None = None
@@ -29,25 +26,25 @@ class AbBoot(_Open):
     boot: BootFacts | None = None
 
 
-class AbFile(_Open):
+class AbFile(Open):
     """The A/B of tune's arms (ab-agents.json), as measured so far."""
 
     boots: list[AbBoot] = Field(default_factory=list)
-    samples: list[AbEntry] = Field(default_factory=list)
+    samples: list[AgentsAbEntry] = Field(default_factory=list)
 
 
-class ServerInfo(_Open):
+class ServerInfo(Open):
     version: JsonValue = None  # a string, or the engine's JSON (as text or as an object)
 
 
-class KneeBoot(_Open):
+class KneeBoot(Open):
     timings: BootTimings = Field(default_factory=BootTimings)
 
 
 Number = int | float  # as stored: a step or batch prints as it was written
 
 
-class KneeRow(_Open):
+class KneeRow(Open):
     """One step size (prefill) or batch (decode): the median rate over reps and its range."""
 
     step: Number | None = None
@@ -57,7 +54,7 @@ class KneeRow(_Open):
     max: float | None = None
 
 
-class KneePoint(_Open):
+class KneePoint(Open):
     """Where a curve bends: the knee (prefill) or the saturation batch (decode)."""
 
     knee_at: Number | None = None
@@ -67,7 +64,7 @@ class KneePoint(_Open):
     saturated: bool | None = None
 
 
-class KneeWindow(_Open):
+class KneeWindow(Open):
     """One timing window's curves (the engine's histogram, or the client's TTFT)."""
 
     prefill: list[KneeRow] = Field(default_factory=list)
@@ -76,7 +73,7 @@ class KneeWindow(_Open):
     decode_saturation: KneePoint = Field(default_factory=KneePoint)
 
 
-class KneeCurves(_Open):
+class KneeCurves(Open):
     """The knee scenario's summary as tune's report reads it."""
 
     engine: KneeWindow = Field(default_factory=KneeWindow)
@@ -84,7 +81,7 @@ class KneeCurves(_Open):
     reps: int | None = None
 
 
-class KneeFile(_Open):
+class KneeFile(Open):
     """The knee's results file: its status, server and boot, and its curves."""
 
     status: str | None = None

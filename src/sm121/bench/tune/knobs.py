@@ -1,6 +1,5 @@
-"""The scheduler knobs tune varies, asked of the recipe's engine adapter (its names for them),
-and which of them the engine's version has (the flag list sm121 keeps for that version:
-bundled, or read from the installed engine by `sm121 engine flags`)."""
+"""The scheduler knobs tune varies, asked of the recipe's engine adapter (its names for
+them), and the step a long prefill gets under a set of them."""
 
 from __future__ import annotations
 
@@ -8,17 +7,11 @@ from collections.abc import Mapping
 
 from sm121.engines.adapter import SchedulerFlags
 from sm121.engines.registry import adapter_for
-from sm121.recipes.schema import EngineKind, Recipe
+from sm121.recipes.schema import EngineKind
 
 
 def knobs_of(kind: EngineKind) -> SchedulerFlags:
     return adapter_for(kind).scheduler
-
-
-def version_flags(recipe: Recipe) -> tuple[frozenset[str], str]:
-    """(flags, the version whose list it is) for the recipe's engine, from its adapter."""
-    chosen = adapter_for(recipe.engine.kind).flag_choice(recipe)
-    return chosen.flags.flags, chosen.flags.version
 
 
 def effective_step(args: Mapping[str, object], knobs: SchedulerFlags) -> int | None:

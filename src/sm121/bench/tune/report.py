@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sm121.bench.boot_effect import boot_effects, describe  # noqa: E402
-from sm121.bench.tune.files import KneeCurves, KneeFile, KneeRow, Number  # noqa: E402
+from sm121.bench.tune.files import AbFile, KneeCurves, KneeFile, KneeRow, Number  # noqa: E402
 from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
 from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
 
@@ -83,9 +83,9 @@ def candidates_plot(table: list[ArmRow], chosen: str | None, path: Path) -> Path
     return path
 
 
-def write_report(out: Path, knee: KneeFile, ab: dict[str, Any], state: TuneRecord) -> Path:
-    """report.md and its plots, from the knee's run, the A/B's results file (its data as
-    read: the repetitions' boot effects read it) and tune.json."""
+def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Path:
+    """report.md and its plots, from the knee's run, the A/B's results file (the
+    repetitions' boot effects read it) and tune.json."""
     summary, result, request = knee.summary, state.result, state.request
     knee_plot(summary, out / "tune-knee.png")
     candidates_plot(result.table, result.chosen, out / "tune-candidates.png")
@@ -113,7 +113,7 @@ def write_report(out: Path, knee: KneeFile, ab: dict[str, Any], state: TuneRecor
               "The knee is short-context (one fresh prompt per step): it is shown, and it "
               "prices nothing below; the long prefill is priced in the agents runs.", ""]
     lines += _arms(state)
-    effects = boot_effects(ab.get("samples", []), ["goodput", "ttft_p95_judged_s",
+    effects = boot_effects(ab.samples, ["goodput", "ttft_p95_judged_s",
                                                      "background_ttft_s"])
     effect_lines = describe(effects)
     if effect_lines:

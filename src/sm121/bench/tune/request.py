@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sm121.bench.agents.params import AgentRunParams
-from sm121.bench.agents.params import agent_params as checked_agent_params
+from sm121.bench.scenarios.agents.params import AgentRunParams
+from sm121.bench.scenarios.agents.params import agent_params as checked_agent_params
 from sm121.bench.tune.result import KneeParamsGiven, RequestRecord
 
 

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sm121.open_model import Open
 from sm121.recipes.schema import ArgValue
 
 # The knee scenario's params as given (`sm121 tune --knee-steps/--knee-batches/--knee-reps`)
 KneeParamsGiven = dict[str, list[int] | int | None]
 
 
-class Probe(BaseModel):
+class Probe(Open):
     """One agents run at N on an arm's boot (a capacity probe, or a confirmation run)."""
-
-    model_config = ConfigDict(extra="allow")
 
     agents: int
     slo_met: bool
@@ -147,10 +146,8 @@ class TuneResult(BaseModel):
     date: str
 
 
-class PlanRecord(BaseModel):
+class PlanRecord(Open):
     """The plan made before an arm's boot, from the times measured so far."""
-
-    model_config = ConfigDict(extra="allow")
 
     before: str
     left_s: int | float
@@ -170,10 +167,8 @@ class ConfirmPlan(BaseModel):
     boots: int
 
 
-class RequestRecord(BaseModel):
+class RequestRecord(Open):
     """The question as tune.json keeps it (TuneRequest.to_record), in its key order."""
-
-    model_config = ConfigDict(extra="allow")
 
     recipe: str
     workload: str
@@ -207,10 +202,8 @@ class CandidateRecord(BaseModel):
     role: list[str] = Field(default_factory=list)
 
 
-class TuneRecord(BaseModel):
+class TuneRecord(Open):
     """tune.json once tune has chosen: what its report reads."""
-
-    model_config = ConfigDict(extra="allow")
 
     request: RequestRecord
     elapsed_s: float = 0.0

@@ -8,7 +8,6 @@ same arguments resumes."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from sm121.bench.ab import AbRequest, boot_and_measure, measured_pairs, open_results
 from sm121.bench.boot import Boot
 from sm121.bench.results import ResultsFile, load_results
+from sm121.bench.scenarios.agents.models import stored_summary
 from sm121.bench.scenarios.knee.on_recipe import knee_on_recipe
 from sm121.bench.tune import candidates as cands
 from sm121.bench.tune import conditions
@@ -35,9 +35,8 @@ from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args
 from sm121.plan.trust import trust_needs
+from sm121.progress import Say
 from sm121.recipes.loader import load_recipe
-
-Say = Callable[[str], None]
 
 
 def run_tune(request: TuneRequest, say: Say = lambda _: None) -> TuneRecord:
@@ -71,13 +70,13 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, facts, sitting, say)
-    result = choose(request, state, found, AbFile.model_validate(ab.data), facts.engine,
-                    sitting)
+    arms = AbFile.model_validate(ab.data)
+    result = choose(request, state, found, arms, facts.engine, sitting)
     state.set(result=result.model_dump(mode="json"))
     if not request.write:  # a profile an earlier invocation wrote is not this pick's
         state.data.pop("written", None)
         state.data.pop("serve_needs_trust", None)
-    report = write_report(request.out, knee, ab.data, TuneRecord.model_validate(state.data))
+    report = write_report(request.out, knee, arms, TuneRecord.model_validate(state.data))
     state.set(report=str(report))
     if request.write and result.chosen:
         text = _recipe_text(recipe.name, loaded.builtin, loaded.source)
@@ -86,7 +85,7 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
         needs = trust_needs(load_recipe(recipe.name).recipe, "tuned", builtin=False)
         # Shown as $SM121_HOME/..., so a committed report names no machine's folders.
         state.set(written=f"$SM121_HOME/recipes/{path.name}", serve_needs_trust=needs)
-        write_report(request.out, knee, ab.data, TuneRecord.model_validate(state.data))
+        write_report(request.out, knee, arms, TuneRecord.model_validate(state.data))
         say(f"wrote profile `tuned` into {path}")
     state.set(status="complete")
 
@@ -124,7 +123,7 @@ def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> KneeFi
                              trust=request.trust, say=say, cluster=request.cluster,
                              host=request.host)
     state.save()
-    return KneeFile.model_validate(results.data)
+    return KneeFile.model_validate(results.to_json())
 
 
 @dataclass(frozen=True)
@@ -146,10 +145,9 @@ def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: AbFile) -> Esti
     the knee's boot (the machine's first boot may be cold and slower)."""
     boots = [t for b in ab.boots if (t := b.timings.first_generation_s) is not None]
     walls = [w for s in ab.samples
-             if not s.error and s.summary and (w := s.summary.wall_s) is not None]
+             if not s.error and (w := stored_summary(s).wall_s) is not None]
     # The exclusive prefill costs about what the background job's prefill took in the runs
-    prefills = [t for s in ab.samples
-                if not s.error and s.metrics and (t := s.metrics.background_ttft_s)]
+    prefills = [t for s in ab.samples if s.measured() and (t := s.metrics.background_ttft_s)]
     knee_boot = knee.boot_s if knee else None
     return measured(boots, walls, request.boot_estimate_s or knee_boot or 60.0,
                     request.rep_estimate_s, request.rest_s, prefills)

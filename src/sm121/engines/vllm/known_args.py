@@ -10,14 +10,6 @@ with scripts/vllm_args_from_source.py, or read it from the engine on its node wi
 
 from __future__ import annotations
 
-from sm121.engines.vllm.flags import bundled, bundled_versions
-
-
-def known_vllm_args() -> frozenset[str]:
-    """The newest bundled list, for a check without a recipe (recipes use vllm_flags.choose,
-    which picks the list of their engine.version)."""
-    return bundled(bundled_versions()[-1]).flags
-
 
 def _read_from_installed_vllm() -> list[str]:
     from vllm import __version__

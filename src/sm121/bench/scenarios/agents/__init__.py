@@ -1,2 +1,4 @@
-"""`agents` and `replay` in the scenario table: thin classes over `sm121.bench.agents`,
-where their code lives (it moves here in a later round)."""
+"""The agent workload scenarios: N concurrent multi-turn coding-agent sessions over chat
+(`agents`), their SLO goodput, replay of captured gateway traffic (`replay`), A/B and sweeps
+over N. `scenario.py` holds the two `Scenario` classes; `models.py` the one model set of
+their results files."""

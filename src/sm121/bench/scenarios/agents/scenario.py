@@ -1,33 +1,44 @@
-"""`agents` and `replay` as `Scenario`s, over the functions of `sm121.bench.agents`: chat by
-default, judged and reported from their turns."""
+"""`agents` and `replay` as `Scenario`s: chat by default, judged and reported from their
+turns (`models` is their one model set; `run` and `replay` how each runs)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sm121.bench import result_models
-from sm121.bench.agents import report
-from sm121.bench.agents.choose import largest_meeting, verdict
-from sm121.bench.agents.entries import AbEntry
-from sm121.bench.agents.params import (
+from sm121.bench.report.compare import compare_with
+from sm121.bench.report.format import markdown_table, table_rows
+from sm121.bench.result_models import (
+    AbEntry,
+    AbResults,
+    Open,
+    ScenarioResults,
+    SweepResults,
+    SweepSummary,
+    Verdict,
+)
+from sm121.bench.runner import Context
+from sm121.bench.scenario import Params, Results, Scenario, option
+from sm121.bench.scenarios.agents import report
+from sm121.bench.scenarios.agents.choose import largest_meeting, verdict
+from sm121.bench.scenarios.agents.models import (
+    AgentsAb,
+    AgentsSample,
+    AgentsSummary,
+    AgentsSweep,
+    RunConfig,
+    RunMetrics,
+    read_run,
+)
+from sm121.bench.scenarios.agents.params import (
     AgentRunParams,
     ReplayRunParams,
     agent_params,
     replay_params,
 )
-from sm121.bench.agents.records import read_run
-from sm121.bench.agents.replay import ReplayArgs, replay
-from sm121.bench.agents.results_view import read_ab, read_sweep
-from sm121.bench.agents.scenario import AgentsRunArgs, agents
-from sm121.bench.agents.summary import HEADLINE, headline
-from sm121.bench.agents.summary_model import AgentsSummary, RunExtras, RunMetrics, RunOutcome
-from sm121.bench.report.compare import compare_with
-from sm121.bench.report.format import markdown_table, table_rows
-from sm121.bench.result_models import AbResults, Open, ScenarioResults, SweepResults, SweepSummary
-from sm121.bench.runner import Context
-from sm121.bench.scenario import Params, Results, Scenario, option
-from sm121.bench.scenarios.agents import models
+from sm121.bench.scenarios.agents.replay import ReplayArgs, replay
+from sm121.bench.scenarios.agents.run import AgentsRunArgs, agents
+from sm121.bench.scenarios.agents.summary import HEADLINE, headline
 from sm121.bench.scenarios.agents.texts import SLO_HELP, WORKLOAD_HELP
 
 _SLO = option("ttft_p95=2s", "--slo", SLO_HELP)
@@ -49,21 +60,15 @@ class ReplayParams(Params):
     slo: str = _SLO
 
 
-def _stored(outcome: RunOutcome) -> models.AgentsSummary:
-    """The summary as the results file keeps it: the run's, then the extras it set."""
-    extras = outcome.extras
-    return models.AgentsSummary.model_validate(
-        {**outcome.summary.model_dump(), **extras.model_dump(include=extras.model_fields_set)})
-
-
-class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
-    sample = models.AgentsSample
-    summary = models.AgentsSummary
+class _AgentScenario(Scenario[AgentsSample, AgentsSummary]):
+    sample = AgentsSample
+    summary = AgentsSummary
+    metrics = RunMetrics
     api = "chat"
     headline = HEADLINE
 
-    def flatten(self, samples: list[models.AgentsSample]) -> RunMetrics:
-        return headline(read_run([s.to_json() for s in samples]))
+    def flatten(self, samples: list[AgentsSample]) -> RunMetrics:
+        return headline(read_run(samples))
 
     def recompute(self, results: Results) -> Results:
         """An A/B's or sweep's headline metrics, comparison and largest N again from the raw
@@ -71,12 +76,12 @@ class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
         if isinstance(results, AbResults | SweepResults):
             for entry in results.samples:
                 if not entry.error:
-                    entry.metrics = self.headline_metrics(entry.samples)
+                    entry.metrics = self.flatten(entry.samples)
         if isinstance(results, AbResults):
             measured = [e for e in results.samples if not e.error]
             results.summary = compare_with(self, measured, results.params.profiles)
         if isinstance(results, SweepResults):
-            largest = largest_meeting(read_sweep(results).entries)
+            largest = largest_meeting(results.samples)
             if isinstance(results.summary, SweepSummary):
                 results.summary.largest_n = largest
             else:  # a sweep file from before its summary had a model
@@ -91,7 +96,7 @@ class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
             [e.samples for e in results.samples if not e.error]
         for samples in runs:
             for sample in samples:
-                if isinstance(sample, models.AgentsConfig):
+                if isinstance(sample, RunConfig):
                     sample.slo = slo
         if isinstance(results, SweepResults):
             if isinstance(results.summary, SweepSummary):
@@ -102,26 +107,25 @@ class _AgentScenario(Scenario[models.AgentsSample, models.AgentsSummary]):
     def plots(self, results: Results, out: Path, stem: str) -> list[Path]:
         """The PNGs of an agents or replay run, an A/B of them or a sweep."""
         if isinstance(results, AbResults):
-            return report.ab_plots(read_ab(results), out, stem)
+            return report.ab_plots(cast(AgentsAb, results), out, stem)
         if isinstance(results, SweepResults):
-            return report.sweep_plots(read_sweep(results), out, stem)
-        return report.run_plots(report.typed_run(results.samples).bars, out, stem)
+            return report.sweep_plots(cast(AgentsSweep, results), out, stem)
+        return report.run_plots(read_run(results.samples).bars, out, stem)
 
     def section(self, results: Results, files: list[Path]) -> list[str] | None:
         """The headline table, then the run, A/B or sweep in detail."""
         head = markdown_table(*table_rows(results))
         if isinstance(results, AbResults):
-            return head + report.ab_section(read_ab(results), files)
+            return head + report.ab_section(cast(AgentsAb, results), files)
         if isinstance(results, SweepResults):
-            return head + report.sweep_section(read_sweep(results), files)
-        extras = RunExtras.model_validate(results.summary.to_json())
-        return head + report.run_section(report.typed_run(results.samples), extras, files)
+            return head + report.sweep_section(cast(AgentsSweep, results), files)
+        return head + report.run_section(read_run(results.samples), results.summary, files)
 
-    def console(self, summary: models.AgentsSummary) -> list[str]:
+    def console(self, summary: AgentsSummary) -> list[str]:
         """A run's terminal summary; none while the run has no verdict yet."""
-        if summary.slo is None or not summary.slo.to_json():
+        if summary.slo is None:
             return []
-        return report.console_lines(AgentsSummary.model_validate(summary.to_json()))
+        return report.console_lines(summary)
 
 
 class Agents(_AgentScenario):
@@ -131,19 +135,17 @@ class Agents(_AgentScenario):
             "goodput against the SLO. Results are written as turns end (Ctrl-C keeps them).")
     params = AgentsParams
 
-    async def run(self, ctx: Context, params: Params) -> models.AgentsSummary:
-        return _stored(await agents(ctx, AgentsRunArgs.model_validate(params.given())))
+    async def run(self, ctx: Context, params: Params) -> AgentsSummary:
+        return await agents(ctx, AgentsRunArgs.model_validate(params.given()))
 
     def prepare(self, values: Params) -> AgentRunParams:
         assert isinstance(values, AgentsParams)
         return agent_params(values.agents, values.turns, values.duration, values.workload,
                             values.slo)
 
-    def verdict(self, entries: list[result_models.AbEntry[Any]], profiles: list[str]
-                ) -> result_models.Verdict:
-        # The agents code reads its A/B entries in its own model (`agents.entries`).
-        runs = [AbEntry.model_validate(e.to_json()) for e in entries]
-        return result_models.Verdict.model_validate(verdict(runs, profiles).model_dump())
+    def verdict(self, entries: list[AbEntry[AgentsSample, Any]], profiles: list[str]
+                ) -> Verdict:
+        return verdict(entries, profiles)
 
 
 class Replay(_AgentScenario):
@@ -154,8 +156,8 @@ class Replay(_AgentScenario):
     params = ReplayParams
     api_option = False
 
-    async def run(self, ctx: Context, params: Params) -> models.AgentsSummary:
-        return _stored(await replay(ctx, ReplayArgs.model_validate(params.given())))
+    async def run(self, ctx: Context, params: Params) -> AgentsSummary:
+        return await replay(ctx, ReplayArgs.model_validate(params.given()))
 
     def prepare(self, values: Params) -> ReplayRunParams:
         assert isinstance(values, ReplayParams)

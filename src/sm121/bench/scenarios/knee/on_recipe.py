@@ -7,12 +7,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.boot import Say, booted, steps
-from sm121.bench.results import ResultsFile
+from sm121.bench.boot import booted, steps
+from sm121.bench.result_models import ScenarioResults
 from sm121.bench.runner import Target, run_scenario
-from sm121.bench.scenarios.knee.models import KneeSettings
+from sm121.bench.scenarios.knee.models import KneeSample, KneeSettings, KneeSummary
 from sm121.bench.scenarios.knee.scenario import Knee
 from sm121.engines.registry import adapter_for
+from sm121.progress import Say
 from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import ArgValue
 
@@ -30,14 +31,13 @@ def knee_overrides(recipe: str, params: dict[str, Any], overrides: dict[str, Arg
 def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgValue],
                    params: dict[str, Any], out: Path, port: int, trust: bool = False,
                    say: Say = lambda _: None, cluster: str | None = None,
-                   host: str = "127.0.0.1") -> ResultsFile:
+                   host: str = "127.0.0.1"
+                   ) -> ScenarioResults[KneeSample, KneeSummary]:
     args, step_budget, batch_limit = knee_overrides(recipe, params, overrides)
     with booted(recipe, profile, args, port, host, trust=trust, say=say, cluster=cluster) as boot:
         say(f"knee: engine ready ({step_budget} {args[step_budget]}, {batch_limit} "
             f"{args[batch_limit]}), measuring")
-        results = asyncio.run(run_scenario(
-            "knee", Knee().execute, Target(boot.plan.base_url, boot.plan.readiness.model),
-            {**params, "chunk": args[step_budget]}, out,
-            progress=steps(say), needs_stream=True))
-        results.set(boot=boot.record.to_json())
-    return results
+        return asyncio.run(run_scenario(
+            Knee(), Target(boot.plan.base_url, boot.plan.readiness.model),
+            {**params, "chunk": args[step_budget]}, out, progress=steps(say),
+            header={"boot": boot.record.to_json()}))

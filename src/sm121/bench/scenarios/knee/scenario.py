@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sm121.bench.runner import Context
+from sm121.bench.context import Context
 from sm121.bench.scenario import Params, Scenario
 from sm121.bench.scenarios.knee.console import console
 from sm121.bench.scenarios.knee.models import KneeHeadline, KneeParams, KneeSample, KneeSettings, KneeSummary

@@ -5,8 +5,8 @@ turn, and the prefix reuse (usage cached_tokens and the server's prefix-cache co
 
 from __future__ import annotations
 
+from sm121.bench.context import Context
 from sm121.bench.prompts import filler
-from sm121.bench.runner import Context
 from sm121.bench.scenarios.locality.models import (
     LocalityReading,
     LocalitySample,

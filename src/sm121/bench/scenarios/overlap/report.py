@@ -10,7 +10,7 @@ from sm121.bench.boot_effect import describe
 from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import fmt, markdown_table, table_rows
 from sm121.bench.report.sections import images, measured
-from sm121.bench.result_models import AbEntry, AbResults, AbSummary, ScenarioResults
+from sm121.bench.result_models import AbEntry, AbResults, AbSummary, Open, ScenarioResults
 from sm121.bench.scenario import Results
 from sm121.bench.scenarios import get
 from sm121.bench.scenarios.overlap.metrics import overlap_metrics, summarize_reps
@@ -58,18 +58,18 @@ def recompute_overlap(results: Results) -> Results:
     return results
 
 
-def _entries(results: Results) -> list[AbEntry[OverlapSample]]:
+def _entries(results: Results) -> list[AbEntry[OverlapSample, Open]]:
     """The repetitions of a run or of an A/B's measured entries: a run's sample is an entry
     of profile "-"."""
     if isinstance(results, AbResults):
         return measured(results)
     if isinstance(results, ScenarioResults):
-        return [AbEntry[OverlapSample](profile="-", rep=s.rep, samples=[s])
+        return [AbEntry[OverlapSample, Open](profile="-", rep=s.rep, samples=[s])
                 for s in results.samples]
     return []  # overlap has no sweep
 
 
-def _overlap_groups(kind: str, entries: list[AbEntry[OverlapSample]], profiles: list[str],
+def _overlap_groups(kind: str, entries: list[AbEntry[OverlapSample, Open]], profiles: list[str],
                     label: str) -> OverlapGroups:
     if kind == "ab":
         groups: OverlapGroups = {p: [] for p in profiles}
@@ -88,7 +88,7 @@ def overlap_plots(results: Results, out: Path, stem: str) -> list[Path]:
             admission(groups, out / f"{stem}-admission.png")]
 
 
-def _rep_rows(entries: list[AbEntry[OverlapSample]]) -> tuple[list[str], list[list[str]]]:
+def _rep_rows(entries: list[AbEntry[OverlapSample, Open]]) -> tuple[list[str], list[list[str]]]:
     headers = ["profile", "rep", "order", "valid", "share (engine)", "share (client)",
                "decode tok (engine)", "decode tok (client)", "p95 gap", "prefill tok/s",
                "short TTFT", "admission"]

@@ -4,8 +4,8 @@ the probe report."""
 
 from __future__ import annotations
 
+from sm121.bench.context import Context
 from sm121.bench.result_models import Open, ProbeReport
-from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Scenario
 from sm121.bench.scenarios.probe.run import probe_server
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
+from sm121.bench.context import Context
 from sm121.bench.prompts import code_for, count_tokens, filler, needle
-from sm121.bench.runner import Context
 from sm121.bench.scenarios.retrieval.models import (
     RetrievalSample,
     RetrievalSettings,

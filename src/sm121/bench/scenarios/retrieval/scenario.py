@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sm121.bench.context import Context
 from sm121.bench.report.sections import rows_section
-from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Results, Scenario
 from sm121.bench.scenarios.retrieval.models import (
     RetrievalParams,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sm121.bench.runner import Context
+from sm121.bench.context import Context
 from sm121.bench.scenario import Params, Results, Scenario
 from sm121.bench.scenarios.scaling.models import (
     DecodeScalingParams,

@@ -1,2 +1,2 @@
-"""`soak` in the scenario table: a thin class over `sm121.bench.soak`, where its code lives
-(it moves here in a later round)."""
+"""`sm121 bench soak`: agents against an endpoint for hours, reported every interval as JSONL
+(`runner.run_soak`); `scenario.Soak` is its table entry."""

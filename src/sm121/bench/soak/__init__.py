@@ -1,1 +1,0 @@
-"""`sm121 bench soak`: agents against an endpoint for hours, reported every interval as JSONL."""
