@@ -40,6 +40,8 @@ TABLE: dict[str, Entry] = {
                     "N concurrent coding-agent sessions judged against an SLO."),
     "replay": Entry(f"{_S}.agents.scenario", "Replay",
                     "Replay a gateway capture with its original gaps."),
+    "trace": Entry(f"{_S}.trace.scenario", "Trace",
+                   "Replay a public request trace (Mooncake) with its prefix reuse."),
     "probe": Entry(f"{_S}.probe.scenario", "Probe",
                    "Can this server's streams be counted to the token?"),
     "agent-check": Entry(f"{_S}.agent_check.scenario", "AgentCheck",

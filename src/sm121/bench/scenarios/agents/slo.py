@@ -14,9 +14,11 @@ between tokens, s, lower), decode (tok/s after the first token, higher).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from sm121.bench.scenarios.agents.models import SloJudgement, TermJudgement, TurnSample
+from sm121.bench.scenarios.agents.models import SloJudgement, TermJudgement
 from sm121.bench.stats import percentile
 from sm121.errors import Sm121Error
 
@@ -80,7 +82,13 @@ def parse_slo(text: str | None) -> list[Term]:
     return terms
 
 
-def evaluate(terms: list[Term], turns: list[TurnSample]) -> SloJudgement:
+class Judged(Protocol):
+    """A record an SLO judges: an agent's turn, a replayed trace request."""
+
+    def metric(self, key: str) -> float | None: ...
+
+
+def evaluate(terms: list[Term], turns: Sequence[Judged]) -> SloJudgement:
     """Goodput and the run-level verdict of each term over these turn records."""
     rows = []
     for term in terms:

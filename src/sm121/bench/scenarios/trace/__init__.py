@@ -1,0 +1,3 @@
+"""`trace`: replay a public request trace (Mooncake's format) on its timestamps, with prompts
+whose shared blocks are the same tokens, so the engine's prefix cache sees the trace's reuse
+(`scenario.Trace`)."""
