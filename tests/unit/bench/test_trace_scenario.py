@@ -6,7 +6,6 @@ reuse is known by construction)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from support import invoke_cli
