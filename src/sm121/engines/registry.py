@@ -16,7 +16,8 @@ there (an argument, a field); no reader looks it up again. Those places:
   launch/engine_flags              `sm121 engine flags` runs a recipe's engine
   launch/startup_history           an old start-up record rebuilt from its run's plan
   cli/cluster, cli/startup         `cluster check --recipe` and a log file given by path
-Two more are in bench/ (knee_run, tune/knobs): a recipe meeting its engine's scheduler knobs."""
+Two more are in bench/ (scenarios/knee/on_recipe, tune/knobs): a recipe meeting its engine's
+scheduler knobs."""
 
 from __future__ import annotations
 
