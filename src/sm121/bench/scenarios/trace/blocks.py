@@ -40,7 +40,9 @@ class BlockTokens:
     def block(self, hash_id: int) -> list[int]:
         if hash_id not in self._made:
             rng = random.Random(f"{self.salt}:{hash_id}")
-            self._made[hash_id] = [rng.choice(self.pool) for _ in range(self.block_tokens)]
+            # choices, not a choice a token: a long prompt's blocks are made on the event
+            # loop between arrivals, and every stream's timestamps wait while they are
+            self._made[hash_id] = rng.choices(self.pool, k=self.block_tokens)
         return self._made[hash_id]
 
     def prompt(self, request: TraceRequest) -> list[int]:

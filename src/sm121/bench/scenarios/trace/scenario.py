@@ -3,8 +3,11 @@ lines. The first scenario added as one package plus one table line (docs/bench.m
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sm121.bench.context import Context
-from sm121.bench.scenario import Params, Scenario
+from sm121.bench.result_models import ScenarioResults
+from sm121.bench.scenario import Params, Results, Scenario
 from sm121.bench.scenarios.trace.models import (
     TraceHeadline,
     TraceParams,
@@ -52,6 +55,12 @@ class Trace(Scenario[TraceSample, TraceSummary]):
             ttft_p50_s=percentile(ttft, 50), ttft_p95_s=percentile(ttft, 95),
             hit_share=sum(cached) / prompt if prompt and len(cached) == len(samples) else None,
             lag_p95_s=percentile([s.lag_s for s in samples], 95))
+
+    def section(self, results: Results, files: list[Path]) -> list[str] | None:
+        """A run's report: its summary lines (an A/B of trace: its headline table)."""
+        if isinstance(results, ScenarioResults) and isinstance(results.summary, TraceSummary):
+            return [*(f"- {line}" for line in self.console(results.summary)), ""]
+        return None
 
     def console(self, summary: TraceSummary) -> list[str]:
         c = summary.cache
