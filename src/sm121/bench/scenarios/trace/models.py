@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from sm121.bench.result_models import Number, Open
+from sm121.bench.result_models import Number
 from sm121.bench.scenario import Params, option
 from sm121.bench.scenarios.trace.format import TRACE_BLOCK
+from sm121.open_model import Open
 
 DEFAULT_SLO = "ttft_p95=2s"
 
@@ -102,8 +103,8 @@ class TraceSummary(Open):
     cache: CacheHits
 
 
-class TraceHeadline(BaseModel):
-    """What `bench ab --scenario trace` compares."""
+class TraceHeadline(Open):
+    """What `bench ab --scenario trace` compares (an A/B or sweep entry's `metrics`)."""
 
     ttft_p50_s: Number | None = None
     ttft_p95_s: Number | None = None

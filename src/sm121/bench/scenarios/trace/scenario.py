@@ -31,6 +31,7 @@ class Trace(Scenario[TraceSample, TraceSummary]):
     params = TraceParams
     sample = TraceSample
     summary = TraceSummary
+    metrics = TraceHeadline  # flatten's model: an A/B or sweep entry's `metrics`
     api_option = False  # its prompts are token ids: completions only
     headline = (("ttft_p50_s", "TTFT p50", "s", "lower"),
                 ("ttft_p95_s", "TTFT p95", "s", "lower"),
