@@ -151,3 +151,18 @@ def test_a_bad_trace_fails_before_anything_is_sent(tmp_path):
 def test_a_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(Sm121Error, match="cannot read the trace"):
         load_trace(tmp_path / "absent.jsonl")
+
+
+def test_the_summary_says_how_many_requests_hit_less_than_implied():
+    from sm121.bench.scenarios.trace.models import CacheHits, Percentiles, TraceSummary
+    from sm121.bench.scenarios.trace.scenario import Trace
+
+    summary = TraceSummary(
+        requests=9, trace_s=8.0, wall_s=8.2, speed=1.0, block_tokens=128, engine_block=128,
+        ttft_s=Percentiles(p50=0.03, p95=0.06, max=0.07), lag_s=Percentiles(p50=0, p95=0, max=0),
+        slo="ttft_p95=2s", goodput=1.0, good_requests=9, slo_met=True,
+        cache=CacheHits(prompt_tokens=4833, implied=2560, usage=2304, usage_vs_implied=0.9,
+                        short_requests=1, engine_hits=2304, engine_vs_implied=0.9))
+    lines = Trace().console(summary)
+    assert "usage 2,304 (90.0% of implied; 1 requests below theirs)" in lines[2]
+    assert "goodput 100.0% against ttft_p95=2s (met)" in lines[1]

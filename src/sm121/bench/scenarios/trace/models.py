@@ -75,6 +75,7 @@ class CacheHits(BaseModel):
     implied: int  # an ideal cache (nothing evicted, every earlier prompt prefilled)
     usage: int | None = None  # usage.prompt_tokens_details.cached_tokens summed
     usage_vs_implied: Number | None = None
+    short_requests: int | None = None  # requests whose cached_tokens fell below their implied
     engine_queries: Number | None = None  # the engine's prefix-cache counters over the run
     engine_hits: Number | None = None
     engine_vs_implied: Number | None = None

@@ -168,8 +168,11 @@ def _cache_hits(samples: list[TraceSample], deltas: dict[str, float],
     names = metric_names()
     queries = next((deltas[n] for n in names.prefix_queries if n in deltas), None)
     hits = next((deltas[n] for n in names.prefix_hits if n in deltas), None)
+    short = None if usage is None else sum(
+        (s.cached_tokens or 0) < s.implied_cached for s in samples)
     return CacheHits(prompt_tokens=prompt, implied=implied, usage=usage,
-                     usage_vs_implied=_ratio(usage, implied), engine_queries=queries,
+                     usage_vs_implied=_ratio(usage, implied), short_requests=short,
+                     engine_queries=queries,
                      engine_hits=hits, engine_vs_implied=_ratio(hits, implied),
                      trace_block_reuse=_round(block_reuse))
 

@@ -66,7 +66,8 @@ class Trace(Scenario[TraceSample, TraceSummary]):
     def console(self, summary: TraceSummary) -> list[str]:
         c = summary.cache
         usage = "not reported" if c.usage is None else \
-            f"{c.usage:,} ({_share(c.usage_vs_implied)} of implied)"
+            f"{c.usage:,} ({_share(c.usage_vs_implied)} of implied" + \
+            (f"; {c.short_requests} requests below theirs)" if c.short_requests else ")")
         engine = "no counters" if c.engine_hits is None else \
             f"{c.engine_hits:,.0f} ({_share(c.engine_vs_implied)} of implied)"
         return [
