@@ -45,6 +45,8 @@ def test_a_trace_replays_with_the_prefix_hits_its_hash_ids_imply(tiny_engine: Ti
     for sample in samples:
         assert sample["cached_tokens"] <= sample["implied_cached"], sample
     assert 1 - TOLERANCE <= cache["usage_vs_implied"] <= 1.0, cache
+    assert cache["short_requests"] == sum(s["cached_tokens"] < s["implied_cached"]
+                                          for s in samples)
     assert 1 - TOLERANCE <= cache["engine_vs_implied"] <= 1.0 + TOLERANCE, cache
     # TTFT, goodput and lag are measured (values depend on the host; the SLO is loose)
     assert summary["ttft_s"]["p95"] > 0 and summary["goodput"] is not None
