@@ -9,6 +9,7 @@ line (`Sm121Error`), before anything is sent."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -45,7 +46,8 @@ class TraceRequest(BaseModel):
         return self
 
 
-def parse_lines(lines: list[str], source: str, limit: int | None = None) -> list[TraceRequest]:
+def parse_lines(lines: Iterable[str], source: str, limit: int | None = None
+                ) -> list[TraceRequest]:
     """The trace's requests in order (the first `limit`); blank lines are skipped. An error
     names `source`, the line and what is wrong with it; timestamps must not go back."""
     requests: list[TraceRequest] = []
@@ -79,12 +81,12 @@ def load_trace(path: Path, fmt: str = "mooncake", limit: int | None = None
     """The requests of a trace file (see `parse_lines`)."""
     if fmt not in FORMATS:
         raise Sm121Error(f"unknown trace format {fmt!r}", f"one of: {', '.join(FORMATS)}")
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # line by line: --limit reads only what it replays
+        with path.open(encoding="utf-8") as lines:
+            return parse_lines(lines, path.name, limit)
     except (OSError, UnicodeDecodeError) as exc:
         raise Sm121Error(f"cannot read the trace {path}: {exc}",
                          "pass a Mooncake-format JSON Lines file") from exc
-    return parse_lines(text.splitlines(), path.name, limit)
 
 
 def _first_error(exc: ValidationError) -> str:
