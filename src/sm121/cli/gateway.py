@@ -80,6 +80,15 @@ def gateway(
     capture_dir: Path | None = typer.Option(None, "--capture", help="Capture raw requests and "
                                             "responses into this directory (off by default)."),
     redact: bool = typer.Option(False, "--redact", help="Redact text content in captures."),
+    allowed_host: list[str] | None = typer.Option(None, "--allowed-host", help="A Host name "
+                                                  "clients reach the gateway by, besides "
+                                                  "loopback names and the listen address "
+                                                  "(repeatable); other names get 421, which "
+                                                  "stops DNS rebinding pages."),
+    allow_origin: list[str] | None = typer.Option(None, "--allow-origin", help="A web page's "
+                                                  "origin (https://app.example) allowed to "
+                                                  "call the gateway (repeatable); requests "
+                                                  "from any other page get 403."),
 ) -> None:
     """Run the gateway in front of an engine, until Ctrl-C or SIGTERM."""
     if ctx.invoked_subcommand is not None:
@@ -104,6 +113,7 @@ def gateway(
         long_prompt_tokens=long_prompt, long_lane=long_lane,
         locality=LocalitySettings(enabled=not no_locality, block_size=block_size),
         capture=CaptureSettings(directory=capture_dir, redact=redact),
+        allowed_hosts=tuple(allowed_host or ()), allowed_origins=tuple(allow_origin or ()),
     )
     _run(config)
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from sm121.gateway import handlers
+from sm121.gateway.browser_guard import guard
 from sm121.gateway.config import GatewayConfig
 from sm121.gateway.handlers import GATEWAY
 from sm121.gateway.http_log import http_log
@@ -30,8 +31,10 @@ OWN_ROUTES = ("/v1/models", "/health", "/metrics", "/sm121/locality", "/sm121/up
 
 def build_app(config: GatewayConfig) -> web.Application:
     gateway = Gateway(config)
+    # The browser guard runs before the API key check: a page must not learn which it failed.
+    browser_guard = guard(config.host, config.allowed_hosts, config.allowed_origins)
     app = web.Application(client_max_size=config.max_body_bytes,
-                          middlewares=[_count_requests, _errors, _auth])
+                          middlewares=[_count_requests, _errors, browser_guard, _auth])
     app[GATEWAY] = gateway
     for path, protocol in PROTOCOLS.items():  # every protocol of protocols/routes.py
         app.router.add_post(path, handlers.generation_of(protocol))
@@ -92,10 +95,24 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 @web.middleware
 async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     keys = request.app[GATEWAY].config.api_keys
-    if keys and not key_matches(request.headers.get("Authorization", ""), keys):
+    header = request.headers.get("Authorization", "")
+    if not _is_text(header):
+        raise Refused(400, "the Authorization header is not valid UTF-8 text",
+                      "invalid_request_error", "bad_header", param="Authorization")
+    if keys and not key_matches(header, keys):
         raise Refused(401, "a valid API key is required (Authorization: Bearer KEY)",
                       "invalid_api_key", "unauthorized", headers={"WWW-Authenticate": "Bearer"})
     return await handler(request)
+
+
+def _is_text(value: str) -> bool:
+    """aiohttp decodes header bytes that are not UTF-8 as lone surrogates (surrogateescape);
+    such a header is no key, and encoding it would raise."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def key_matches(header: str, keys: tuple[str, ...]) -> bool:

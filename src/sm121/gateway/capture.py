@@ -1,9 +1,12 @@
 """Opt-in capture of raw request and response bytes, for replaying and debugging agents.
 
-Never on by default. Files are 0600 in a 0700 directory. Secrets (Authorization and similar
-headers) are never written. With redaction (gateway/redact.py) every text value is replaced
-by its length; structure, parameters and usage remain; only an allow-list of request headers
-is kept, the session header as a digest, and the path without its query string.
+Never on by default. Files are 0600 in a 0700 directory, which is opened once without
+following a link and refused when another user owns it (a planted link or folder would
+otherwise receive the prompts, or have its target chmodded); every file is created inside
+that open folder. Secrets (Authorization and similar headers) are never written, nor a
+query string (`?key=...` is how some clients pass a key). With redaction (gateway/redact.py)
+every text value is replaced by its length; structure, parameters and usage remain; only an
+allow-list of request headers is kept, and the session header as a digest.
 
 A capture is a debugging aid, never a reason to fail a request: any error while writing one
 (a full disk, a deleted directory, a body redaction cannot take) is logged once, the record
@@ -12,16 +15,19 @@ is abandoned, and the request goes on as if capture were off.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
 import re
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, ParamSpec, TypeVar
 
+from sm121.errors import Sm121Error
 from sm121.gateway.redact import redacted_event, redacted_json
 from sm121.gateway.sessions import DEFAULT_SESSION_HEADER, client_digest
 from sm121.protocols.sse import SSEParser
@@ -61,17 +67,40 @@ def redacted_request_headers(headers: Mapping[str, str], session_header: str) ->
     return kept
 
 
-def _open_private(path: Path) -> IO[bytes]:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+def _open_private(name: str, folder: int) -> IO[bytes]:
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                 dir_fd=folder)
     return os.fdopen(fd, "wb")
+
+
+def open_capture_folder(directory: Path) -> int:
+    """The capture folder, created if missing, as an open descriptor: never through a
+    symbolic link, only a folder this user owns, made 0700 (an existing one may be wider)."""
+    hint = "give --capture a folder of your own (a new path is created, 0700)"
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise Sm121Error(f"capture folder {directory} cannot be used: it is a symbolic link, "
+                         f"not a folder, or not writable ({exc.strerror})", hint) from exc
+    owner = os.fstat(fd).st_uid
+    if owner != os.getuid():
+        os.close(fd)
+        raise Sm121Error(f"capture folder {directory} belongs to another user (uid {owner})",
+                         hint)
+    os.fchmod(fd, 0o700)
+    return fd
 
 
 class Capture:
     def __init__(self, directory: Path, redact_content: bool,
                  on_failure: Callable[[], None] = lambda: None,
                  session_header: str = DEFAULT_SESSION_HEADER) -> None:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(directory, 0o700)  # an existing directory may have been wider
+        self.folder = open_capture_folder(directory)
+        # Closed when the last record is gone: a record still writing keeps its folder.
+        weakref.finalize(self, os.close, self.folder)
         self.directory = directory
         self.redact = redact_content
         self.on_failure = on_failure
@@ -81,9 +110,9 @@ class Capture:
               body: bytes) -> CaptureRecord | None:
         """A record for one exchange, or None when it cannot be written (logged)."""
         try:
-            if self.redact:  # a query string is client text too
-                path, kept = path.partition("?")[0], redacted_request_headers(
-                    headers, self.session_header)
+            path = path.partition("?")[0]  # client text, and where some clients put a key
+            if self.redact:
+                kept = redacted_request_headers(headers, self.session_header)
             else:
                 kept = safe_headers(headers)
             return CaptureRecord(self, request_id, {
@@ -126,16 +155,16 @@ class CaptureRecord:
         self.capture, self.request_id = capture, request_id
         self.broken = False
         self._redact = capture.redact
-        self._base = capture.directory / request_id
+        self._folder = capture.folder
         self._meta = meta
-        with _open_private(self._with(".request")) as handle:
+        with _open_private(self._with(".request"), self._folder) as handle:
             handle.write(redacted_json(body) if self._redact else body)
-        self._response = _open_private(self._with(".response"))
+        self._response = _open_private(self._with(".response"), self._folder)
         self._sse: SSEParser | None = None
         self._held = bytearray()  # redaction of a non-stream body needs the whole body
 
-    def _with(self, suffix: str) -> Path:
-        return self._base.with_name(self._base.name + suffix)
+    def _with(self, suffix: str) -> str:
+        return self.request_id + suffix
 
     def note(self, **fields: Any) -> None:
         """Facts for replay (session id, arrival and first-byte times, token counts): numbers
@@ -169,7 +198,7 @@ class CaptureRecord:
         self._response.close()
         self._meta["outcome"] = outcome
         self._meta["finished"] = time.time()
-        with _open_private(self._with(".meta.json")) as handle:
+        with _open_private(self._with(".meta.json"), self._folder) as handle:
             handle.write(json.dumps(self._meta, indent=2).encode())
 
     def close_quietly(self) -> None:

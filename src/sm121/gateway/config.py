@@ -129,6 +129,10 @@ class GatewayConfig:
     locality: LocalitySettings = field(default_factory=LocalitySettings)
     capture: CaptureSettings = field(default_factory=CaptureSettings)
     upstream_connect_timeout_s: float = 5.0
+    # Host names besides loopback and the listen address, and web origins, that may reach
+    # the gateway (gateway/browser_guard.py says why everything else is refused).
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.upstream:

@@ -17,7 +17,6 @@ from typing import Any
 from aiohttp import web
 
 from sm121.gateway.forward import Exchange, forward
-from sm121.gateway.limits import MAX_JSON_DEPTH, deeper_than
 from sm121.gateway.metrics import CONTENT_TYPE
 from sm121.gateway.policy import PolicyViolation, apply_policy
 from sm121.gateway.prompt_size import PromptSize, context_problem, estimate, needs_exact
@@ -51,7 +50,7 @@ async def generation(request: web.Request, protocol: Protocol) -> web.StreamResp
     gw = request.app[GATEWAY]
     started = time.perf_counter()
     raw = await read_body(request, gw)
-    body = parse_object(raw)
+    body = await gw.bodies.parse_object(raw)  # a large body is counted off the event loop
     session = session_id(request.headers, body, gw.config.session_header)
     pool = gw.router.pool(body.get("model"))  # NoRoute is a Refused: the middleware answers
     stripped, changed = _apply_policy(gw, body, pool, protocol)
@@ -136,7 +135,7 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     healthy one)."""
     gw = request.app[GATEWAY]
     raw = await read_body(request, gw) if request.can_read_body else None
-    replica = gw.any_replica(_model_of(raw))
+    replica = gw.any_replica(await _model_of(gw, raw))
     ex = _exchange(request, gw, time.perf_counter(), raw, None)
     try:
         return await forward(gw.forwarding, replica, request, ex)
@@ -149,14 +148,16 @@ def _finish_capture(ex: Exchange) -> None:
         ex.capture.finish(ex.outcome)  # never raises: a capture failure is only logged
 
 
-def _model_of(raw: bytes | None) -> object:
+async def _model_of(gw: Gateway, raw: bytes | None) -> object:
     if not raw:
         return None
     try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):  # hostile bodies: the engine answers for them
-        return None
-    return body.get("model") if isinstance(body, dict) else None
+        body = await gw.bodies.parse_object(raw)  # never json.loads a large body on the loop
+    except Refused as refusal:
+        if refusal.reason == "malformed_json":  # not JSON: the engine answers for it
+            return None
+        raise
+    return body.get("model")
 
 
 async def models(request: web.Request) -> web.StreamResponse:
@@ -230,27 +231,6 @@ def _too_large(size: int | None, limit: int) -> Refused:
     told = f"{size:,} bytes" if size is not None else "more"
     return Refused(413, f"the request body is {told}; this gateway accepts at most "
                    f"{limit:,} bytes (--max-body-mb)", "request_too_large", "too_large")
-
-
-def parse_object(raw: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(raw)
-    except ValueError as exc:
-        raise Refused(400, f"the request body is not valid JSON: {exc}",
-                      "invalid_request_error", "malformed_json") from exc
-    except RecursionError as exc:
-        raise _too_deep() from exc
-    if not isinstance(body, dict):
-        raise Refused(400, "the request body must be a JSON object", "invalid_request_error",
-                      "malformed_json")
-    if deeper_than(body, MAX_JSON_DEPTH):
-        raise _too_deep()
-    return body
-
-
-def _too_deep() -> Refused:
-    return Refused(400, f"the request body nests JSON more than {MAX_JSON_DEPTH} levels deep; "
-                   "no OpenAI request needs that many", "invalid_request_error", "too_deep")
 
 
 def _apply_policy(gw: Gateway, body: dict[str, Any], pool: list[Replica], protocol: Protocol

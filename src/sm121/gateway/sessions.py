@@ -31,8 +31,10 @@ def session_id(headers: Mapping[str, str], body: dict[str, Any],
 
 
 def client_digest(value: str) -> str:
-    """What stands for a client-chosen id anywhere sm121 writes it down."""
-    return hashlib.sha256(value.encode()).hexdigest()[:16]
+    """What stands for a client-chosen id anywhere sm121 writes it down. surrogatepass: a
+    header of bytes that are not UTF-8 reaches here as lone surrogates, and is digested as
+    the bytes it was rather than raising (a 500)."""
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _digest(body: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from multidict import CIMultiDict
 from sm121.errors import Sm121Error
 from sm121.gateway import registry
 from sm121.gateway import upstream as up
+from sm121.gateway.body_parse import BodyParser
 from sm121.gateway.capture import Capture
 from sm121.gateway.config import GatewayConfig, UpstreamSpec
 from sm121.gateway.forward import Forwarding
@@ -43,6 +44,7 @@ class Gateway:
                                 session_header=config.session_header)
                         if config.capture.directory else None)
         self._session: aiohttp.ClientSession | None = None
+        self.bodies = BodyParser()  # large request bodies, checked off the event loop
         self._tasks: list[asyncio.Task[None]] = []
         settings = config.locality
         self.watch = LocalityWatch(
@@ -119,6 +121,7 @@ class Gateway:
             replica.pool.close()
         if self._session is not None:
             await self._session.close()
+        self.bodies.close()
 
     async def learn_all(self) -> None:
         """Ask every replica that has not yet said what it serves (for /v1/models)."""

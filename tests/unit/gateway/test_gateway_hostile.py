@@ -56,7 +56,8 @@ async def test_deep_body_with_redacted_capture_keeps_no_admission_slot(
 async def test_nesting_beyond_the_limit_is_an_openai_400(upstream: FakeUpstream,
                                                          depth: int) -> None:
     async with running_gateway(upstream.url) as gw:
-        response = await gw.http.post(f"{gw.url}/v1/chat/completions", data=_nested(depth))
+        response = await gw.http.post(f"{gw.url}/v1/chat/completions", data=_nested(depth),
+                                      headers={"Content-Type": "application/json"})
         body = await response.json()
         assert response.status == 400
         assert body["error"]["type"] == "invalid_request_error" and body["error"]["code"] == 400

@@ -122,7 +122,7 @@ async def test_body_that_is_not_an_object_gets_400(gw: Running) -> None:
 async def test_body_over_the_limit_gets_413(upstream: FakeUpstream) -> None:
     async with running_gateway(upstream.url, max_body_bytes=1000) as small:
         response = await small.http.post(f"{small.url}/v1/chat/completions",
-                                         data=json.dumps({"prompt": "z" * 5000}))
+                                         json={"prompt": "z" * 5000})
         assert response.status == 413
         assert "at most 1,000 bytes" in (await response.json())["error"]["message"]
     assert upstream.bodies == []

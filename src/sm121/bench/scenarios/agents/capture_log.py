@@ -14,6 +14,7 @@ from typing import Any
 
 from sm121.bench.scenarios.agents.models import GapErrors, TurnSample
 from sm121.errors import Sm121Error
+from sm121.names import NAME_PATTERN
 
 # A wait for the previous answer shorter than this is timer noise, not a held request.
 HELD_S = 0.005
@@ -66,7 +67,7 @@ def _entry(meta_path: Path) -> Captured | None:
     path = str(meta.get("path", "")).split("?")[0]
     if path not in REPLAYED_PATHS or meta.get("status") != 200 or "session" not in meta:
         return None
-    request_id = str(meta["id"])
+    request_id = _checked_id(meta.get("id"), meta_path)
     try:
         body = json.loads((meta_path.parent / f"{request_id}.request").read_bytes())
     except (OSError, ValueError):
@@ -77,6 +78,19 @@ def _entry(meta_path: Path) -> Captured | None:
                     float(meta.get("arrived", meta["time"])), meta.get("finished"), body,
                     meta.get("prompt_tokens"), meta.get("completion_tokens"),
                     bool(meta.get("redacted")))
+
+
+def _checked_id(value: object, meta_path: Path) -> str:
+    """A capture's id names its files (ID.request beside ID.meta.json): a plain name, the one
+    its meta file is named by, so a planted `../elsewhere/private` cannot make replay read
+    (and send) a file outside the capture folder."""
+    expected = meta_path.name.removesuffix(".meta.json")
+    if not isinstance(value, str) or value != expected or not NAME_PATTERN.fullmatch(value):
+        raise Sm121Error(f"{meta_path}: its id {str(value)[:80]!r} is not {expected!r}, the "
+                         "name its file has (ids are plain names: letters, digits, _ . -)",
+                         "a capture folder holds only what `sm121 gateway --capture` wrote; "
+                         "remove the files that were put there")
+    return value
 
 
 def by_session(entries: list[Captured]) -> dict[str, list[Captured]]:
