@@ -18,6 +18,7 @@ from sm121.errors import Sm121Error
 from sm121.gateway.api_keys import KEYS_ENV, UPSTREAM_KEY_ENV, load_api_keys
 from sm121.gateway.config import (
     DEFAULT_LONG_PROMPT_TOKENS,
+    DEFAULT_MAX_BODY,
     DEFAULT_PORT,
     CaptureSettings,
     GatewayConfig,
@@ -73,7 +74,9 @@ def gateway(
     long_prompt: int = typer.Option(DEFAULT_LONG_PROMPT_TOKENS, "--long-prompt-tokens",
                                     help="A prompt this long (tokens) takes the long lane."),
     long_lane: int = typer.Option(1, "--long-lane", help="K: long prefills in flight at once."),
-    max_body_mb: float = typer.Option(64, "--max-body-mb", help="Largest request body."),
+    max_body_mb: float = typer.Option(DEFAULT_MAX_BODY / 2**20, "--max-body-mb",
+                                      help="Largest request body, MiB (default: the Anthropic "
+                                      "API's own 32 MB limit)."),
     block_size: int | None = typer.Option(None, "--block-size", help="KV block size for the "
                                           "locality watch (default: ask the engine)."),
     no_locality: bool = typer.Option(False, "--no-locality", help="Do not watch locality."),

@@ -12,7 +12,10 @@ from sm121.gateway.sessions import DEFAULT_SESSION_HEADER
 from sm121.recipes.schema import RequestPolicy
 
 DEFAULT_PORT = 8100
-DEFAULT_MAX_BODY = 64 * 1024 * 1024  # a 1M-token prompt is a few MB of JSON; leave room
+# The Anthropic API's own request limit (32 MB on Messages), so nothing Claude Code can send
+# is refused here; a 1M-token history with Claude Code's tools is a few MB of JSON
+# (docs/gateway-limits.md has the measurement and its command).
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
 DEFAULT_LONG_PROMPT_TOKENS = 16384
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sm121.gateway.body_parse import BodyTooLarge, parse_object
 from sm121.gateway.forward import Exchange, forward
 from sm121.gateway.metrics import CONTENT_TYPE
 from sm121.gateway.policy import PolicyViolation, apply_policy
@@ -50,7 +51,7 @@ async def generation(request: web.Request, protocol: Protocol) -> web.StreamResp
     gw = request.app[GATEWAY]
     started = time.perf_counter()
     raw = await read_body(request, gw)
-    body = await gw.bodies.parse_object(raw)  # a large body is counted off the event loop
+    body = parse_object(raw)  # bounded: read_body refused a body of too many values
     session = session_id(request.headers, body, gw.config.session_header)
     pool = gw.router.pool(body.get("model"))  # NoRoute is a Refused: the middleware answers
     stripped, changed = _apply_policy(gw, body, pool, protocol)
@@ -135,7 +136,7 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     healthy one)."""
     gw = request.app[GATEWAY]
     raw = await read_body(request, gw) if request.can_read_body else None
-    replica = gw.any_replica(await _model_of(gw, raw))
+    replica = gw.any_replica(_model_of(raw))
     ex = _exchange(request, gw, time.perf_counter(), raw, None)
     try:
         return await forward(gw.forwarding, replica, request, ex)
@@ -148,11 +149,11 @@ def _finish_capture(ex: Exchange) -> None:
         ex.capture.finish(ex.outcome)  # never raises: a capture failure is only logged
 
 
-async def _model_of(gw: Gateway, raw: bytes | None) -> object:
+def _model_of(raw: bytes | None) -> object:
     if not raw:
         return None
     try:
-        body = await gw.bodies.parse_object(raw)  # never json.loads a large body on the loop
+        body = parse_object(raw)  # bounded: read_body refused a body of too many values
     except Refused as refusal:
         if refusal.reason == "malformed_json":  # not JSON: the engine answers for it
             return None
@@ -222,8 +223,8 @@ async def read_body(request: web.Request, gw: Gateway) -> bytes:
     if request.content_length is not None and request.content_length > limit:
         raise _too_large(request.content_length, limit)
     try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge as exc:
+        return await gw.bodies.read(request, limit)  # a large body is checked off the loop
+    except BodyTooLarge as exc:
         raise _too_large(None, limit) from exc
 
 

@@ -1,0 +1,110 @@
+"""The gateway's event loop stays free while a hostile body is checked: a 60 MB body of
+`[[],[],...]` (on main it froze the loop for 47.6 s: json.loads and the depth walk on the
+loop) is sent while a stream is in flight; the stream's gaps stay under 100 ms and /health
+answers within 1 s. The real `sm121 gateway` process; the upstream is a fake that streams a
+chunk every 20 ms on a fixed timer (fake_upstream.py, named as such: its timer is the
+reference the gaps are measured against)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from fake_upstream import FakeUpstream, in_its_own_thread
+from support.gateway_process import gateway_process
+
+from sm121.gateway.config import DEFAULT_MAX_BODY
+
+CHUNK_EVERY_S = 0.02
+CHUNKS = 250  # 5 s of stream: longer than the hostile body takes to send and refuse
+HOSTILE_LISTS = 20_000_000  # `[[],[],...]`: 60 MB
+
+
+def _hostile() -> bytes:
+    return b"[" + b"[]," * (HOSTILE_LISTS - 1) + b"[]]"
+
+
+def _stream_arrivals(url: str, arrivals: list[float], done: threading.Event) -> None:
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    body = json.dumps({"model": "fake", "stream": True,
+                       "messages": [{"role": "user", "content": "hi"}]})
+    conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    assert response.status == 200
+    while line := response.fp.readline():
+        if line.startswith(b"data: {"):
+            arrivals.append(time.perf_counter())
+        elif line.startswith(b"data: [DONE]"):
+            break
+    done.set()
+    conn.close()
+
+
+def _post(url: str, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(f"{url}/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _health_latencies(url: str, stop: threading.Event, out: list[float]) -> None:
+    while not stop.is_set():
+        started = time.perf_counter()
+        with urllib.request.urlopen(f"{url}/health", timeout=30) as reply:
+            assert reply.status == 200
+        out.append(time.perf_counter() - started)
+        time.sleep(0.1)
+
+
+def test_a_60mb_hostile_body_leaves_streams_and_health_free(tmp_path: Path) -> None:
+    hostile = _hostile()
+    assert len(hostile) > 60_000_000
+    fake = FakeUpstream(chunks=CHUNKS, interval_s=CHUNK_EVERY_S)
+    with in_its_own_thread(fake), \
+            gateway_process(fake.url, tmp_path, "--max-body-mb", "64") as gateway:
+        # The worker process is started by the first large body: warm it outside the window.
+        warm = b'{"model": "fake", "pad": [' + b"[]," * 150_000 + b'[]]}'
+        assert _post(gateway.url, warm)[0] == 400
+        arrivals: list[float] = []
+        done, stop = threading.Event(), threading.Event()
+        health: list[float] = []
+        streamer = threading.Thread(target=_stream_arrivals, args=(gateway.url, arrivals, done))
+        prober = threading.Thread(target=_health_latencies, args=(gateway.url, stop, health))
+        streamer.start()
+        while len(arrivals) < 10:
+            time.sleep(0.01)
+        prober.start()
+        sent = time.perf_counter()
+        status, answer = _post(gateway.url, hostile)
+        refused = time.perf_counter()
+        assert not done.is_set(), "the stream ended before the hostile body was refused"
+        streamer.join(timeout=60)
+        stop.set()
+        prober.join(timeout=60)
+    assert status == 400 and "JSON arrays and objects" in answer["error"]["message"]
+    window = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)
+              if sent - 0.1 <= b <= refused + 0.1]
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    print(f"hostile body refused in {refused - sent:.2f} s; stream gaps in that window: "
+          f"{len(window)}, max {max(window) * 1000:.0f} ms (whole stream: max "
+          f"{max(gaps) * 1000:.0f} ms); /health: {len(health)} probes, slowest "
+          f"{max(health) * 1000:.0f} ms")
+    assert len(arrivals) == CHUNKS + 1 and len(window) >= 5  # and the usage chunk
+    assert max(window) < 0.1
+    assert health and max(health) < 1.0
+
+
+def test_the_default_body_limit_refuses_the_hostile_body_at_the_door(tmp_path: Path) -> None:
+    assert DEFAULT_MAX_BODY < 60_000_000
+    with in_its_own_thread(FakeUpstream()) as fake, \
+            gateway_process(fake.url, tmp_path) as gateway:
+        status, answer = _post(gateway.url, _hostile())
+    assert status == 413 and "--max-body-mb" in answer["error"]["message"]
