@@ -70,6 +70,7 @@ def _connect(target: str, agent: Agent, model: str | None, key_env: str, shell: 
     if write:
         _write(chosen, as_json, [r.to_json() for r in results], form)
         return
+    _refuse_file_credentials(chosen, form)
     if as_json:
         print_json(to_json(chosen, [r.to_json() for r in results]))
         return
@@ -79,6 +80,22 @@ def _connect(target: str, agent: Agent, model: str | None, key_env: str, shell: 
                   *checked([f"# {quoted(r.path)}: {r.detail}" for r in results])]
     for line in lines:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _refuse_file_credentials(chosen: ClientSettings, form: str) -> None:
+    """The shell lines cannot undo a key in the agent's own settings file (its env overrides
+    the shell's): printing them as if they could would send that key to the endpoint."""
+    from sm121.connect.write import credentials_in
+
+    for edit in chosen.edits:
+        found = credentials_in(edit)
+        if found:
+            raise Sm121Error(
+                f"{edit.path} holds {', '.join(found)}: {chosen.agent} would send that "
+                f"credential to {chosen.base_url}, whatever the shell says (the file "
+                "overrides the shell)",
+                f"`{form.removesuffix(' --shell')} --write` removes them (a backup of the "
+                "file is kept), or remove them by hand")
 
 
 def _refuse_failed(results: list[ProbeResult], agent: Agent, url: str) -> None:

@@ -69,6 +69,9 @@ class ConfigEdit:
     path: str  # as shown, `~` for the home directory
     format: str  # "json" or "toml"
     entries: tuple[tuple[KeyPath, Any], ...]
+    # Keys removed from the file: credentials the agent would otherwise send to the endpoint
+    # (a settings file's value overrides the shell, so an `unset` cannot reach them).
+    removes: tuple[KeyPath, ...] = ()
 
     def tree(self) -> dict[str, Any]:
         root: dict[str, Any] = {}
@@ -132,7 +135,8 @@ def _claude_code(s: ClientSettings, url: str) -> None:
     _key(s, "ANTHROPIC_AUTH_TOKEN")
     s.unset.append("ANTHROPIC_API_KEY")
     s.edits.append(ConfigEdit("~/.claude/settings.json", "json",
-                              tuple((("env", k), v) for k, v in s.env.items())))
+                              tuple((("env", k), v) for k, v in s.env.items()),
+                              removes=claude_code_credentials(s.env)))
     s.command = ["claude"]
     s.notes += ["ANTHROPIC_BASE_URL has no /v1: Claude Code adds /v1/messages",
                 "ANTHROPIC_AUTH_TOKEN goes as Authorization: Bearer, which the gateway checks; "
@@ -140,6 +144,21 @@ def _claude_code(s: ClientSettings, url: str) -> None:
     if s.key_env:
         s.notes.append(f"settings.json holds no key: export ANTHROPIC_AUTH_TOKEN=\"${s.key_env}\" "
                        "in the shell that runs claude")
+
+
+# What Claude Code sends a key from besides ANTHROPIC_AUTH_TOKEN: the X-Api-Key variable,
+# the helper whose output it sends as both headers, and headers it adds to every request.
+# Left in settings.json (whose env overrides the shell), the user's real Anthropic key would
+# go to the endpoint sm121 points it at.
+CLAUDE_CODE_CREDENTIALS: tuple[KeyPath, ...] = (
+    ("env", "ANTHROPIC_API_KEY"), ("env", "ANTHROPIC_AUTH_TOKEN"),
+    ("env", "ANTHROPIC_CUSTOM_HEADERS"), ("apiKeyHelper",))
+
+
+def claude_code_credentials(written_env: dict[str, str]) -> tuple[KeyPath, ...]:
+    """The credential keys sm121 removes from settings.json: all but one it sets itself."""
+    return tuple(k for k in CLAUDE_CODE_CREDENTIALS
+                 if not (k[0] == "env" and k[-1] in written_env))
 
 
 def _codex(s: ClientSettings, url: str) -> None:

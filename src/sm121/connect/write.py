@@ -2,14 +2,17 @@
 else, keep a backup, and say what changed.
 
 JSON goes through json, TOML through tomlkit (a style-preserving reader and writer: the
-user's comments and layout stay); the TOML written must read back, through tomllib, as the
-old file with exactly sm121's values replaced, or nothing is written. Values are never echoed
+user's comments and layout stay); what is written must read back (through json or tomllib)
+as the old file with exactly sm121's values replaced and its credential keys removed, or
+nothing is written. JSON numbers that are not finite (`1e999`, `NaN`) are refused: json
+would write them back as `Infinity`, which no JSON reader takes. Values are never echoed
 from the user's file (it may hold a key): only sm121's own values are shown."""
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -55,8 +58,10 @@ def apply(edit: ConfigEdit, environ: Mapping[str, str] | None = None) -> Written
     path = resolve(edit.path, environ)
     target = path.resolve() if path.is_symlink() else path  # a dotfiles link stays a link
     old_text = target.read_text() if target.exists() else ""
-    merge = _merge_json if edit.format == "json" else _merge_toml
-    new_text, changes = merge(target, old_text, edit.entries)
+    if edit.format == "json":
+        new_text, changes = _merge_json(target, old_text, edit.entries, edit.removes)
+    else:
+        new_text, changes = _merge_toml(target, old_text, edit.entries)
     written = Written(target, None, changes)
     if not written.changed:
         return written
@@ -75,23 +80,80 @@ def _describe(keys: KeyPath, old: Any, new: Any, present: bool) -> str:
     return f"{'replaced' if present else 'set'} {name} = {shown}"
 
 
-def _merge_json(path: Path, text: str, entries: tuple[tuple[KeyPath, Any], ...]
-                ) -> tuple[str, list[str]]:
+def _merge_json(path: Path, text: str, entries: tuple[tuple[KeyPath, Any], ...],
+                removes: tuple[KeyPath, ...] = ()) -> tuple[str, list[str]]:
+    data = read_json_object(path, text)
+    changes = []
+    for keys in removes:  # their values are never shown: they are the user's keys
+        node = _existing_parent(data, keys)
+        if node is not None and keys[-1] in node:
+            del node[keys[-1]]
+            changes.append(f"removed {'.'.join(keys)} (a credential the agent would send to "
+                           "this endpoint)")
+    expected = copy.deepcopy(data)
+    for keys, value in entries:
+        node = _parent(path, data, keys)
+        present = keys[-1] in node
+        changes.append(_describe(keys, node.get(keys[-1]), value, present))
+        node[keys[-1]] = copy.deepcopy(value)
+        _parent(path, expected, keys)[keys[-1]] = copy.deepcopy(value)
+    new_text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    if _strict_loads(new_text) != expected:  # read back as its reader will
+        raise Sm121Error(f"{path} did not read back as written; nothing was written",
+                         "add the keys shown by `sm121 connect` (without --write) by hand")
+    return new_text, changes
+
+
+def read_json_object(path: Path, text: str) -> dict[str, Any]:
+    """The file's JSON object, or an Sm121Error: not JSON, not an object, or a number that
+    is not finite."""
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = _strict_loads(text) if text.strip() else {}
     except ValueError as exc:
         raise Sm121Error(f"{path} is not plain JSON ({exc}); sm121 does not rewrite it",
                          "add the keys shown by `sm121 connect` (without --write) by hand") from exc
     if not isinstance(data, dict):
         raise Sm121Error(f"{path} holds a JSON {type(data).__name__}, not an object",
                          "sm121 merges into an object only; nothing was written")
-    changes = []
-    for keys, value in entries:
-        node = _parent(path, data, keys)
-        present = keys[-1] in node
-        changes.append(_describe(keys, node.get(keys[-1]), value, present))
-        node[keys[-1]] = copy.deepcopy(value)
-    return json.dumps(data, indent=2) + "\n", changes
+    return data
+
+
+def _strict_loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for a JSON reader")
+    return value
+
+
+def credentials_in(edit: ConfigEdit, environ: Mapping[str, str] | None = None) -> list[str]:
+    """The credential keys (edit.removes) present in the agent's file now, by name: what
+    the agent would send to the endpoint if only the shell lines were used."""
+    if not edit.removes or edit.format != "json":
+        return []
+    path = resolve(edit.path, environ)
+    try:
+        data = _strict_loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        return []  # unreadable here: --write says why
+    if not isinstance(data, dict):
+        return []
+    return [".".join(keys) for keys in edit.removes
+            if keys[-1] in (_existing_parent(data, keys) or {})]
+
+
+def _existing_parent(data: dict[str, Any], keys: KeyPath) -> dict[str, Any] | None:
+    node: Any = data
+    for key in keys[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
 
 
 def _parent(path: Path, data: dict[str, Any], keys: KeyPath) -> dict[str, Any]:

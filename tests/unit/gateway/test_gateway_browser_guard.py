@@ -16,7 +16,6 @@ from gateway_harness import running_gateway
 from support.gateway_process import gateway_process
 
 from sm121.engines.client_sync import SyncEngineClient
-from sm121.gateway.browser_guard import host_allowed, host_name
 
 ROUTES = [("GET", "/sm121/upstreams"), ("GET", "/metrics"), ("GET", "/sm121/locality"),
           ("GET", "/health"), ("GET", "/v1/models"), ("POST", "/v1/chat/completions"),
@@ -113,6 +112,8 @@ async def test_loopback_names_and_sdk_clients_pass() -> None:
 
 
 def test_host_names_are_parsed_strictly() -> None:
+    from sm121.gateway.browser_guard import host_allowed, host_name
+
     assert host_name("LocalHost:8100") == "localhost"
     assert host_name("[::1]:8100") == "::1"
     assert host_name("[::1]x") is None and host_name("") is None
