@@ -14,6 +14,7 @@ from rich.table import Table
 from sm121.cli.options import JSON, PROFILE, TRUST
 from sm121.cli.output import console, err_console, print_json
 from sm121.cli.progress import LongWait
+from sm121.cluster.hosts import host_needs
 from sm121.cluster.spec import load_cluster
 from sm121.cluster.trust import cluster_needs, require_cluster_trust
 from sm121.errors import Sm121Error
@@ -76,7 +77,11 @@ def stage(
     spec, cluster_source = load_cluster(cluster)
     # Its ssh_config reaches every node (and every hop between nodes); a node's python tells
     # the cache key; a compile_cache receives another node's folder: refused before any ssh.
-    require_cluster_trust(cluster_source, cluster_needs(spec), trust)
+    # And each remote host it names receives the weights (gated ones too) unless the file is
+    # the user's own (cluster/hosts.py).
+    sent = f"the staged {' and '.join(parts)} of {loaded.recipe.model.id}"
+    require_cluster_trust(cluster_source, cluster_needs(spec) + host_needs(
+        spec, cluster_source, lambda _node: sent), trust)
     nodes = stage_nodes(spec, link)  # type: ignore[arg-type]
     results: dict[str, Any] = {"recipe": loaded.recipe.name, "profile": profile}
     failed: list[str] = []

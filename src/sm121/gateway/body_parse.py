@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from aiohttp import web
 
+from sm121.errors import Sm121Error
 from sm121.gateway.limits import (
     MAX_JSON_DEPTH,
     deeper_than,
@@ -58,7 +59,7 @@ class BodyParser:
         async for chunk in request.content.iter_any():
             size += len(chunk)
             if size > limit:
-                raise BodyTooLarge
+                raise BodyTooLarge(f"the request body is over {limit:,} bytes")
             chunks.append(chunk)
         if size > INLINE_BYTES:
             await self._check_off_loop(chunks)
@@ -99,8 +100,8 @@ class BodyParser:
             self._pool = None
 
 
-class BodyTooLarge(Exception):
-    """More bytes than the gateway's --max-body-mb."""
+class BodyTooLarge(Sm121Error):
+    """More bytes than the gateway's --max-body-mb (the handler answers 413)."""
 
 
 def _spool(spool: IO[bytes], chunks: list[bytes]) -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from string import Template
 
 from sm121 import paths
+from sm121.cluster.hosts import host_needs
 from sm121.cluster.spec import Cluster, Node, check_fabric
 from sm121.cluster.trust import cluster_needs
 from sm121.engines.adapter import EngineAdapter, NodeArgvRequest
@@ -73,6 +75,9 @@ def render_plan(request: PlanRequest) -> ServePlan:
         # The cluster file's programs and configs (a node's python, ssh_config): argv[0] and
         # the ssh that reaches each node, which the engine's parser never reads.
         needs = needs + cluster_needs(request.cluster[0])
+        # Where the start scripts carry the user's secrets: each remote host a stranger's file
+        # names is a trust item (cluster/hosts.py).
+        needs = needs + host_needs(*request.cluster, _secrets_sent(nodes))
     return ServePlan.model_validate(dict(
         recipe=recipe.name,
         profile=profile,
@@ -101,6 +106,25 @@ def render_plan(request: PlanRequest) -> ServePlan:
         recipe_spec=_kept_recipe(recipe),
         needs_trust=needs,
     ), context=rendered_with(engine))  # the plan carries the adapter it was rendered with
+
+
+def _secrets_sent(nodes: list[NodePlan]) -> Callable[[Node], str | None]:
+    """What a node's start script receives from this machine's environment: its secrets by
+    name (pass_env) and the secret variables its env values refer to (launch/runtimes)."""
+    sent = {node.name: sorted({*node.pass_env, *(
+        name for value in node.env.values() for name in _references(value) if is_secret(name))})
+        for node in nodes}
+
+    def receives(node: Node) -> str | None:
+        names = sent.get(node.name)
+        return (f"the secrets {', '.join(names)} from your environment (in its start script)"
+                if names else None)
+    return receives
+
+
+def _references(value: str) -> list[str]:
+    return [m.group("named") or m.group("braced") for m in Template.pattern.finditer(value)
+            if m.group("named") or m.group("braced")]
 
 
 def _kept_recipe(recipe: Recipe) -> dict[str, object]:
