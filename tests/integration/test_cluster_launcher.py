@@ -110,7 +110,7 @@ def test_cluster_check_reports_per_node(sshd: Sshd, tmp_path: Path) -> None:
         busy.listen()
         port = busy.getsockname()[1]
         result = run_cli("cluster", "check", str(cluster), "--port", str(port), "--json",
-                         check=False, timeout=120)
+                         "--trust", check=False, timeout=120)
     checks = json.loads(result.stdout)
     assert result.returncode == 2  # the HCAs do not exist here
     by = {(c["node"].split()[0], c["check"], c["detail"].split()[0]): c["status"] for c in checks}

@@ -99,7 +99,7 @@ def test_tune_serves_its_candidate_on_the_cluster(cluster_file: Path, tmp_path: 
                      "--workload", str(workload), "--slo", "ttft_p95=30s", "--agents", "1",
                      "--turns", "2", "--baselines", "", "--max-candidates", "1", "--reps", "1",
                      "--sweep-points", "0", "--rest", "0", "--budget", "20m", "--no-write",
-                     "--port", str(free_port()), "--out", str(out),
+                     "--port", str(free_port()), "--out", str(out), "--trust",
                      timeout=serves(1, work_s=600))
     state = json.loads((out / "tune.json").read_text())
     assert state["status"] == "complete" and state["request"]["cluster"] == str(cluster_file)

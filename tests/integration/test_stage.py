@@ -161,7 +161,7 @@ def test_tar_over_ssh_where_rsync_is_not_used(sshd4: Sshd, toy: tuple[Path, Path
         staged = tmp_path / f"node{i}" / "hf" / SNAPSHOT
         assert digest(staged / "config.json") == digest(folder / "config.json")
     shown = invoke_cli("stage", str(recipe), "--cluster", str(file), "--from", str(folder),
-                       "--via", "tar")  # the table a person reads
+                       "--via", "tar", "--trust")  # the table a person reads
     assert "spark1" in shown.stdout and "already" in shown.stdout
     assert "full copies sent to other nodes: none" in shown.stdout
 
@@ -219,7 +219,7 @@ def test_an_image_is_streamed_to_the_nodes_that_lack_its_id(
                                   "runtime": {"kind": "docker", "image": image}}))
     result = json.loads(invoke_cli("stage", str(recipe), "--cluster",
                                    str(cluster(sshd4, tmp_path, 4)), "--what", "image",
-                                   "--json").stdout)["image"]
+                                   "--json", "--trust").stdout)["image"]
     status = {n["node"]: n["status"] for n in result["nodes"]}
     assert status == {"spark1": "already", "spark2": "loaded", "spark3": "already",
                       "spark4": "loaded"}
@@ -244,7 +244,7 @@ def test_serve_reads_the_staged_copy_and_stage_check_refuses_a_changed_one(
                                     "--trust", "--json").stdout)["staged"]
     assert "the staged copy" in planned["spark1"]["reads"]
     doctored = invoke_cli("doctor", "--recipe", str(recipe), "--cluster", str(file), "--json",
-                          check=False)
+                          "--trust", check=False)
     assert doctored.stdout, doctored.stderr
     doctor = json.loads(doctored.stdout)
     for node in doctor["nodes"]:
@@ -252,7 +252,7 @@ def test_serve_reads_the_staged_copy_and_stage_check_refuses_a_changed_one(
         assert route["summary"].startswith("reads weights locally: staged copy"), route
         assert any(c["check"] == "stage-copy" for c in node["checks"])
     checked = json.loads(invoke_cli("cluster", "check", str(file), "--recipe", str(recipe),
-                                    "--json", check=False).stdout)
+                                    "--json", "--trust", check=False).stdout)
     staged_rows = [c for c in checked if c["check"] == "staged"]
     assert len(staged_rows) == 2 and all(c["status"] == "ok" for c in staged_rows), staged_rows
     # A custom hook after stage-check refuses every serve, so nothing boots here: what the
