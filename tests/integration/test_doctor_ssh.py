@@ -27,7 +27,7 @@ def cluster_file(tmp_path: Path, sshd: Sshd, worker_hca: str) -> Path:
 
 def test_doctor_probes_every_node_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
     cluster = cluster_file(tmp_path, sshd, worker_hca="rocep1s0f0")
-    done = # --trust: the loopback sshd's ssh_config names its own key and known-hosts files
+    # --trust: the loopback sshd's ssh_config names its own key and known-hosts files
     done = run_cli("doctor", "--cluster", str(cluster), "--json", "--trust", check=False,
                    timeout=300)
     report = json.loads(done.stdout)
