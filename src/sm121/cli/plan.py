@@ -9,9 +9,10 @@ from rich.table import Table
 
 from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, parse_sets, print_json
+from sm121.cluster.hosts import ssh_config_hostname
 from sm121.launch.staged_weights import plan_staged
 from sm121.plan.build import build_plan
-from sm121.plan.model import ServePlan
+from sm121.plan.model import NodePlan, ServePlan
 from sm121.plan.trust import require_trust
 
 
@@ -75,6 +76,14 @@ def _plan_with_memory(name: str, profile: str | None, cluster: str | None,
         raise typer.Exit(1)
 
 
+def _host_of(node: NodePlan) -> str:
+    """The node's ssh target, with the HostName its cluster's ssh_config gives it: where the
+    node's start script really goes."""
+    alias = (node.ssh or "").rpartition("@")[2]
+    real = ssh_config_hostname(node.ssh_config, alias) if node.ssh_config else None
+    return f"{node.ssh} (HostName {real})" if real and real != alias else str(node.ssh)
+
+
 def print_plan(plan: ServePlan) -> None:
     console.print(f"[bold]{plan.recipe}[/] profile [bold]{plan.profile or '-'}[/]: {plan.purpose}")
     table = Table("engine arg", "value", "from", title="engine args")
@@ -84,7 +93,7 @@ def print_plan(plan: ServePlan) -> None:
         table.add_row(name, str(value), origin)
     console.print(table)
     for node in sorted(plan.nodes, key=lambda n: n.start_order):
-        where = f"ssh {node.ssh}" if node.ssh else "this machine"
+        where = f"ssh {_host_of(node)}" if node.ssh else "this machine"
         console.print(f"\n[bold]{node.start_order + 1}. {node.name}[/] ({node.role}, rank "
                       f"{node.rank}, {node.runtime}, {where}); then wait for: {node.wait_before_next}")
         for key, value in node.env.items():

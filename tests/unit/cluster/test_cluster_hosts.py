@@ -90,7 +90,7 @@ def test_a_host_that_receives_secrets_is_named_with_its_hostname(tmp_path: Path,
 
 def test_a_cluster_file_under_sm121_home_clusters_is_the_users_own(tmp_path: Path,
                                                                   sm121_home: Path) -> None:
-    recipe, cluster = _files(tmp_path)
+    recipe, cluster = _files(tmp_path, "Host spark-a\n  HostName 10.0.0.5\n")
     assert len(_needs(recipe, cluster)) == 1
     own = sm121_home / "clusters"
     own.mkdir(exist_ok=True)
@@ -98,7 +98,7 @@ def test_a_cluster_file_under_sm121_home_clusters_is_the_users_own(tmp_path: Pat
     shutil.copy(cluster, mine)
     assert _needs(recipe, mine) == []
     printed = invoke_cli("plan", str(recipe), "--cluster", str(mine))  # no --trust needed
-    assert "ssh spark-a" in printed.stdout
+    assert "ssh spark-a (HostName 10.0.0.5)" in printed.stdout  # plan names the real host
     # A link into the folder is not a file the user put there.
     link = own / "link.yaml"
     link.symlink_to(cluster)
