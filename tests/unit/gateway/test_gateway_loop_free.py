@@ -89,15 +89,14 @@ def test_a_60mb_hostile_body_leaves_streams_and_health_free(tmp_path: Path) -> N
         streamer.join(timeout=60)
         stop.set()
         prober.join(timeout=60)
+    # Every gap that overlaps the time from sending the body to its answer.
     window = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)
-              if sent - 0.1 <= b <= refused + 0.1]
-    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+              if b >= sent and a <= refused]
     print(f"hostile body refused in {refused - sent:.2f} s; stream gaps in that window: "
-          f"{len(window)}, max {max(window) * 1000:.0f} ms (whole stream: max "
-          f"{max(gaps) * 1000:.0f} ms); /health: {len(health)} probes, slowest "
-          f"{max(health) * 1000:.0f} ms")
-    assert len(arrivals) == CHUNKS + 1 and len(window) >= 5  # and the usage chunk
-    assert max(window) < 0.1
+          f"{len(window)}, max {max(window, default=0) * 1000:.0f} ms; /health: "
+          f"{len(health)} probes, slowest {max(health, default=0) * 1000:.0f} ms")
+    assert window and max(window) < 0.1
+    assert len(arrivals) == CHUNKS + 1  # and the usage chunk
     assert health and max(health) < 1.0
     assert status == 400 and "JSON arrays and objects" in answer["error"]["message"]
 
