@@ -2,11 +2,18 @@
 `[[],[],...]` (on main it froze the loop for 47.6 s: json.loads and the depth walk on the
 loop) is sent while a stream is in flight; the stream's gaps stay under 100 ms and /health
 answers within 1 s. The real `sm121 gateway` process; the upstream is a fake that streams a
-chunk every 20 ms on a fixed timer (fake_upstream.py, named as such: its timer is the
-reference the gaps are measured against)."""
+chunk every 20 ms on a fixed timer and records when it wrote each one (TimedUpstream, named
+as such: its timer is the reference the gaps are measured against).
+
+The fake runs in this test's process, which on a loaded machine is itself late at times
+(one run under load average 22 on 2 cores: the fake wrote a chunk 137 ms after the one
+before, while no chunk waited in the gateway more than 27 ms). So the gateway is held to
+what it controls: no chunk waits in it 100 ms or more, and no gap the client sees exceeds
+the fake's own gap by 100 ms or more."""
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import threading
@@ -14,6 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from aiohttp import web
 from fake_upstream import FakeUpstream, in_its_own_thread
 from support.gateway_process import gateway_process
 
@@ -22,6 +30,28 @@ from sm121.gateway.config import DEFAULT_MAX_BODY
 CHUNK_EVERY_S = 0.02
 CHUNKS = 250  # 5 s of stream: longer than the hostile body takes to send and refuse
 HOSTILE_LISTS = 20_000_000  # `[[],[],...]`: 60 MB
+
+
+class TimedUpstream(FakeUpstream):
+    """A fake upstream streaming `chunks` chunks, `interval_s` apart, that records when it
+    wrote each (perf_counter: the same clock as the client's arrivals, one process)."""
+
+    def __init__(self) -> None:
+        super().__init__(chunks=CHUNKS, interval_s=CHUNK_EVERY_S)
+        self.written: list[float] = []
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for index in range(self.chunks):
+            chunk = {"id": "c", "object": "chat.completion.chunk",
+                     "choices": [{"index": 0, "delta": {"content": f"tok{index} "}}]}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.written.append(time.perf_counter())
+            await asyncio.sleep(self.interval_s)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
 
 def _hostile() -> bytes:
@@ -67,7 +97,7 @@ def _health_latencies(url: str, stop: threading.Event, out: list[float]) -> None
 def test_a_60mb_hostile_body_leaves_streams_and_health_free(tmp_path: Path) -> None:
     hostile = _hostile()
     assert len(hostile) > 60_000_000
-    fake = FakeUpstream(chunks=CHUNKS, interval_s=CHUNK_EVERY_S)
+    fake = TimedUpstream()
     with in_its_own_thread(fake), \
             gateway_process(fake.url, tmp_path, "--max-body-mb", "64") as gateway:
         # The worker process is started by the first large body: warm it outside the window.
@@ -89,14 +119,20 @@ def test_a_60mb_hostile_body_leaves_streams_and_health_free(tmp_path: Path) -> N
         streamer.join(timeout=60)
         stop.set()
         prober.join(timeout=60)
-    # Every gap that overlaps the time from sending the body to its answer.
-    window = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)
-              if b >= sent and a <= refused]
-    print(f"hostile body refused in {refused - sent:.2f} s; stream gaps in that window: "
-          f"{len(window)}, max {max(window, default=0) * 1000:.0f} ms; /health: "
-          f"{len(health)} probes, slowest {max(health, default=0) * 1000:.0f} ms")
-    assert window and max(window) < 0.1
-    assert len(arrivals) == CHUNKS + 1  # and the usage chunk
+    # Every chunk that arrived from sending the body to its answer (and the one after).
+    window = [i for i in range(1, len(arrivals)) if arrivals[i] >= sent
+              and arrivals[i - 1] <= refused]
+    waited = [arrivals[i] - fake.written[i] for i in window]  # time in the gateway
+    gaps = [(arrivals[i] - arrivals[i - 1], fake.written[i] - fake.written[i - 1])
+            for i in window]
+    print(f"hostile body refused in {refused - sent:.2f} s; {len(window)} chunks meanwhile: "
+          f"largest gap {max((g for g, _ in gaps), default=0) * 1000:.0f} ms (the fake's own "
+          f"largest {max((f for _, f in gaps), default=0) * 1000:.0f} ms), longest wait in "
+          f"the gateway {max(waited, default=0) * 1000:.0f} ms; /health: {len(health)} "
+          f"probes, slowest {max(health, default=0) * 1000:.0f} ms")
+    assert window and max(waited) < 0.1
+    assert all(seen - own < 0.1 for seen, own in gaps)
+    assert len(arrivals) == CHUNKS
     assert health and max(health) < 1.0
     assert status == 400 and "JSON arrays and objects" in answer["error"]["message"]
 
