@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from sm121.open_model import Open
 
@@ -55,15 +55,26 @@ class ToolCall(ReplyPart):
 
 
 class ChatMessage(ReplyPart):
+    """A chat message, a reply's or a turn of a conversation being sent: role, content (text,
+    or a list of parts as a captured message may carry), the assistant's tool calls, a tool
+    result's call id. Only the keys set are written, so a message goes on the wire exactly
+    as it was made or captured."""
+
     role: str | None = None
-    content: str | None = None
+    content: str | list[JsonValue] | None = None
     tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
     reasoning: str | None = None
     reasoning_content: str | None = None  # vLLM's older name
 
     @property
     def calls(self) -> list[ToolCall]:
         return list(self.tool_calls or [])
+
+    @property
+    def text(self) -> str:
+        """The content as one string (a list of parts as its JSON-ish text)."""
+        return str(self.content or "")
 
 
 class ChatChoice(ReplyPart):

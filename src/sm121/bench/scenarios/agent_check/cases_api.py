@@ -46,12 +46,12 @@ async def max_tokens_honoured(p: Probe) -> str:
 async def stop_honoured(p: Probe) -> str:
     """Greedy decoding twice: the second request stops at a piece of the first one's text."""
     first = accepted(await p.post(CHAT, plain(p, max_tokens=24)), "without stop")
-    text = first.content or ""
+    text = first.text
     stop = stop_word(text)
     if stop is None:
         raise CaseUnsupported(f"the reply {text!r} has no piece to stop at")
     second = accepted(await p.post(CHAT, plain(p, max_tokens=24, stop=[stop])), "with stop")
-    cut = second.content or ""
+    cut = second.text
     if stop in cut or not text.startswith(cut):
         raise CaseFailed(f"stop {stop!r}: got {cut!r}, expected the text before it "
                          f"{text[:text.find(stop)]!r}")
@@ -73,7 +73,7 @@ async def reasoning_separated(p: Probe) -> str:
     markers into content; without one the case is unsupported."""
     message = accepted(await p.post(CHAT, plain(p, max_tokens=64)), "reasoning")
     reasoning = message.reasoning or message.reasoning_content
-    content = message.content or ""
+    content = message.text
     leaked = [m for m in THINK_MARKERS if m in content]
     if reasoning:
         if leaked:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import time
 
 from sm121.bench.client import BenchClient, StreamRecord
-from sm121.bench.scenarios.agents.messages import ChatMessage, ToolSpec, wire
+from sm121.bench.scenarios.agents.messages import ToolSpec, wire
 from sm121.errors import Sm121Error
+from sm121.protocols.replies import ChatMessage
 from sm121.protocols.requests import BUILDERS
 from sm121.protocols.routes import route_of
 from sm121.protocols.stream_readers import reader_for

@@ -17,9 +17,10 @@ import random
 from dataclasses import dataclass, field
 
 from sm121.bench.prompts import Counter, search_text
-from sm121.bench.scenarios.agents.messages import ChatMessage, FunctionSpec, ToolCall, ToolSpec
+from sm121.bench.scenarios.agents.messages import FunctionSpec, ToolSpec
 from sm121.bench.scenarios.agents.workload import Workload
 from sm121.errors import Sm121Error
+from sm121.protocols.replies import ChatMessage, ToolCall
 
 TOOL_NAMES = ("read_file", "write_file", "run_tests", "grep", "list_dir", "apply_patch",
               "run_shell", "git_diff", "git_log", "open_url", "search_docs", "lint")

@@ -1,6 +1,7 @@
-"""An agent's conversation in process, typed: chat messages (role, content, the assistant's
-tool calls, a tool result's call id) and the tool definitions a request offers. They become
-the chat API's JSON only where a request body is built (`wire`).
+"""An agent's conversation in process, typed: chat messages (`protocols.replies.ChatMessage`:
+role, content, the assistant's tool calls, a tool result's call id) and the tool definitions
+a request offers. They become the chat API's JSON only where a request body is built
+(`wire`).
 
 Keys a model does not name are kept and written back as given (a replayed capture's messages
 may carry fields of their own, content may be a list of parts), and only the keys set are
@@ -14,31 +15,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from sm121.open_model import Open
-
-
-class CalledFunction(Open):
-    name: str | None = None
-    arguments: JsonValue = ""  # JSON text as the model wrote it (the server passes it on)
-
-
-class ToolCall(Open):
-    """One tool call of an assistant message (chat's shape, as streamed deltas assemble)."""
-
-    id: str | None = None
-    type: str = "function"
-    function: CalledFunction = CalledFunction()
-
-
-class ChatMessage(Open):
-    role: str
-    content: str | list[JsonValue] | None = None
-    tool_calls: list[ToolCall] | None = None
-    tool_call_id: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The content as one string (a list of parts as its JSON-ish text, as before)."""
-        return str(self.content or "")
+from sm121.protocols.replies import ChatMessage
 
 
 class FunctionSpec(Open):

@@ -21,7 +21,7 @@ from sm121.bench.result_models import AbEntry, AbResults, Open, SweepEntry, Swee
 # --- the samples -------------------------------------------------------------------------
 
 
-class Workload(Open):
+class WorkloadRef(Open):
     """What a run reads of the workload its config record carries (the rest is kept)."""
 
     name: str | None = None
@@ -32,7 +32,7 @@ class RunConfig(Open):
     """The run's first record: what it asked (agents, turns, the SLO) and how tools went."""
 
     kind: Literal["config"] = "config"
-    workload: Workload | None = None
+    workload: WorkloadRef | None = None
     agents: int | None = None
     slo: str | None = None
     api: str | None = None
@@ -45,7 +45,7 @@ class RunConfig(Open):
 
     def first_judged_turn(self) -> int:
         """The first turn index the SLO judges (the workload's slo_from_turn; 0 for replays)."""
-        workload = self.workload or Workload()
+        workload = self.workload or WorkloadRef()
         if workload.slo_from_turn is not None:
             return workload.slo_from_turn
         return 0 if workload.name == "replay" else 1

@@ -35,7 +35,7 @@ from sm121.bench.scenarios.agents.capture_log import (
     schedule,
 )
 from sm121.bench.scenarios.agents.conversation import exact_text
-from sm121.bench.scenarios.agents.messages import ChatMessage, ToolSpec, wire
+from sm121.bench.scenarios.agents.messages import ToolSpec, wire
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.bench.scenarios.agents.session import (
     SESSION_HEADER,
@@ -46,6 +46,7 @@ from sm121.bench.scenarios.agents.session import (
 from sm121.bench.scenarios.agents.slo import DEFAULT_SLO, parse_slo
 from sm121.bench.scenarios.agents.summary import summarize_run
 from sm121.protocols.chat_view import messages_to_chat, responses_to_chat
+from sm121.protocols.replies import ChatMessage
 from sm121.protocols.requests import PATHS
 
 

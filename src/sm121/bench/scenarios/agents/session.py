@@ -13,10 +13,11 @@ from sm121.bench.client import BenchClient, StreamRecord
 from sm121.bench.prompts import Counter, count_tokens
 from sm121.bench.scenarios.agents.apis import send_turn
 from sm121.bench.scenarios.agents.conversation import Conversation, exact_text, flat_prompt
-from sm121.bench.scenarios.agents.messages import ChatMessage, ToolCall, ToolSpec, user, wire
+from sm121.bench.scenarios.agents.messages import ToolSpec, user, wire
 from sm121.bench.scenarios.agents.models import TurnSample
 from sm121.bench.scenarios.agents.workload import Workload, turns_that_fit
 from sm121.bench.stats import inter_token_intervals, percentile
+from sm121.protocols.replies import ChatMessage, ToolCall
 
 QUEUE_WAIT_HEADER = "X-Sm121-Queue-Wait"
 SESSION_HEADER = "x-session-id"

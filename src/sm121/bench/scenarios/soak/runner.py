@@ -26,7 +26,7 @@ from sm121.bench.scenarios.soak.records import (
     SoakStart,
     SoakSummary,
 )
-from sm121.bench.scenarios.soak.workload import Workload, workload
+from sm121.bench.scenarios.soak.workload import SoakWorkload, workload
 from sm121.errors import Sm121Error
 from sm121.hosts.host_panel import local_host
 from sm121.progress import Say
@@ -102,7 +102,7 @@ class SoakFile:
         self.handle.close()
 
 
-async def _agent(client: BenchClient, work: Workload, index: int, box: list[Interval],
+async def _agent(client: BenchClient, work: SoakWorkload, index: int, box: list[Interval],
                  stop: asyncio.Event) -> None:
     """Loop until stopped; after a failure wait (1 s doubling to 10 s) so a down engine is
     not hammered, and go on: a soak outlives engine restarts."""

@@ -20,7 +20,7 @@ class TurnOutcome:
     error: str | None = None
 
 
-class Workload(Protocol):
+class SoakWorkload(Protocol):
     name: str
     api: str  # what the soak's client speaks for it: chat or completions
 

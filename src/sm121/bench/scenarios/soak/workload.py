@@ -17,11 +17,11 @@ import aiohttp
 
 from sm121.bench.client import BenchClient
 from sm121.bench.scenarios.soak.agent_sessions import AgentSessions
-from sm121.bench.scenarios.soak.turn import TurnOutcome, Workload
+from sm121.bench.scenarios.soak.turn import SoakWorkload, TurnOutcome
 from sm121.errors import Sm121Error
 from sm121.protocols.replies import ChatCompletion, Usage
 
-__all__ = ["WORKLOADS", "ChatLoop", "TurnOutcome", "Workload", "workload"]
+__all__ = ["WORKLOADS", "ChatLoop", "TurnOutcome", "SoakWorkload", "workload"]
 
 _SYSTEM = ("You are a coding agent. Tools: read_file(path), write_file(path, text), "
            "run(command), search(query). Answer with one tool call per turn. ") * 8
@@ -67,8 +67,8 @@ class ChatLoop:
                                error=message[:300])
         latency = time.monotonic() - started
         usage = reply.usage or Usage()
-        text = reply.choices[0].message.content if reply.choices else None
-        messages.append({"role": "assistant", "content": text or ""})
+        text = reply.choices[0].message.text if reply.choices else ""
+        messages.append({"role": "assistant", "content": text})
         prompt = usage.prompt_tokens or 0
         if prompt > self.session_tokens:
             self._sessions.pop(agent)
@@ -77,7 +77,7 @@ class ChatLoop:
         return TurnOutcome(True, usage.completion_tokens or 0, prompt, cached, latency)
 
 
-def workload(name: str, max_tokens: int | None) -> Workload:
+def workload(name: str, max_tokens: int | None) -> SoakWorkload:
     """The soak workload of this name; max_tokens None: its own output sizes."""
     if name == "coding-agent":
         return AgentSessions(max_tokens=max_tokens)
