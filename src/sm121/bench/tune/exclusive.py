@@ -17,12 +17,9 @@ import asyncio
 
 from sm121.bench.boot import Boot
 from sm121.bench.client import BenchClient
-from sm121.bench.scenarios.agents.messages import user
 from sm121.bench.scenarios.agents.params import AgentRunParams
-from sm121.bench.scenarios.agents.session import background_prompt, send
-from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
+from sm121.bench.scenarios.agents.sessions import exclusive_prefill
 from sm121.bench.tune.result import ExclusivePrefill
-from sm121.engines.client import max_model_len
 from sm121.errors import Sm121Error
 from sm121.progress import Say
 
@@ -46,20 +43,5 @@ def measure_exclusive(boot: Boot, params: AgentRunParams, say: Say) -> Exclusive
 
 async def _measure(base_url: str, model: str, params: AgentRunParams
                    ) -> tuple[int | None, float | None] | None:
-    workload = load_workload(params.workload)
-    if workload.background is None:
-        return None
     async with BenchClient(base_url, model, api="chat") as client:
-        max_len = max_model_len(await client.engine.models(), model)
-        if not max_len:
-            raise Sm121Error("the server does not report its max_model_len in /v1/models",
-                             "the exclusive prefill fits the workload to the served window")
-        # The agents run's own fitting, so the length matches the job in its runs
-        fitted = fit_to_server(workload, max_len, params.turns).fitted
-        tokens = fitted.background_tokens if fitted else None
-        if not tokens:
-            return None
-        tag, text = await background_prompt(client, tokens)
-        record = await send(client, [user(text)], 1, "exclusive-prefill", f"exclusive-{tag}",
-                            None)
-        return record.prompt_tokens, record.ttft
+        return await exclusive_prefill(client, params.workload, params.turns)

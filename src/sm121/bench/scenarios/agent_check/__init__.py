@@ -8,3 +8,7 @@ or unsupported with the request, the status and a reply excerpt."""
 from sm121.bench.scenarios.agent_check.runner import all_cases, run_agent_check
 
 __all__ = ["all_cases", "run_agent_check"]
+
+# The modules other packages may import (tests/unit/architecture/test_wings.py holds it);
+# the rest are this package's own.
+PUBLIC = ("report", "report_file", "scenario")

@@ -2,3 +2,7 @@
 (`agents`), their SLO goodput, replay of captured gateway traffic (`replay`), A/B and sweeps
 over N. `scenario.py` holds the two `Scenario` classes; `models.py` the one model set of
 their results files."""
+
+# The modules other packages may import (tests/unit/architecture/test_wings.py holds it);
+# the rest are this package's own.
+PUBLIC = ("apis", "models", "params", "report", "scenario", "sessions", "slo", "sweep", "texts")

@@ -1,1 +1,5 @@
 """`overlap`: interference and admission around one long prefill (`scenario.Overlap`)."""
+
+# The modules other packages may import (tests/unit/architecture/test_wings.py holds it);
+# the rest are this package's own.
+PUBLIC = ("models", "scenario")

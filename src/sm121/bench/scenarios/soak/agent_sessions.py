@@ -14,14 +14,23 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from sm121.bench.client import BenchClient
-from sm121.bench.scenarios.agents.conversation import Conversation, tool_definitions, tools_as_text
-from sm121.bench.scenarios.agents.messages import ToolCall, ToolSpec
-from sm121.bench.scenarios.agents.run import tools_mode
-from sm121.bench.scenarios.agents.session import piece_counter, send
-from sm121.bench.scenarios.agents.workload import Workload, fit, load_workload, turns_that_fit
+from sm121.bench.scenarios.agents.sessions import (
+    Conversation,
+    ToolSpec,
+    Workload,
+    fit,
+    load_workload,
+    piece_counter,
+    send,
+    tool_definitions,
+    tools_as_text,
+    tools_mode,
+    turns_that_fit,
+)
 from sm121.bench.scenarios.soak.turn import TurnOutcome
 from sm121.engines.client import max_model_len
 from sm121.errors import Sm121Error
+from sm121.protocols.replies import ToolCall
 
 
 @dataclass
