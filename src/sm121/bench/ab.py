@@ -162,10 +162,11 @@ def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say:
     run = asyncio.run(run_scenario(
         spec, Target(boot.plan.base_url, boot.plan.readiness.model, api=request.api or spec.api),
         {**request.params, "reps": 1}, sub_out, progress=steps(say, f"  {profile}: ")))
-    record, data = boot.record, run.to_json()
+    record, data = boot.record.to_json(), run.to_json()
     return AbEntry[Any, Open].model_validate({
         "profile": profile, "rep": rep, "run_id": boot.run_id,
-        "engine_args": record.engine_args, "boot": record.boot, "timings": record.timings,
+        "engine_args": record["engine_args"], "boot": record["boot"],
+        "timings": record["timings"],
         "results_file": str(sub_out), "server": data["server"],
         "probe": data.get("probe"), "samples": data["samples"], "summary": data["summary"],
         "metrics": spec.headline_metrics(run.samples)})

@@ -10,10 +10,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sm121.bench.result_models import Open
+from sm121.boot_facts import BootFacts
 from sm121.plan.build import build_plan
 from sm121.plan.model import ServePlan
 from sm121.progress import Progress, Say
 from sm121.recipes.schema import ArgValue
+from sm121.runs.state import Timings
 from sm121.serving.serve import mode_for
 from sm121.serving.served import served
 
@@ -27,8 +29,8 @@ class BootRecord(Open):
     mode: str | None = None
     nodes: list[str] = []
     engine_args: dict[str, ArgValue] = {}
-    boot: Open = Open()  # boot-log facts (runs.state.BootFacts, as JSON)
-    timings: Open = Open()  # the launch's phases (runs.state.Timings, as JSON)
+    boot: BootFacts = BootFacts()  # the boot log's facts
+    timings: Timings = Timings()  # the launch's phases
 
 
 @dataclass(frozen=True)
@@ -61,5 +63,5 @@ def booted(recipe: str, profile: str | None, overrides: dict[str, ArgValue], por
         yield Boot(plan, run.run_id, BootRecord(
             run_id=run.run_id, profile=profile, overrides=overrides, mode=mode,
             nodes=[n.name for n in plan.nodes], engine_args=plan.engine_args,
-            boot=Open.model_validate(run.info.boot.model_dump(mode="json")),
-            timings=Open.model_validate(run.info.timings.model_dump(mode="json"))))
+            boot=BootFacts(**run.info.boot.model_dump()),  # every key, as the file kept them
+            timings=Timings(**run.info.timings.model_dump())))

@@ -3,6 +3,7 @@ cost, the chosen point and the largest N per candidate, and its PNG plots (matpl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sm121.bench.boot_effect import boot_effects, describe  # noqa: E402
-from sm121.bench.tune.files import AbFile, KneeCurves, KneeFile, KneeRow, Number  # noqa: E402
+from sm121.bench.result_models import Number, Stats  # noqa: E402
+from sm121.bench.scenarios.knee.models import KneeSummary, KneeWindow  # noqa: E402
+from sm121.bench.tune.files import AbFile, KneeFile  # noqa: E402
 from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
 from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
 
@@ -25,16 +28,16 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def knee_plot(summary: KneeCurves, path: Path) -> Path:
+def knee_plot(summary: KneeSummary, path: Path) -> Path:
     fig, (pre, dec) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name, style in (("engine", "o-"), ("client", "s--")):
-        window = summary.engine if name == "engine" else summary.client
-        rows = [r for r in window.prefill if r.median is not None]
-        _errorbar(pre, [r.step for r in rows], rows, style, name)
+        window = (summary.engine if name == "engine" else summary.client) or KneeWindow()
+        steps = [r for r in window.prefill if r.median is not None]
+        _errorbar(pre, [r.step for r in steps], steps, style, name)
         if window.knee.knee_at:
             pre.axvline(window.knee.knee_at, ls=":", color="grey")
-        rows = [r for r in window.decode if r.median is not None]
-        _errorbar(dec, [r.batch for r in rows], rows, style, name)
+        batches = [r for r in window.decode if r.median is not None]
+        _errorbar(dec, [r.batch for r in batches], batches, style, name)
     pre.set(xscale="log", xlabel="tokens per step", ylabel="prefill tok/s",
             title="prefill rate against step size (dotted: knee)")
     dec.set(xscale="log", xlabel="decode batch", ylabel="aggregate decode tok/s",
@@ -48,7 +51,7 @@ def knee_plot(summary: KneeCurves, path: Path) -> Path:
     return path
 
 
-def _errorbar(ax: Any, xs: list[Number | None], rows: list[KneeRow], style: str,
+def _errorbar(ax: Any, xs: Sequence[Number | None], rows: Sequence[Stats], style: str,
               window: str) -> None:
     """Medians with their min-max range (rows with a median only)."""
     medians = [r.median or 0.0 for r in rows]
@@ -89,7 +92,7 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
     summary, result, request = knee.summary, state.result, state.request
     knee_plot(summary, out / "tune-knee.png")
     candidates_plot(result.table, result.chosen, out / "tune-candidates.png")
-    engine = summary.engine
+    engine = summary.engine or KneeWindow()
     lines = [f"# sm121 tune: {request.recipe}, {request.workload}, {request.slo}, "
              f"{request.agents} agents", "",
              f"{result.device}, {result.engine}, {result.date}. Budget "
@@ -99,7 +102,8 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
              "## The knee", "", "![knee](tune-knee.png)", "",
              "| window | knee (tokens/step) | rate at the knee | peak (at step) | decode "
              "saturation (batch) | decode peak tok/s |", "|---|---|---|---|---|---|"]
-    for name, window in (("engine", summary.engine), ("client", summary.client)):
+    for name, shown in (("engine", summary.engine), ("client", summary.client)):
+        window = shown or KneeWindow()
         k, sat = window.knee, window.decode_saturation
         lines.append(f"| {name} | {k.knee_at} | {_n(k.knee_rate)} | {_n(k.peak)} "
                      f"({k.peak_at}) | {sat.knee_at}"
@@ -113,8 +117,7 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
               "The knee is short-context (one fresh prompt per step): it is shown, and it "
               "prices nothing below; the long prefill is priced in the agents runs.", ""]
     lines += _arms(state)
-    effects = boot_effects(ab.samples, ["goodput", "ttft_p95_judged_s",
-                                                     "background_ttft_s"])
+    effects = boot_effects(ab.samples, ["goodput", "ttft_p95_judged_s", "background_ttft_s"])
     effect_lines = describe(effects)
     if effect_lines:
         lines += ["## Later repetitions on a boot against its first", ""]
