@@ -124,13 +124,13 @@ def tune(
     with LongWait(f"tune {recipe}: {workload}, {slo}, {agents} agents") as wait:
         record = run_tune(request, say=wait.say)
     if as_json:
-        print_json(record.result.model_dump(mode="json"))
+        print_json(record.chosen().model_dump(mode="json"))
         return
     _print(record)
 
 
 def _print(record: TuneRecord) -> None:
-    result = record.result
+    result = record.chosen()
     for row in result.table:
         mark = " [bold](chosen)[/]" if row.name == result.chosen else ""
         goodput = "-" if row.goodput is None else f"{row.goodput:.1%}"

@@ -34,7 +34,7 @@ def _sitting(tmp_path: Path) -> tuple[TuneRequest, TuneState]:
 
 def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monkeypatch):
     request, state = _sitting(tmp_path)
-    assert "seqs-82" not in state.data["capacity"]
+    assert "seqs-82" not in state.record.capacity
     boots: list[tuple[str, list[int]]] = []
     probed: list[int] = []
 
@@ -54,7 +54,7 @@ def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monke
     monkeypatch.setattr(run, "boot_and_measure", boot_and_measure)
     monkeypatch.setattr(run, "run_point", run_point)
     monkeypatch.setattr(run, "measure_exclusive", measure_exclusive)
-    arms = [Candidate.from_json(c) for c in state.data["candidates"]]
+    arms = [Candidate.from_json(c) for c in state.record.candidates or []]
     ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
                                run.agent_params(request).model_dump(), request.out / "ab-agents.json",
                                request.port, resume=True,
@@ -71,18 +71,18 @@ def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monke
     assert probed == [0, 40, 28, 0, 4]
     assert [e.ttft_s for e in state.exclusive("seqs-82")] == [7.0]
     assert [e.ttft_s for e in state.exclusive("lpt-2048")] == [7.0]
-    assert state.data["capacity"]["seqs-82"]["text"] == "28 <= N* < 40"
-    assert set(state.data["capacity"]) == {"agent-admission", "reference", "seqs-82",
+    assert state.record.capacity["seqs-82"].text == "28 <= N* < 40"
+    assert set(state.record.capacity) == {"agent-admission", "reference", "seqs-82",
                                            "lpt-512", "lpt-2048"}
     assert any("seqs-82: its bisection was cut" in line for line in lines)
 
 
 def test_a_cut_bisection_without_budget_records_what_was_tested(tmp_path, monkeypatch):
     request, state = _sitting(tmp_path)
-    state.data["elapsed_s"] = request.budget_s - 10  # no boot fits
+    state.record.elapsed_s = request.budget_s - 10  # no boot fits
     monkeypatch.setattr(run, "boot_and_measure",
                         lambda *a, **k: (_ for _ in ()).throw(AssertionError("booted")))
-    arms = [Candidate.from_json(c) for c in state.data["candidates"]]
+    arms = [Candidate.from_json(c) for c in state.record.candidates or []]
     ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
                                run.agent_params(request).model_dump(), request.out / "ab-agents.json",
                                request.port, resume=True,
@@ -91,7 +91,7 @@ def test_a_cut_bisection_without_budget_records_what_was_tested(tmp_path, monkey
     index = [c.name for c in arms].index("seqs-82")
     assert not run._arm(request, ab_request, state, results, run.KneeFacts(None, ""), index,
                         arms, print)
-    assert state.data["capacity"]["seqs-82"]["text"].startswith("N* >= 16")
+    assert state.record.capacity["seqs-82"].text.startswith("N* >= 16")
 
 
 def test_a_reference_arm_without_an_exclusive_prefill_is_booted_once_for_it(tmp_path,
@@ -106,7 +106,7 @@ def test_a_reference_arm_without_an_exclusive_prefill_is_booted_once_for_it(tmp_
                           budget_s=3000, turns=5, baselines=["agent-admission"], reps=1,
                           max_agents=40, sweep_points=2)
     state = TuneState(out, request.to_record())
-    state.data["elapsed_s"] = 0.0
+    state.record.elapsed_s = 0.0
     boots: list[tuple[str, list[int]]] = []
 
     def boot_and_measure(ab_request, results, index, name, reps, say, after=None):
@@ -116,7 +116,7 @@ def test_a_reference_arm_without_an_exclusive_prefill_is_booted_once_for_it(tmp_
     monkeypatch.setattr(run, "boot_and_measure", boot_and_measure)
     monkeypatch.setattr(run, "measure_exclusive", lambda boot, params, say: ExclusivePrefill(
         run_id="again", prompt_tokens=98242, ttft_s=6.9))
-    arms = [Candidate.from_json(c) for c in state.data["candidates"]]
+    arms = [Candidate.from_json(c) for c in state.record.candidates or []]
     ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
                                run.agent_params(request).model_dump(), out / "ab-agents.json",
                                request.port, resume=True,
@@ -127,8 +127,8 @@ def test_a_reference_arm_without_an_exclusive_prefill_is_booted_once_for_it(tmp_
         run._reference_alone(request, ab_request, state, results, knee, arms, print)
     assert boots == [("reference", [])]
     assert [e.ttft_s for e in state.exclusive("reference")] == [6.9]
-    state.data["elapsed_s"] = request.budget_s - 10  # no budget: says so, boots nothing
-    del state.data["exclusive"]
+    state.record.elapsed_s = request.budget_s - 10  # no budget: says so, boots nothing
+    state.forget("exclusive")
     said: list[str] = []
     run._reference_alone(request, ab_request, state, results, knee, arms, said.append)
     assert boots == [("reference", [])] and "no exclusive long prefill" in said[0]

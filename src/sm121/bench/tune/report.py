@@ -89,7 +89,7 @@ def candidates_plot(table: list[ArmRow], chosen: str | None, path: Path) -> Path
 def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Path:
     """report.md and its plots, from the knee's run, the A/B's results file (the
     repetitions' boot effects read it) and tune.json."""
-    summary, result, request = knee.summary, state.result, state.request
+    summary, result, request = knee.summary, state.chosen(), state.request
     knee_plot(summary, out / "tune-knee.png")
     candidates_plot(result.table, result.chosen, out / "tune-candidates.png")
     engine = summary.engine or KneeWindow()

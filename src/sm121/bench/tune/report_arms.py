@@ -35,7 +35,7 @@ def _tested(row: ArmRow) -> str:
 
 
 def arms_section(state: TuneRecord) -> list[str]:
-    result, request = state.result, state.request
+    result, request = state.chosen(), state.request
     table = result.table
     lines = ["## Arms", "", "![arms](tune-candidates.png)", "",
              f"Baseline `{result.baseline}`; reference arm for the prefill cost "
@@ -69,13 +69,14 @@ def arms_section(state: TuneRecord) -> list[str]:
     lines += [f"- `{r.name}`: boots {', '.join(r.boots) or '-'}; " + "; ".join(
         f"N={p.agents}: {_file(p)}" for p in r.probes)
         for r in table]
+    candidates = state.candidates or []
     lines += ["", "What each arm is:", ""]
     lines += [f"- `{c.name}` ({c.source}, from `{c.base}`): {c.why}; args "
-              f"{c.args or '(the profile as it is)'}" for c in state.candidates]
+              f"{c.args or '(the profile as it is)'}" for c in candidates]
     if state.dropped:
         lines += ["", "Not measured twice: " + "; ".join(state.dropped)]
     measured = {r.name for r in table}
-    unmeasured = [c.name for c in state.candidates if c.name not in measured]
+    unmeasured = [c.name for c in candidates if c.name not in measured]
     if unmeasured:
         lines += ["", f"Not measured (the budget, --max-candidates or a failed boot): "
                   f"{', '.join(unmeasured)}"]

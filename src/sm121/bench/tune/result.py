@@ -1,13 +1,14 @@
 """What tune measured and chose, typed: a capacity probe (one agents run at some N), an arm's
 row (its capacity bracket, goodput with its Clopper-Pearson interval, the continuous metrics
 beside it, the long prefill's in-situ cost), a claim, the targets' binding bound, the plans
-made before every boot, and the result as a whole. tune.json keeps them as dicts (the JSON
-edge: `model_dump()` to write, `model_validate` to read); the field order is its key order."""
+made before every boot, the result as a whole, and tune.json itself (`TuneRecord`, the
+state every step adds to); the field order is its key order."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sm121.errors import Sm121Error
 from sm121.open_model import Open
 from sm121.recipes.schema import ArgValue
 
@@ -203,17 +204,34 @@ class CandidateRecord(BaseModel):
 
 
 class TuneRecord(Open):
-    """tune.json once tune has chosen: what its report reads."""
+    """tune.json: the question, then what each step adds as it finishes (the knee's sitting,
+    the arms, the plans, every arm's probes, confirmations, exclusive prefills and capacity,
+    the result, the report and the profile written). `TuneState` writes it after every
+    step, so an interrupted tune resumes from it; its report reads it once chosen."""
 
     request: RequestRecord
+    created: str | None = None
     elapsed_s: float = 0.0
     resumed: int = 0
-    candidates: list[CandidateRecord] = Field(default_factory=list)
+    status: str = "running"
+    sitting: SittingRecord | None = None
+    candidates: list[CandidateRecord] | None = None  # None: not chosen yet
     dropped: list[str] = Field(default_factory=list)
     plans: list[PlanRecord] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    sweeps: dict[str, list[Probe]] = Field(default_factory=dict)
+    capacity: dict[str, CapacityRecord] = Field(default_factory=dict)
     confirm_plan: ConfirmPlan | None = None
-    result: TuneResult
-    sitting: SittingRecord | None = None
+    confirm: dict[str, list[Probe]] = Field(default_factory=dict)
+    exclusive: dict[str, list[ExclusivePrefill]] = Field(default_factory=dict)
+    result: TuneResult | None = None  # None: not chosen yet
     written: str | None = None
     report: str | None = None
     serve_needs_trust: list[str] = Field(default_factory=list)
+
+    def chosen(self) -> TuneResult:
+        """The result, once tune has chosen (its report and the CLI read it then)."""
+        if self.result is None:
+            raise Sm121Error("tune.json has no result yet", "run `sm121 tune` to the end "
+                             "(it resumes where it stopped)")
+        return self.result

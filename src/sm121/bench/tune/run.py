@@ -44,7 +44,7 @@ def run_tune(request: TuneRequest, say: Say = lambda _: None) -> TuneRecord:
     state = TuneState(request.out, request.to_record(), fresh=request.fresh)
     try:
         _tune(request, state, say)
-        return TuneRecord.model_validate(state.data)
+        return state.record
     finally:  # an interrupted tune keeps the time it spent (the budget counts it)
         state.save()
 
@@ -61,46 +61,50 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     sitting = _sitting(state)
     knee = _knee(request, state, base, say)
     facts = KneeFacts.of(knee)
-    if "candidates" not in state.data:
+    if state.record.candidates is None:
         found_arms, dropped = cands.arms(
             names[0], {n: profile_args(recipe, n) for n in dict.fromkeys(names)},
             request.largest_n, knobs_of(recipe.engine.kind))
-        state.set(candidates=[c.to_json().model_dump(mode="json") for c in found_arms],
-                  dropped=dropped)
-    found = [cands.Candidate.from_json(c) for c in state.data["candidates"]]
+        state.record.candidates = [c.to_json() for c in found_arms]
+        state.record.dropped = dropped
+        state.save()
+    found = [cands.Candidate.from_json(c) for c in state.record.candidates]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, facts, sitting, say)
     arms = AbFile.model_validate(ab.data)
     result = choose(request, state, found, arms, facts.engine, sitting)
-    state.set(result=result.model_dump(mode="json"))
+    state.record.result = result
+    state.save()
     if not request.write:  # a profile an earlier invocation wrote is not this pick's
-        state.data.pop("written", None)
-        state.data.pop("serve_needs_trust", None)
-    report = write_report(request.out, knee, arms, TuneRecord.model_validate(state.data))
-    state.set(report=str(report))
+        state.forget("written", "serve_needs_trust")
+    report = write_report(request.out, knee, arms, state.record)
+    state.record.report = str(report)
+    state.save()
     if request.write and result.chosen:
         text = _recipe_text(recipe.name, loaded.builtin, loaded.source)
         profile = tuned_profile(request, result, found, report)
         path = write_tuned(recipe.name, text, profile)
         needs = trust_needs(load_recipe(recipe.name).recipe, "tuned", builtin=False)
         # Shown as $SM121_HOME/..., so a committed report names no machine's folders.
-        state.set(written=f"$SM121_HOME/recipes/{path.name}", serve_needs_trust=needs)
-        write_report(request.out, knee, arms, TuneRecord.model_validate(state.data))
+        state.record.written = f"$SM121_HOME/recipes/{path.name}"
+        state.record.serve_needs_trust = needs
+        state.save()
+        write_report(request.out, knee, arms, state.record)
         say(f"wrote profile `tuned` into {path}")
-    state.set(status="complete")
+    state.record.status = "complete"
+    state.save()
 
 
 def _sitting(state: TuneState) -> SittingRecord:
     """The device and date of the tune's measurements: as recorded (by its first invocation,
     or in the result of a tune.json from before the record), else this machine, today."""
-    result = state.data.get("result") or {}
-    known = state.data.get("sitting") or ({"device": result["device"], "date": result["date"]}
-                                          if "device" in result and "date" in result else None)
-    if known is None:
-        known = {"device": conditions.device(), "date": conditions.today()}
-    if "sitting" not in state.data:
-        state.set(sitting=known)
-    return SittingRecord.model_validate(known)
+    record = state.record
+    if record.sitting is None:
+        result = record.result
+        record.sitting = SittingRecord(device=result.device, date=result.date) if result \
+            else SittingRecord(device=conditions.device(), date=conditions.today())
+        state.save()
+    return record.sitting
 
 
 def _recipe_text(name: str, builtin: bool, source: str) -> str:
@@ -190,7 +194,7 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     candidate = arms[index]
     name = candidate.name
     done = {rep for rep, profile in measured_pairs(results) if profile == name}
-    if done and name not in state.data.get("capacity", {}):
+    if done and name not in state.record.capacity:
         # Its runs at the target N were measured, and the call ended during its bisection
         # (_bisect records a capacity whenever it returns): boot it again for the rest.
         return _finish_bisection(request, ab_request, state, results, knee, index, arms, say)
@@ -200,17 +204,17 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     est = _estimates(request, knee, AbFile.model_validate(results.data))
     remaining = len(arms) - index
     chosen = plan(left, est, remaining, request.reps, request.sweep_points, least=1)
-    state.data.setdefault("plans", []).append(PlanRecord(
+    state.record.plans.append(PlanRecord(
         before=name, left_s=round(left), boot_s=round(est.boot_s, 1),
         rep_s=round(est.rep_s, 1), arms_left=remaining, arms=chosen.candidates,
         reps=chosen.reps, probes=chosen.sweep_points, fits=chosen.fits,
-        estimate_s=round(chosen.seconds)).model_dump(mode="json"))
-    state.save()
+        estimate_s=round(chosen.seconds)))
+    state.changed("plans")
     if not chosen.fits and len(_measured(results)) >= 2:
         say(f"{name} and {remaining - 1} more: not measured, {left:.0f} s of the budget left "
             f"and one boot estimated at {chosen.seconds:.0f} s")
-        state.data.setdefault("skipped", []).extend(c.name for c in arms[index:])
-        state.save()
+        state.record.skipped.extend(c.name for c in arms[index:])
+        state.changed("skipped")
         return False
     say(f"arm {index + 1} of {len(arms)}: {name} ({candidate.why}); {left:.0f} s left, plan "
         f"{chosen.candidates} arm(s) x {chosen.reps} reps + {chosen.sweep_points} probes "
@@ -321,9 +325,9 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
 def _record_capacity(request: TuneRequest, state: TuneState, results: ResultsFile, name: str,
                      say: Say) -> None:
     found = capacity(AbFile.model_validate(results.data).samples, name, request.agents, state.sweep(name))
-    state.data.setdefault("capacity", {})[name] = found.record().model_dump(mode="json")
+    state.record.capacity[name] = found.record()
     say(f"  {name}: capacity {found.text}")
-    state.save()
+    state.changed("capacity")
 
 
 def _boots_of(results: ResultsFile, name: str) -> int:
@@ -345,8 +349,8 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
         return
     rows = {r.name: r for r in result.table}
     other = second_n(request.agents, [rows[n].capacity for n in pair])
-    state.set(confirm_plan=ConfirmPlan(finalists=pair, second_n=other,
-                                       boots=request.boots).model_dump(mode="json"))
+    state.record.confirm_plan = ConfirmPlan(finalists=pair, second_n=other, boots=request.boots)
+    state.save()
     say(f"confirming {pair[0]} against {pair[1]}: up to {request.boots} boots each, "
         f"N={request.agents}" + (f" and N={other}" if other else ""))
     while (name := next_boot({n: _boots_of(results, n) for n in pair}, pair,
