@@ -113,6 +113,11 @@ class Scenario(Generic[SampleT, SummaryT]):
         """Its report section (the plots drawn first); None: the headline table only."""
         return None
 
+    def across(self, runs: list[Results]) -> list[str]:
+        """A report's section over all its files of this scenario, after their own (the
+        agents: timestamp-first against coding-agent, turn by turn); none by default."""
+        return []
+
     def console(self, summary: SummaryT) -> list[str]:
         """Terminal lines for a run's summary; none: the headline table."""
         return []

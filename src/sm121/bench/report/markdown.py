@@ -11,7 +11,6 @@ from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.results import load_results
 from sm121.bench.scenario import Results, Scenario, Unknown
 from sm121.bench.scenarios import find
-from sm121.bench.scenarios.agents.report import timestamp_ratio
 from sm121.bench.timeline import timeline_section
 
 
@@ -43,7 +42,7 @@ def render_report(paths: list[Path], out: Path, title: str, slo: str | None = No
     False leaves the plots out (no PNG, no image line): the text alone, fast."""
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
-    runs = []
+    runs: dict[str, tuple[Scenario[Any, Any], list[Results]]] = {}
     for path in paths:
         if path.suffix == ".jsonl":  # a time series: `sm121 top --record`, `bench soak`
             lines += timeline_section(path, out)
@@ -51,11 +50,13 @@ def render_report(paths: list[Path], out: Path, title: str, slo: str | None = No
         stem = path.name.removesuffix(".gz").removesuffix(".json")
         data = load_results(path)  # the file as JSON: its header is printed as it is
         scenario = find(data["scenario"]) or Unknown()
-        runs.append(scenario.read(data))
+        results = scenario.read(data)
+        runs.setdefault(data["scenario"], (scenario, []))[1].append(results)
         if slo:
-            scenario.rejudge(runs[-1], slo)
-        lines += _head(data, stem) + _section(scenario, runs[-1], out, stem, draw)
-    lines += timestamp_ratio(runs)
+            scenario.rejudge(results, slo)
+        lines += _head(data, stem) + _section(scenario, results, out, stem, draw)
+    for scenario, theirs in runs.values():  # what only several runs of a scenario show
+        lines += scenario.across(theirs)
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     return report

@@ -121,6 +121,9 @@ class _AgentScenario(Scenario[AgentsSample, AgentsSummary]):
             return head + report.sweep_section(cast(AgentsSweep, results), files)
         return head + report.run_section(read_run(results.samples), results.summary, files)
 
+    def across(self, runs: list[Results]) -> list[str]:
+        return report.timestamp_ratio(runs)
+
     def console(self, summary: AgentsSummary) -> list[str]:
         """A run's terminal summary; none while the run has no verdict yet."""
         if summary.slo is None:
