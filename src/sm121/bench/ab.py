@@ -129,8 +129,8 @@ def boot_and_measure(request: AbRequest, results: ResultsFile, boot_index: int, 
         done = measured_pairs(results)
         for k, rep in enumerate(reps):
             if (rep, profile) not in done:
-                _add(request, results, AbEntry(profile=profile, rep=rep, error=str(exc),
-                                               metrics=Open()), boot_index, k)
+                failed = AbEntry[Any, Open](profile=profile, rep=rep, error=str(exc), metrics=Open())
+                _add(request, results, failed, boot_index, k)
 
 
 def _add(request: AbRequest, results: ResultsFile, entry: AbEntry[Any, Open], boot: int,
@@ -149,8 +149,8 @@ def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, s
         return measure_on_boot(request, boot, profile, rep, say)
     except Exception as exc:  # a failed repetition; the next one may still measure
         say(f"  {profile}: repetition {rep + 1} failed: {exc}")
-        return AbEntry(profile=profile, rep=rep, run_id=boot.run_id, error=str(exc),
-                       metrics=Open())
+        return AbEntry[Any, Open](profile=profile, rep=rep, run_id=boot.run_id, error=str(exc),
+                                  metrics=Open())
 
 
 def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
