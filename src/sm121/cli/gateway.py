@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from sm121.cli.output import console, err_console, print_json
 from sm121.engines.client_sync import SyncEngineClient
@@ -28,6 +29,7 @@ from sm121.gateway.config import (
     parse_listen,
 )
 from sm121.gateway.entry import LOG_FORMAT, ready_lines
+from sm121.gateway.session_table import SessionSettings
 from sm121.runs.state import RunInfo
 from sm121.serving.run_upstreams import recipe_facts, spec_for_run
 
@@ -92,6 +94,17 @@ def gateway(
                                                   "origin (https://app.example) allowed to "
                                                   "call the gateway (repeatable); requests "
                                                   "from any other page get 403."),
+    sessions: str = typer.Option("auto", "--sessions", help="Session admission by working "
+                                 "set: `auto` (on where every upstream reports its KV pool: "
+                                 "the active sessions' last prompts plus growth must fit it, "
+                                 "new sessions wait), `off`, or N active sessions per "
+                                 "replica (docs/sessions.md)."),
+    session_wait: float = typer.Option(120.0, "--session-wait", help="Seconds a new "
+                                       "session's request is held (no byte sent) before it "
+                                       "is told to retry (429, or 529 on Messages)."),
+    session_idle: float = typer.Option(300.0, "--session-idle", help="Seconds without a "
+                                       "turn after which a session leaves the active set "
+                                       "(longer than an agent's tool step)."),
 ) -> None:
     """Run the gateway in front of an engine, until Ctrl-C or SIGTERM."""
     if ctx.invoked_subcommand is not None:
@@ -117,6 +130,7 @@ def gateway(
         locality=LocalitySettings(enabled=not no_locality, block_size=block_size),
         capture=CaptureSettings(directory=capture_dir, redact=redact),
         allowed_hosts=tuple(allowed_host or ()), allowed_origins=tuple(allow_origin or ()),
+        sessions=SessionSettings(mode=sessions, wait_s=session_wait, idle_s=session_idle),
     )
     _run(config)
 
@@ -202,6 +216,46 @@ def upstreams(
                                                          "round_robin", "ejections",
                                                          "readmissions")))
     console.print(table)
+
+
+@gateway_app.command("sessions")
+def sessions_cmd(
+    url: str = typer.Option(f"http://127.0.0.1:{DEFAULT_PORT}", "--url", envvar=URL_ENV,
+                            help="The running gateway."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Session admission: whether it is on and why, each replica's KV pool and budget, and
+    the active, waiting and idle sessions with their working sets."""
+    report = _fetch_report(url.rstrip("/"), "/sm121/sessions")
+    if as_json:
+        print_json(report)
+        return
+    admission = report.get("admission") or {}
+    console.print(Text("session admission ") + display(admission.get("why", "?"), 400))
+    for r in report.get("replicas") or []:
+        console.print(Text("  ") + display(r["name"]) + Text(
+            f": {r['used']:,} of {r['capacity']:,} units (pool {r['pool_blocks'] or '-'} "
+            f"blocks, reserve {r['reserve_blocks']:,})"))
+    table = Table("state", "session", "replica", "tokens", "blocks", "in flight", "for (s)",
+                  title="sessions")
+    for a in report.get("active") or []:
+        table.add_row("active", display(a["session"]), display(a["replica"]),
+                      f"{a['tokens']:,}", str(a["blocks"] or "-"), str(a["inflight"]),
+                      f"{a['active_s']:.0f}")
+    for w in report.get("waiting") or []:
+        table.add_row("waiting", display(w["session"]), "-", f"{w['tokens']:,}", "-",
+                      str(w["requests"]), f"{w['waited_s']:.0f}")
+    for i in report.get("idle") or []:
+        table.add_row("idle", display(i["session"]), display(i["replica"]),
+                      f"{i['tokens']:,}", "-", "0", f"{i['idle_since_s']:.0f}")
+    console.print(table)
+
+
+def display(value: object, limit: int = 80) -> Text:
+    """A gateway's word as terminal text: control characters escaped, never markup, bounded
+    (the gateway is a stranger to this terminal)."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+    return Text(text if len(text) <= limit else text[:limit - 1] + "…")
 
 
 def _locality_table(report: dict[str, Any]) -> Table:

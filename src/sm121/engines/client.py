@@ -120,6 +120,13 @@ def block_size(metrics_text: str) -> int | None:
     return int(value) if value.isdigit() else None
 
 
+def pool_blocks(metrics_text: str) -> int | None:
+    """The KV pool's size in blocks (the gateway's session admission budgets with it), or
+    None where the engine does not report it."""
+    value = cache_config(metrics_text).get("num_gpu_blocks", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 async def raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
     """An answer other than 200 as an EngineError naming the status and the body; a 401/403
     says at once that the key is missing or wrong (waiting or retrying cannot fix it)."""

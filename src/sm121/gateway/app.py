@@ -26,7 +26,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PASSTHROUGH_GET = ("/version",)
 # Engine routes that generate nothing: no policy, no admission, a replica of the body's model.
 PASSTHROUGH_POST = ("/tokenize", "/detokenize", COUNT_TOKENS_ROUTE)
-OWN_ROUTES = ("/v1/models", "/health", "/metrics", "/sm121/locality", "/sm121/upstreams")
+OWN_ROUTES = ("/v1/models", "/health", "/metrics", "/sm121/locality", "/sm121/upstreams",
+              "/sm121/sessions")
 
 
 def build_app(config: GatewayConfig) -> web.Application:
@@ -47,6 +48,7 @@ def build_app(config: GatewayConfig) -> web.Application:
     app.router.add_get("/metrics", handlers.metrics)
     app.router.add_get("/sm121/locality", handlers.locality_report)
     app.router.add_get("/sm121/upstreams", handlers.upstreams)
+    app.router.add_get("/sm121/sessions", handlers.sessions_report)
 
     async def start(_: web.Application) -> None:
         await gateway.start()

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from sm121.addresses import is_loopback
 from sm121.errors import Sm121Error
+from sm121.gateway.session_table import SessionSettings
 from sm121.gateway.sessions import DEFAULT_SESSION_HEADER
 from sm121.recipes.schema import RequestPolicy
 
@@ -129,6 +130,7 @@ class GatewayConfig:
     long_lane: int = 1  # K: long prefills in flight at once
     max_model_len: int | None = None  # None: ask the upstream (/v1/models)
     session_header: str = DEFAULT_SESSION_HEADER
+    sessions: SessionSettings = field(default_factory=SessionSettings)  # admission by working set
     locality: LocalitySettings = field(default_factory=LocalitySettings)
     capture: CaptureSettings = field(default_factory=CaptureSettings)
     upstream_connect_timeout_s: float = 5.0

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from sm121.errors import Sm121Error
 from sm121.gateway.api_keys import KEYS_ENV, UPSTREAM_KEY_ENV, load_api_keys
 from sm121.gateway.config import GatewayConfig
+from sm121.gateway.session_table import SessionSettings
 
 SECRETS = ("api_keys", "upstream_api_key")  # never on disk: read from the environment
 _CONFIG = TypeAdapter(GatewayConfig)
@@ -61,7 +62,22 @@ def ready_lines(config: GatewayConfig) -> list[str]:
                      f"{spec.long_prompt_tokens:,} tokens)")
     if config.registry is not None:
         lines.append(f"  -> and the upstreams in {config.registry} (watched)")
+    lines.append(sessions_line(config.sessions))
     return lines
+
+
+def sessions_line(settings: SessionSettings) -> str:
+    """Whether session admission is on, and why (the log says when `auto` turns it on)."""
+    knobs = (f"new sessions wait up to {settings.wait_s:g} s, idle after "
+             f"{settings.idle_s:g} s")
+    if settings.mode == "off":
+        return "  session admission: off (--sessions off): every session is admitted"
+    if settings.count is not None:
+        return (f"  session admission: on, at most {settings.count} active sessions per "
+                f"replica (--sessions {settings.count}); {knobs}")
+    return (f"  session admission: auto: on once every upstream reports its KV pool (block "
+            f"count and size), the active sessions' working sets then fit the pool less "
+            f"{settings.reserve:.0%}; {knobs}; see /sm121/sessions")
 
 
 def main(argv: list[str]) -> int:

@@ -91,6 +91,7 @@ class Exchange:
     on_first_byte: Callable[[], None] = lambda: None
     capture: CaptureRecord | None = None
     outcome: str = "ok"
+    usage: tuple[int | None, int | None] = (None, None)  # prompt, completion: as reported
 
 
 async def forward(fw: Forwarding, replica: Replica, request: web.Request, ex: Exchange
@@ -236,6 +237,7 @@ async def _relay(fw: Forwarding, request: web.Request, proto: RelayProtocol, hea
             return response
     await response.write_eof()
     observed = observer.finish()
+    ex.usage = (observed.prompt_tokens, observed.completion_tokens)
     _count(fw, observed, ex)
     if ex.capture is not None:
         ex.capture.note(prompt_tokens=observed.prompt_tokens,

@@ -24,6 +24,7 @@ from sm121.gateway.prompt_size import PromptSize, context_problem, estimate, nee
 from sm121.gateway.replicas import Replica
 from sm121.gateway.replies import Refused, error_reply
 from sm121.gateway.routing import Route
+from sm121.gateway.session_admission import home_route
 from sm121.gateway.sessions import session_id
 from sm121.gateway.state import Gateway
 from sm121.locality.tokenize import TokenizeError, tokenize
@@ -59,24 +60,32 @@ async def generation(request: web.Request, protocol: Protocol) -> web.StreamResp
     # Whatever policy changed (a parameter stripped, a default supplied) is sent re-encoded;
     # otherwise the client's own bytes go, as they came.
     payload = json.dumps(body).encode() if changed else raw
+    # Session admission (session_admission.py): a new session may wait here, no byte sent.
+    admitted = await gw.sessions.admit(session, protocol, body, len(raw),
+                                       lambda: prompt.view, pool)
     tried: list[Replica] = []
-    while True:
-        route = gw.router.pick(pool, session, tried)
-        if route is None:
-            raise RuntimeError("no replica left to try")  # pick was given a non-empty pool
-        _count_route(route)
-        ex = _exchange(request, gw, started, payload, protocol)
-        ex.extra_headers[UPSTREAM_HEADER] = route.replica.name
-        if stripped:
-            ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
-        response = await _generate_on(gw, route.replica, request, ex,
-                                      prompt, session,
-                                      watch=not tried)
-        tried.append(route.replica)
-        # Refused at the door (connection failed): nothing reached that engine, so another
-        # replica may take the request. The failed one is ejected already.
-        if ex.outcome != "upstream_unreachable" or len(tried) >= len(pool):
-            return response
+    usage: tuple[int | None, int | None] = (None, None)
+    try:
+        while True:
+            route = home_route(admitted, tried) or gw.router.pick(pool, session, tried)
+            if route is None:
+                raise RuntimeError("no replica left to try")  # pick had a non-empty pool
+            _count_route(route)
+            ex = _exchange(request, gw, started, payload, protocol)
+            ex.extra_headers[UPSTREAM_HEADER] = route.replica.name
+            if stripped:
+                ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
+            response = await _generate_on(gw, route.replica, request, ex,
+                                          prompt, session,
+                                          watch=not tried, job=not admitted.turn)
+            usage = ex.usage
+            tried.append(route.replica)
+            # Refused at the door (connection failed): nothing reached that engine, so
+            # another replica may take the request. The failed one is ejected already.
+            if ex.outcome != "upstream_unreachable" or len(tried) >= len(pool):
+                return response
+    finally:
+        gw.sessions.finish(session, admitted, len(raw), *usage)
 
 
 @dataclass(frozen=True)
@@ -97,17 +106,20 @@ class _Prompt:
 
 
 async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: Exchange,
-                       prompt: _Prompt, session: str, watch: bool) -> web.StreamResponse:
+                       prompt: _Prompt, session: str, watch: bool, job: bool = True
+                       ) -> web.StreamResponse:
     try:
         size, tokens = await _measure(gw, replica, prompt)
     except Refused:
         _finish_capture(ex)
         raise
     queued = time.perf_counter()
-    ticket = await replica.admission.admit(
-        session, long=size.tokens >= replica.spec.long_prompt_tokens)
+    long = size.tokens >= replica.spec.long_prompt_tokens
+    ticket = await replica.admission.admit(session, long=long)
     waited = time.perf_counter() - queued
     replica.started()
+    # A long job outside a session's turn holds its KV against the sessions' reserve.
+    end_job = gw.sessions.long_job(replica, size.tokens) if long and job else None
     try:  # one try from admission to the end of the response: nothing may keep the slot
         ex.on_first_byte = ticket.prefill_done
         ex.extra_headers[QUEUE_WAIT_HEADER] = f"{waited:.6f}"
@@ -121,6 +133,8 @@ async def _generate_on(gw: Gateway, replica: Replica, request: web.Request, ex: 
     finally:
         replica.finished()
         ticket.release()
+        if end_job is not None:
+            end_job()
         _finish_capture(ex)
 
 
@@ -199,6 +213,13 @@ async def upstreams(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     body = request.app[GATEWAY].metrics.render()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
+async def sessions_report(request: web.Request) -> web.Response:
+    """Session admission: on or off and why, each replica's pool and budget, the active,
+    waiting and idle sessions with their working sets (digest ids)."""
+    gw = request.app[GATEWAY]
+    return web.json_response(gw.sessions.report(list(gw.replicas.values())))
 
 
 async def locality_report(request: web.Request) -> web.Response:

@@ -81,7 +81,8 @@ class HealthMonitor:
         if not facts.models:
             return False
         known_before = replica.models
-        replica.learned(list(facts.models), facts.max_model_len, facts.block_size)
+        replica.learned(list(facts.models), facts.max_model_len, facts.block_size,
+                        facts.pool_blocks)
         if replica.models != known_before:
             log.info("replica %s serves %s (max_model_len %s, block size %s)", replica.name,
                      ", ".join(replica.models), replica.max_model_len, replica.block_size)

@@ -52,6 +52,7 @@ class Replica:
         self.discovered = False
         self.max_model_len = spec.max_model_len
         self.block_size: int | None = None
+        self.pool_blocks: int | None = None  # its KV pool in blocks (session admission)
         # Optimistic at the start: the first health round (within a second) corrects it, and a
         # gateway started beside a booting engine must not refuse what the engine could take.
         self.healthy = True
@@ -163,20 +164,22 @@ class Replica:
         self._spared = False
 
     def learned(self, cards: list[dict[str, Any]], max_model_len: int | None,
-                block_size: int | None) -> None:
+                block_size: int | None, pool_blocks: int | None = None) -> None:
         self.cards = cards
         self.models = tuple(str(card["id"]) for card in cards if "id" in card)
         self.discovered = bool(self.models)
         if self.spec.max_model_len is None and max_model_len is not None:
             self.max_model_len = max_model_len
         self.block_size = block_size or self.block_size
+        self.pool_blocks = pool_blocks or self.pool_blocks
 
     def summary(self) -> dict[str, Any]:
         gate = self.admission.general
         return {"name": self.name, "url": self.url, "models": list(self.models),
                 "healthy": self.healthy, "discovered": self.discovered,
                 "inflight": gate.held, "queued": gate.waiting, "capacity": gate.capacity,
-                "max_model_len": self.max_model_len, "routing": dict(self.counts)}
+                "max_model_len": self.max_model_len, "pool_blocks": self.pool_blocks,
+                "block_size": self.block_size, "routing": dict(self.counts)}
 
 
 def alone(replica: Replica, replicas: Iterable[Replica]) -> bool:

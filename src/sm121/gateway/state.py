@@ -23,6 +23,7 @@ from sm121.gateway.health import HealthMonitor
 from sm121.gateway.metrics import GatewayMetrics
 from sm121.gateway.replicas import Replica
 from sm121.gateway.routing import NoRoute, Router
+from sm121.gateway.session_admission import SessionAdmission
 from sm121.gateway.stalls import StallWatch
 from sm121.locality.divergence import Divergence
 from sm121.locality.tokenize import tokenize
@@ -63,6 +64,8 @@ class Gateway:
             self.metrics, config.upstream_api_key, keep_authorization=not config.api_keys,
             connect_timeout_s=config.upstream_connect_timeout_s,
             replicas=lambda: self.replicas.values())
+        self.sessions = SessionAdmission(config.sessions, self.metrics.registry,
+                                         lambda: self.session, self.upstream_auth)
         self.set_upstreams(config.upstreams)
 
     @property
@@ -105,6 +108,8 @@ class Gateway:
         self._session = up.new_session(self.config.upstream_connect_timeout_s)
         self._tasks.append(asyncio.create_task(self.monitor.run()))
         self._tasks.append(asyncio.create_task(self.stalls.run()))
+        self._tasks.append(asyncio.create_task(
+            self.sessions.gate.run(lambda: list(self.replicas.values()))))
         if self.config.registry is not None:
             self._tasks.append(asyncio.create_task(
                 registry.watch(self.config.registry, self.set_upstreams, self._registry_read)))

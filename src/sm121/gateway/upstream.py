@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 from multidict import CIMultiDict
 
-from sm121.engines.client import EngineClient, block_size, max_model_len
+from sm121.engines.client import EngineClient, block_size, max_model_len, pool_blocks
 from sm121.errors import Sm121Error
 
 log = logging.getLogger("sm121.gateway")
@@ -71,6 +71,7 @@ def _connection_named(headers: Mapping[str, str]) -> frozenset[str]:
 class UpstreamFacts:
     max_model_len: int | None = None
     block_size: int | None = None
+    pool_blocks: int | None = None  # the KV pool in blocks, where the engine reports it
     models: tuple[dict[str, Any], ...] = ()  # its /v1/models entries (id, max_model_len ...)
 
 
@@ -85,10 +86,11 @@ async def discover(session: aiohttp.ClientSession, base_url: str,
         return UpstreamFacts()
     models = tuple(m for m in listed or [] if isinstance(m, dict)
                    and isinstance(m.get("id"), str))
-    block = None
+    block = blocks = None
     try:
         text = await engine.metrics_text()
         block = block_size(text) if text else None
+        blocks = pool_blocks(text) if text else None
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         log.info("could not read the block size from %s: %r", base_url, exc)
-    return UpstreamFacts(max_model_len({"data": list(models)}), block, models)
+    return UpstreamFacts(max_model_len({"data": list(models)}), block, blocks, models)

@@ -137,3 +137,12 @@ def protocol_for(route: str) -> Protocol | None:
 def route_of(api: str) -> str:
     """The route of a protocol by its name (`chat`, `completions`, `messages`, `responses`)."""
     return BY_API[Api(api)].route
+
+
+def overload_answer(protocol: Protocol) -> tuple[int, str]:
+    """The status and error type a server of `protocol` answers when it is overloaded and the
+    client should retry later: Anthropic's 529 overloaded_error on Messages, 429 elsewhere
+    (OpenAI's "rate_limit_exceeded"). Both SDKs retry either, honouring Retry-After."""
+    if protocol.api is Api.MESSAGES:
+        return 529, "overloaded_error"
+    return 429, "rate_limit_exceeded"
