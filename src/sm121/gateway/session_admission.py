@@ -68,7 +68,7 @@ class SessionAdmission:
         """Before a replica is picked: a turn of an active session passes at once; a new
         session is admitted (or waits); a long job, or admission off, routes as usual."""
         gate = self.gate
-        if not gate.on_for(pool):
+        if gate.settings.mode == "off":
             return PASS
         home = gate.active_home(session, pool)
         size = self._size(session)
@@ -77,6 +77,11 @@ class SessionAdmission:
             gate.resize(session, self._working_set(size, round(nbytes * size.tokens_per_byte),
                                                    output))
             return Admitted(home, True)
+        if not gate.on_for(pool):
+            # auto, before every replica reported its pool: every session passes, but is
+            # counted, so that once admission is on the sessions already at work stay on.
+            ws = self._working_set(size, round(nbytes * size.tokens_per_byte), output)
+            return Admitted(gate.adopt(session, ws, pool), True)
         tokens = await self._count(size, nbytes, view, pool)
         if tokens >= min(r.spec.long_prompt_tokens for r in pool):
             return PASS  # a long job: the reserve holds it while it runs (long_job)

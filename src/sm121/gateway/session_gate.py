@@ -21,6 +21,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from sm121.gateway.replicas import Replica
+from sm121.gateway.routing import rendezvous
 from sm121.gateway.session_table import (
     Budget,
     QueueFull,
@@ -142,10 +143,19 @@ class SessionGate:
             self.table.move(session, home.name)
         return home
 
+    def adopt(self, session: str, ws: WorkingSet, pool: Sequence[Replica]) -> Replica:
+        """A session admitted while admission is not on yet: active on its rendezvous
+        owner (where routing would send it), whatever the room."""
+        home = rendezvous(session, [r for r in pool if r.healthy] or pool)[0]
+        self.table.adopt(session, home.name, ws, self.clock())
+        self.metrics.states(self.table)
+        return home
+
     async def enter(self, session: str, ws: WorkingSet, pool: Sequence[Replica]) -> Replica:
         """A request of a session that is not active: admitted (its replica), at once or
         after waiting its turn; SessionRefused past the wait bound or with the queue full."""
         self.refresh(pool)
+        self.pump()  # sessions idle by now leave first: their room is this one's to take
         healthy = [r for r in pool if r.healthy] or list(pool)
         candidates = tuple(r.name for r in healthy if r.name in self.table.budgets)
         started = self.clock()

@@ -131,6 +131,12 @@ class SessionTable:
         self.waiting[session] = Waiting(session, ws, candidates, now)
         return None
 
+    def adopt(self, session: str, replica: str, ws: WorkingSet, now: float) -> None:
+        """Made active without a check (admission was not on yet), its turn in flight."""
+        self.waiting.pop(session, None)
+        self._admit(session, replica, ws, now)
+        self.turn(session, now)
+
     def _blocked(self, candidates: tuple[str, ...]) -> bool:
         """Someone earlier waits for one of these replicas: FIFO, no overtaking."""
         return any(set(w.candidates) & set(candidates) for w in self.waiting.values())

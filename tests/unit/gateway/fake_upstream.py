@@ -47,6 +47,7 @@ class FakeUpstream:
     # /health answers this much later while every other route answers at once: a health
     # check that outlasts the gateway's timeout on an engine that is serving.
     health_delay_s: float = 0.0
+    pool_blocks: int | None = None  # the KV pool its /metrics reports (None: not reported)
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     tokenize_calls: int = 0
@@ -98,8 +99,9 @@ class FakeUpstream:
             await asyncio.sleep(3600)
 
     async def _metrics(self, _: web.Request) -> web.Response:
+        pool = f'num_gpu_blocks="{self.pool_blocks}",' if self.pool_blocks else ""
         return web.Response(text=f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",'
-                                 'engine="0"} 1.0\n')
+                                 f'{pool}engine="0"}} 1.0\n')
 
     async def _tokenize(self, request: web.Request) -> web.Response:
         """One token per byte of the rendered text, like a byte-level tokenizer."""
