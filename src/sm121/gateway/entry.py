@@ -53,7 +53,8 @@ def read_config(path: Path, env: Mapping[str, str] | None = None) -> GatewayConf
 def ready_lines(config: GatewayConfig) -> list[str]:
     """What a started gateway says about itself (its log's first lines)."""
     lines = [f"gateway on {config.base_url}; routing: {config.routing.mode}; API keys: "
-             f"{len(config.api_keys) or 'none'}; capture: {config.capture.directory or 'off'}"]
+             f"{len(config.api_keys) or 'none'}; capture: {config.capture.directory or 'off'}",
+             sessions_line(config.sessions)]
     for spec in config.upstreams:
         rules = ", ".join(f"{rule.action.value} {name}"
                           for name, rule in spec.policy.params.items()) or "none"
@@ -62,7 +63,6 @@ def ready_lines(config: GatewayConfig) -> list[str]:
                      f"{spec.long_prompt_tokens:,} tokens)")
     if config.registry is not None:
         lines.append(f"  -> and the upstreams in {config.registry} (watched)")
-    lines.append(sessions_line(config.sessions))
     return lines
 
 

@@ -73,15 +73,18 @@ class SessionAdmission:
         home = gate.active_home(session, pool)
         size = self._size(session)
         output = protocol.requested_output(body) or 0
+        on = gate.on_for(pool)
         if home is not None:
             gate.resize(session, self._working_set(size, round(nbytes * size.tokens_per_byte),
                                                    output))
-            return Admitted(home, True)
-        if not gate.on_for(pool):
-            # auto, before every replica reported its pool: every session passes, but is
-            # counted, so that once admission is on the sessions already at work stay on.
+            return Admitted(home if on else None, True)
+        if not on:
+            # auto, before every replica reported its pool: every session passes and routes
+            # as usual, but is counted, so that the sessions already at work stay active
+            # once admission is on.
             ws = self._working_set(size, round(nbytes * size.tokens_per_byte), output)
-            return Admitted(gate.adopt(session, ws, pool), True)
+            gate.adopt(session, ws, pool)
+            return Admitted(None, True)
         tokens = await self._count(size, nbytes, view, pool)
         if tokens >= min(r.spec.long_prompt_tokens for r in pool):
             return PASS  # a long job: the reserve holds it while it runs (long_job)

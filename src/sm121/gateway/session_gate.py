@@ -20,6 +20,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from sm121.errors import Sm121Error
 from sm121.gateway.replicas import Replica
 from sm121.gateway.routing import rendezvous
 from sm121.gateway.session_table import (
@@ -57,12 +58,12 @@ class SessionMetrics:
         self._state["idle"].set(len(table.idle))
 
 
-class SessionRefused(Exception):
+class SessionRefused(Sm121Error):
     """The session waited its bound (or the queue is full): the request is answered with the
     protocol's overload reply, to come back after `retry_after_s`."""
 
     def __init__(self, reason: str, waited_s: float, retry_after_s: int, ahead: int) -> None:
-        super().__init__(reason)
+        super().__init__(f"session refused: {reason}")
         self.reason, self.waited_s = reason, waited_s
         self.retry_after_s, self.ahead = retry_after_s, ahead
 

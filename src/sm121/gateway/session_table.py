@@ -229,7 +229,7 @@ class SessionTable:
         return entry.ws if entry is not None else None
 
 
-class QueueFull(Exception):
+class QueueFull(Sm121Error):
     def __init__(self, waiting: int) -> None:
         super().__init__(f"{waiting} sessions already wait")
         self.waiting = waiting

@@ -27,7 +27,17 @@ def gateway_panel(before: Snapshot, after: Snapshot) -> dict[str, Any]:
         "refused": _delta(before, after, f"{P}refused_total"),
         "locality_warnings": _delta(before, after, f"{P}locality_warnings_total"),
         "upstream_failures": _by_label_delta(before, after, f"{P}upstream_errors_total", "kind"),
+        # Session admission (docs/sessions.md): sessions by state now, how long new ones
+        # waited (p95 over the interval), and how many were told to retry.
+        "sessions": after.by_label(f"{P}sessions", "state"),
+        "session_wait_p95_s": _round(quantile(bucket_delta(
+            before, after, f"{P}session_wait_seconds"), 0.95)),
+        "session_refusals": _delta(before, after, f"{P}session_refusals_total"),
     }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def _delta(before: Snapshot, after: Snapshot, name: str) -> float:

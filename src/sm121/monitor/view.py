@@ -52,13 +52,16 @@ def gateway_table(rows: list[dict[str, Any]]) -> Table | None:
     gateways = [r for r in rows if r.get("gateway")]
     if not gateways:
         return None
-    table = Table("run / url", "in flight", "queued", "wait p95 s", "stripped", "rejected",
+    table = Table("run / url", "in flight", "queued", "wait p95 s", "sessions",
+                  "session wait p95 s", "told to retry", "stripped", "rejected",
                   "locality warn", "upstream failures", title="gateway (last interval)",
                   title_justify="left")
     for row in gateways:
         g = row["gateway"]
         table.add_row(row["name"], _lanes(g["inflight"]), _lanes(g["queue_depth"]),
-                      _lanes(g["wait_p95_s"], 3), _num(g["stripped"], 0),
+                      _lanes(g["wait_p95_s"], 3), _lanes(g.get("sessions") or {}),
+                      _num(g.get("session_wait_p95_s"), 3),
+                      _num(g.get("session_refusals"), 0), _num(g["stripped"], 0),
                       _num(g["rejected"], 0), _num(g["locality_warnings"], 0),
                       _lanes(g["upstream_failures"]))
     return table

@@ -1,8 +1,8 @@
 """The import graph of src/sm121, every import counted (function-level ones too, since they
 only dodge a circle at import time): no circles, and the library never imports the CLI.
-The floors below cli are at most 7 (issue 22 set 6; issue 31's serving layer adds one, with a
-limit of 8; `python scripts/look.py` shows the chain). Every package sits on the floor the
-documented layout gives it (scripts/look.py's LAYOUT, described in docs/layout.md) and
+The floors below cli are at most 8 (issue 22 set 6; issue 31's serving layer adds one, issue
+45's session admission (gateway -> memory) one more; `python scripts/look.py` shows the
+chain). Every package sits on the floor the documented layout gives it (scripts/look.py's LAYOUT, described in docs/layout.md) and
 imports only packages on lower floors."""
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ def test_no_arrows_back_up_into_the_cli(look: ModuleType) -> None:
 
 
 # Below cli; 9 before the structure work (bench -> monitor -> doctor -> ... -> base), 6 after
-# it, 7 with serving/ between bench and what it starts (bench -> serving -> gateway | launch).
-MAX_FLOORS = 7
+# it, 7 with serving/ between bench and what it starts (bench -> serving -> gateway | launch),
+# 8 since the gateway's session admission counts working sets with memory/working_set.py, the
+# count the capacity model shares (bench -> serving -> gateway -> memory -> plan -> ...).
+MAX_FLOORS = 8
 
 
-def test_at_most_seven_floors_below_the_cli(look: ModuleType, capsys: pytest.CaptureFixture[str]
+def test_at_most_eight_floors_below_the_cli(look: ModuleType, capsys: pytest.CaptureFixture[str]
                                           ) -> None:
     chain = look.floors(look.build(PROJECT / "src"))
     with capsys.disabled():

@@ -71,6 +71,24 @@ def test_gateway_panel_from_the_gateways_own_registry() -> None:
     assert panel["wait_p95_s"]["short"] is None  # nothing waited in that lane
 
 
+def test_gateway_panel_shows_session_admission() -> None:
+    from sm121.gateway.session_gate import SessionMetrics
+
+    metrics = GatewayMetrics()
+    sessions = SessionMetrics(metrics.registry)
+    sessions.sessions.labels("active").set(4)
+    sessions.sessions.labels("waiting").set(2)
+    before = Snapshot.parse(metrics.render().decode(), 0.0)
+    for wait in (0.0, 0.0, 40.0):
+        sessions.wait.observe(wait)
+    sessions.refusals.labels("timeout").inc()
+    after = Snapshot.parse(metrics.render().decode(), 2.0)
+    panel = gateway_panel(before, after)
+    assert panel["sessions"] == {"active": 4, "waiting": 2, "idle": 0}
+    assert 30 < panel["session_wait_p95_s"] <= 60
+    assert panel["session_refusals"] == 1
+
+
 def test_host_panel_shows_the_uma_gate_pair() -> None:
     kib = 1024 * 1024
     meminfo = {"MemTotal": 120 * kib, "MemFree": 10 * kib, "MemAvailable": 30 * kib,
