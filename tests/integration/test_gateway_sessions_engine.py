@@ -22,7 +22,7 @@ from support.gateway_process import spawned_gateway
 from support.timeouts import BOOT_S, SERVE_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
-POOL_BLOCKS = 64
+POOL_BLOCKS = 16  # of 128 tokens on vLLM's CPU backend: 2,048 tokens
 WAIT_S, IDLE_S = 3.0, 8.0
 
 
@@ -68,6 +68,21 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
+async def _text_of(http: aiohttp.ClientSession, engine: TinyEngine, tokens: int) -> str:
+    """Words whose chat prompt is about `tokens` tokens, by the engine's /tokenize."""
+    async def count(words: int) -> int:
+        body = {"model": "tiny", "add_generation_prompt": True,
+                "messages": [{"role": "user", "content": "0 " + " ".join(["a"] * words)}]}
+        async with http.post(f"{engine.base_url}/tokenize", json=body) as resp:
+            return int((await resp.json())["count"])
+
+    low, high = await count(10), await count(110)
+    per_word = (high - low) / 100
+    words = max(1, int(10 + (tokens - low) / per_word))
+    assert abs(await count(words) - tokens) < 16
+    return " ".join(["a"] * words)
+
+
 def _body(text: str) -> dict[str, Any]:
     return {"model": "tiny", "max_tokens": 4, "temperature": 0,
             "messages": [{"role": "user", "content": text}]}
@@ -88,13 +103,10 @@ async def test_the_pool_decides_who_is_admitted(gateway: str, small_pool: TinyEn
     (replica,) = report["replicas"]
     assert replica["pool_blocks"] == POOL_BLOCKS  # read from the engine's cache_config_info
     capacity, block = replica["capacity"], replica["block_size"]
-    # A prompt sized by the engine's own tokenizer to a bit under a third of the budget.
-    async with http.post(f"{small_pool.base_url}/tokenize",
-                         json={"model": "tiny", "messages": [{"role": "user", "content": "a"}],
-                               "add_generation_prompt": True}) as resp:
-        overhead = (await resp.json())["count"] - 1
-    words = max(1, int(capacity * block / 3.4) - overhead - 8)
-    text = " ".join(["a"] * words)
+    # Prompts sized by the engine's own tokenizer to a third of the budget's blocks (less a
+    # margin for the reply): three sessions fit, a fourth does not.
+    per_session = capacity // 3
+    text = await _text_of(http, small_pool, per_session * block - 24)
     fit = 0
     for index in range(6):
         status, _, _ = await _chat(http, gateway, f"s{index}", f"{index} {text}")

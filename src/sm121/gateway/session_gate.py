@@ -261,6 +261,7 @@ class SessionGate:
 
     def report(self, replicas: Sequence[Replica]) -> dict[str, Any]:
         on, why = self.verdict(replicas)
+        self.refresh(replicas)  # the pools as they are now, not as of the last tick
         now, t = self.clock(), self.table
         budgets = {name: b for name, b in t.budgets.items()}
 
