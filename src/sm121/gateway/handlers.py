@@ -73,6 +73,7 @@ async def generation(request: web.Request, protocol: Protocol) -> web.StreamResp
             _count_route(route)
             ex = _exchange(request, gw, started, payload, protocol)
             ex.extra_headers[UPSTREAM_HEADER] = route.replica.name
+            ex.extra_headers.update(admitted.headers())
             if stripped:
                 ex.extra_headers[STRIPPED_HEADER] = ", ".join(stripped)
             response = await _generate_on(gw, route.replica, request, ex,

@@ -14,6 +14,7 @@ byte): such a session is admitted conservatively until its first usage report.
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from sm121.memory.working_set import WorkingSet
 from sm121.protocols.routes import Protocol, overload_answer
 
 log = logging.getLogger("sm121.gateway")
+SESSION_WAIT_HEADER = "X-Sm121-Session-Wait"  # seconds the session waited for admission
 SIZES_KEPT = 4096  # sessions whose sizes are remembered (bounded: ids come from clients)
 
 
@@ -49,6 +51,11 @@ class Admitted:
 
     home: Replica | None
     turn: bool
+    waited_s: float = 0.0  # how long its session waited to be admitted (a new one only)
+
+    def headers(self) -> dict[str, str]:
+        """X-Sm121-Session-Wait on a session's turns: 0 for a turn of an active session."""
+        return {SESSION_WAIT_HEADER: f"{self.waited_s:.6f}"} if self.turn else {}
 
 
 PASS = Admitted(None, False)
@@ -88,11 +95,12 @@ class SessionAdmission:
         tokens = await self._count(size, nbytes, view, pool)
         if tokens >= min(r.spec.long_prompt_tokens for r in pool):
             return PASS  # a long job: the reserve holds it while it runs (long_job)
+        started = time.perf_counter()
         try:
             home = await gate.enter(session, self._working_set(size, tokens, output), pool)
         except SessionRefused as exc:
             raise overload_refusal(protocol, exc) from None
-        return Admitted(home, True)
+        return Admitted(home, True, time.perf_counter() - started)
 
     def finish(self, session: str, admitted: Admitted, nbytes: int,
                prompt_tokens: int | None, completion_tokens: int | None) -> None:

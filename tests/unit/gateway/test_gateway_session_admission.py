@@ -105,6 +105,9 @@ async def test_a_waiting_session_is_admitted_when_an_active_one_goes_idle(
         status, _, headers, took = await post(gw, chat("b"))
         assert status == 200
         assert 0.3 < took < 3.0  # waited for a's idleness, then went
+        assert 0.3 < float(headers["X-Sm121-Session-Wait"]) <= took  # and says so
+        _, _, headers, _ = await post(gw, chat("b"))
+        assert float(headers["X-Sm121-Session-Wait"]) == 0  # its next turn: no wait
         report = await (await gw.http.get(f"{gw.url}/sm121/sessions")).json()
         assert report["admission"]["on"] is True
         assert [a["session"] for a in report["active"]] != []

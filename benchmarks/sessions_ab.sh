@@ -1,0 +1,54 @@
+#!/bin/sh
+# Session admission A/B on the CPU testbed, as committed in docs/results/cpu-testbed/sessions/:
+#   sh benchmarks/sessions_ab.sh OUT_DIR [AGENTS] [TURNS] [ARMS] [POOL_BLOCKS]
+# One tiny-cpu engine whose KV pool is made small on purpose (num-gpu-blocks-override: blocks
+# of 128 tokens), then for each arm in ARMS (default "off auto off auto": interleaved) a fresh
+# `sm121 gateway --sessions ARM` in front of it and `sm121 bench agents` through it with the
+# workload benchmarks/sessions_workload.yaml; the engine's /metrics and the gateway's
+# /sm121/sessions are saved around each run. Stops what it started.
+set -eu
+OUT=${1:?usage: sessions_ab.sh OUT_DIR [AGENTS] [TURNS] [ARMS] [POOL_BLOCKS]}
+AGENTS=${2:-8}
+TURNS=${3:-6}
+ARMS=${4:-off auto off auto}
+POOL_BLOCKS=${5:-340}
+ENGINE_PORT=${ENGINE_PORT:-8501}
+GATEWAY_PORT=${GATEWAY_PORT:-8502}
+SLO=${SLO:-ttft_p95=1s}
+IDLE_S=${IDLE_S:-3}
+SM121=${SM121:-sm121}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT"
+ENGINE=http://127.0.0.1:$ENGINE_PORT
+GATEWAY=http://127.0.0.1:$GATEWAY_PORT
+$SM121 serve tiny-cpu --profile agent --port "$ENGINE_PORT" --timeout 1800 \
+    --set num-gpu-blocks-override="$POOL_BLOCKS" --set max-model-len=16384 > "$OUT/serve.txt"
+RUN=$(sed -n 's/^ready \([^:]*\):.*/\1/p' "$OUT/serve.txt" | head -1)
+echo "run $RUN" >&2
+trap '$SM121 stop "$RUN" > /dev/null 2>&1 || true' EXIT
+$SM121 logs "$RUN" 2>/dev/null | grep -E "KV cache|num_gpu_blocks|[Cc]oncurrency" > "$OUT/engine-pool.txt" || true
+get() { python3 -c "import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen('$1', timeout=10).read().decode())"; }
+i=0
+for ARM in $ARMS; do
+    i=$((i + 1))
+    NAME="$i-$ARM"
+    $SM121 gateway --upstream "$ENGINE" --recipe tiny-cpu --listen "127.0.0.1:$GATEWAY_PORT" \
+        --sessions "$ARM" --session-idle "$IDLE_S" --session-wait 900 \
+        > "$OUT/$NAME-gateway.log" 2>&1 &
+    GW=$!
+    for _ in $(seq 1 100); do get "$GATEWAY/sm121/sessions" > "$OUT/$NAME-sessions-before.json" 2>/dev/null && break; sleep 0.5; done
+    sleep 2  # the health round that reads the engine's pool
+    get "$GATEWAY/sm121/sessions" > "$OUT/$NAME-sessions-before.json"
+    get "$ENGINE/metrics" > "$OUT/$NAME-engine-before.prom"
+    echo "$(date -u +%FT%TZ) arm $NAME, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/arms.txt" >&2
+    $SM121 bench agents --url "$GATEWAY" --agents "$AGENTS" --turns "$TURNS" \
+        --workload "$HERE/sessions_workload.yaml" --slo "$SLO" --out "$OUT/$NAME.json" \
+        --json > "$OUT/$NAME-summary.json" 2> "$OUT/$NAME-progress.txt"
+    get "$ENGINE/metrics" > "$OUT/$NAME-engine-after.prom"
+    get "$GATEWAY/metrics" > "$OUT/$NAME-gateway.prom"
+    get "$GATEWAY/sm121/sessions" > "$OUT/$NAME-sessions-after.json"
+    echo "$(date -u +%FT%TZ) arm $NAME done, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/arms.txt" >&2
+    kill "$GW"
+    wait "$GW" || true
+done
