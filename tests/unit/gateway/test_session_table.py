@@ -169,3 +169,64 @@ def test_settings_are_checked() -> None:
             SessionSettings(mode=bad)
     with pytest.raises(Sm121Error):
         SessionSettings(idle_s=0)
+
+
+# ---- the gate on the event loop, with a clock the test moves ---------------------------------
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Replica:
+    """What the gate reads of a replica."""
+
+    def __init__(self, name: str, pool_blocks: int | None = 100) -> None:
+        self.name, self.healthy = name, True
+        self.pool_blocks, self.block_size = pool_blocks, BLOCK
+
+
+async def test_gate_holds_a_session_until_an_active_one_goes_idle() -> None:
+    import asyncio
+
+    from prometheus_client import CollectorRegistry
+
+    from sm121.gateway.session_gate import SessionGate
+
+    clock = _Clock()
+    gate = SessionGate(SessionSettings(wait_s=30.0, idle_s=10.0, reserve=0.0),
+                       CollectorRegistry(), clock=clock)
+    pool = [_Replica("r0")]
+    assert gate.on_for(pool)  # type: ignore[arg-type]
+    assert (await gate.enter("a", ws(80), pool)).name == "r0"  # type: ignore[arg-type]
+    gate.turn_done("a", None)
+    waiting = asyncio.create_task(gate.enter("b", ws(80), pool))  # type: ignore[arg-type]
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    assert gate.retry_after() == 10  # a goes idle 10 s after its turn ended
+    clock.now = 9.0
+    gate.pump()
+    await asyncio.sleep(0.01)
+    assert not waiting.done() and gate.retry_after() == 1
+    clock.now = 10.5
+    gate.pump()
+    assert (await asyncio.wait_for(waiting, 1.0)).name == "r0"
+    report = gate.report(pool)  # type: ignore[arg-type]
+    assert [a["session"] for a in report["active"]] == ["b"]
+    assert [i["session"] for i in report["idle"]] == ["a"]
+
+
+async def test_gate_is_off_in_auto_until_every_replica_reports_its_pool() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from sm121.gateway.session_gate import SessionGate
+
+    gate = SessionGate(SessionSettings(), CollectorRegistry(), clock=_Clock())
+    on, why = gate.verdict([_Replica("r0"), _Replica("r1", pool_blocks=None)])  # type: ignore[list-item]
+    assert not on and "r1" in why
+    assert gate.verdict([_Replica("r0")])[0]  # type: ignore[list-item]
+    counted = SessionGate(SessionSettings(mode="3"), CollectorRegistry(), clock=_Clock())
+    assert counted.verdict([_Replica("r0", pool_blocks=None)])[0]  # type: ignore[list-item]
