@@ -51,4 +51,5 @@ for ARM in $ARMS; do
     echo "$(date -u +%FT%TZ) arm $NAME done, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/arms.txt" >&2
     kill "$GW"
     wait "$GW" || true
+    gzip -9f "$OUT/$NAME.json" "$OUT/$NAME"-*.prom  # the bulky ones; summaries stay readable
 done
