@@ -254,6 +254,9 @@ class SessionGate:
             await asyncio.sleep(TICK_S)
             current = replicas()
             self.say(current)
+            names = {r.name for r in current}
+            for gone in [n for n in self.table.budgets if n not in names]:
+                del self.table.budgets[gone]  # its sessions move on their next turn
             self.refresh(current)
             self.pump()
 

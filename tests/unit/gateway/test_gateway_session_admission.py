@@ -11,6 +11,7 @@ Against the real tiny engine with a pool: tests/integration/test_gateway_session
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -222,3 +223,32 @@ async def test_new_sessions_go_to_the_replica_with_most_headroom_and_stay() -> N
     finally:
         for fake in fakes:
             await fake.stop()
+
+
+def test_the_cli_refuses_a_bad_sessions_value() -> None:
+    from support import invoke_cli
+
+    result = invoke_cli("gateway", "--upstream", "http://127.0.0.1:9", "--sessions", "many",
+                        check=False)
+    assert result.returncode == 2 and "--sessions" in result.stderr and "auto" in result.stderr
+
+
+async def test_sm121_gateway_sessions_shows_the_state() -> None:
+    from fake_upstream import FakeUpstream
+    from gateway_harness import discovered
+    from support import invoke_cli
+
+    fake = await FakeUpstream(pool_blocks=64).start()
+    try:
+        async with running_gateway(fake.url) as gw:
+            await discovered(gw, 1)
+            assert (await read_all(gw, pooled_chat("agent@example.com", 100)))[0] == 200
+            shown = await asyncio.to_thread(invoke_cli, "gateway", "sessions", "--url", gw.url)
+            assert "auto: on" in shown.stdout and "58 units" in shown.stdout
+            assert "active" in shown.stdout and "example.com" not in shown.stdout  # a digest only
+            as_json = await asyncio.to_thread(invoke_cli, "gateway", "sessions", "--url",
+                                              gw.url, "--json")
+            active = json.loads(as_json.stdout)["active"]
+            assert len(active) == 1 and active[0]["blocks"] >= 1  # after usage: 7 tokens
+    finally:
+        await fake.stop()
