@@ -18,7 +18,7 @@ SLO=${SLO:-ttft_p95=1s}
 IDLE_S=${IDLE_S:-3}
 SM121=${SM121:-sm121}
 HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
+mkdir -p "$OUT/gateway"  # the gateway's own files: its log, /metrics, /sm121/sessions
 ENGINE=http://127.0.0.1:$ENGINE_PORT
 GATEWAY=http://127.0.0.1:$GATEWAY_PORT
 $SM121 serve tiny-cpu --profile agent --port "$ENGINE_PORT" --timeout 1800 \
@@ -35,21 +35,21 @@ for ARM in $ARMS; do
     NAME="$i-$ARM"
     $SM121 gateway --upstream "$ENGINE" --recipe tiny-cpu --listen "127.0.0.1:$GATEWAY_PORT" \
         --sessions "$ARM" --session-idle "$IDLE_S" --session-wait 900 \
-        > "$OUT/$NAME-gateway.log" 2>&1 &
+        > "$OUT/gateway/$NAME-gateway.log" 2>&1 &
     GW=$!
-    for _ in $(seq 1 100); do get "$GATEWAY/sm121/sessions" > "$OUT/$NAME-sessions-before.json" 2>/dev/null && break; sleep 0.5; done
+    for _ in $(seq 1 100); do get "$GATEWAY/sm121/sessions" > "$OUT/gateway/$NAME-sessions-before.json" 2>/dev/null && break; sleep 0.5; done
     sleep 2  # the health round that reads the engine's pool
-    get "$GATEWAY/sm121/sessions" > "$OUT/$NAME-sessions-before.json"
+    get "$GATEWAY/sm121/sessions" > "$OUT/gateway/$NAME-sessions-before.json"
     get "$ENGINE/metrics" > "$OUT/$NAME-engine-before.prom"
     echo "$(date -u +%FT%TZ) arm $NAME, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/arms.txt" >&2
     $SM121 bench agents --url "$GATEWAY" --agents "$AGENTS" --turns "$TURNS" \
         --workload "$HERE/sessions_workload.yaml" --slo "$SLO" --out "$OUT/$NAME.json" \
-        --json > "$OUT/$NAME-summary.json" 2> "$OUT/$NAME-progress.txt"
+        > "$OUT/$NAME-console.txt" 2> "$OUT/$NAME-progress.txt"
     get "$ENGINE/metrics" > "$OUT/$NAME-engine-after.prom"
-    get "$GATEWAY/metrics" > "$OUT/$NAME-gateway.prom"
-    get "$GATEWAY/sm121/sessions" > "$OUT/$NAME-sessions-after.json"
+    get "$GATEWAY/metrics" > "$OUT/gateway/$NAME-gateway.prom"
+    get "$GATEWAY/sm121/sessions" > "$OUT/gateway/$NAME-sessions-after.json"
     echo "$(date -u +%FT%TZ) arm $NAME done, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/arms.txt" >&2
     kill "$GW"
     wait "$GW" || true
-    gzip -9f "$OUT/$NAME.json" "$OUT/$NAME"-*.prom  # the bulky ones; summaries stay readable
+    gzip -9f "$OUT/$NAME.json" "$OUT/$NAME"-*.prom "$OUT/gateway/$NAME-gateway.prom"
 done

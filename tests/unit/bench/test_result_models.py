@@ -26,6 +26,8 @@ NOT_BENCH = {
     "gpu-h200/gateway": "benchmarks/gateway_overhead.py",
     "cpu-testbed/relay": "benchmarks/ (relay overhead and head ejection)",
     "cpu-testbed/routing": "benchmarks/routing_chat.py",
+    "cpu-testbed/sessions/gateway": "the gateway's /sm121/sessions around each run "
+                                    "(benchmarks/sessions_ab.sh)",
     "gpu-h200/calibration": "`sm121 memory calibrate --json`, with its command line",
     "gpu-h200/ab-reps/calibration-ab.json": "`sm121 memory calibrate --json`, with its "
                                             "command line",

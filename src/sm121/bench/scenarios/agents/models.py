@@ -42,6 +42,7 @@ class RunConfig(Open):
     tools_reason: str | None = None
     requests: int | None = None  # replay
     redacted: bool | None = None  # replay
+    session_start: str | None = None  # together | stagger (None: together, older files)
 
     def first_judged_turn(self) -> int:
         """The first turn index the SLO judges (the workload's slo_from_turn; 0 for replays)."""
@@ -71,6 +72,9 @@ class TurnSample(Open):
     cached_tokens: int | None = None
     reuse: float | None = None
     queue_wait_s: float | None = None
+    # the gateway's session admission: how long this turn's session waited to be admitted
+    # (X-Sm121-Session-Wait; 0 on a turn of an active session, None without that gateway)
+    session_wait_s: float | None = None
     finish_reason: str | None = None
     decode_tok_s: float | None = None
     itl_p50_s: float | None = None
@@ -165,6 +169,20 @@ class AgentRow(Open):
     ttft_p95_s: float | None = None
 
 
+class SessionRow(Open):
+    """One agent's session as the gateway's session admission treated it: when it started,
+    how long it waited to be admitted, and its own goodput (judged turns meeting the SLO), so
+    "the admitted sessions at full speed, the late ones waited" is not averaged away."""
+
+    agent: int
+    start_s: float | None = None  # its first turn's submission, since the run's t0
+    first_ttft_s: float | None = None  # its first turn's TTFT: holds any wait to be admitted
+    session_wait_s: float | None = None  # the gateway's word on that wait (summed over turns)
+    judged: int | None = None
+    good_turns: int | None = None
+    goodput: float | None = None
+
+
 class BackgroundSplit(Open):
     """The background job, and the judged turns that waited during its prefill or not."""
 
@@ -244,6 +262,8 @@ class AgentsSummary(Open):
     by_turn: list[TurnRow] = Field(default_factory=list)
     reuse_after_first: Reuse = Field(default_factory=Reuse)
     per_agent: list[AgentRow] = Field(default_factory=list)
+    # set only for runs through a gateway with session admission, or with staggered starts
+    per_session: list[SessionRow] | None = None
     decode_p50: float | None = None
     slo: SloJudgement | None = None  # None: the run has no verdict yet
     background: BackgroundSplit | None = None

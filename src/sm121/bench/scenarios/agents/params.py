@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.scenarios.agents.capture_log import load_capture, schedule
+from sm121.bench.scenarios.agents.run import session_start_delays
 from sm121.bench.scenarios.agents.slo import parse_slo
 from sm121.bench.scenarios.agents.workload import load_workload
 from sm121.errors import Sm121Error
@@ -25,6 +26,7 @@ class AgentRunParams(BaseModel):
     duration_s: float | None
     workload: str  # a preset's name or a workload file's absolute path
     slo: str
+    session_start: str = "together"  # together | stagger
 
 
 class ReplayRunParams(BaseModel):
@@ -38,16 +40,17 @@ class ReplayRunParams(BaseModel):
 
 
 def agent_params(agents: int, turns: int | None, duration: float | None, workload: str,
-                 slo: str) -> AgentRunParams:
+                 slo: str, session_start: str = "together") -> AgentRunParams:
     if agents < 1:
         raise Sm121Error("--agents must be at least 1", "example: --agents 4")
     if turns is not None and duration is not None:
         raise Sm121Error("give --turns or --duration, not both", "example: --turns 6")
     parse_slo(slo)
-    load_workload(workload)
+    session_start_delays(session_start, agents, load_workload(workload))
     spec = str(Path(workload).resolve()) if Path(workload).is_file() else workload
     return AgentRunParams(agents=agents, turns=None if duration else (turns or 6),
-                          duration_s=duration, workload=spec, slo=slo)
+                          duration_s=duration, workload=spec, slo=slo,
+                          session_start=session_start)
 
 
 def replay_params(capture_dir: Path, speed: float, slo: str) -> ReplayRunParams:

@@ -19,6 +19,7 @@ from sm121.bench.scenarios.agents.models import (
     AgentsSweep,
     Percentiles,
     RunMetrics,
+    SessionRow,
     TurnRow,
     TurnSample,
     bars,
@@ -64,6 +65,14 @@ def summary_lines(s: AgentsSummary) -> list[str]:
     lines += _table(["agent", "turns", "decode tok/s p50", "decode p5", "TTFT p95"], [
         [str(a.agent), str(a.turns), fmt(a.decode_p50), fmt(a.decode_p5),
          fmt(a.ttft_p95_s, "s")] for a in s.per_agent])
+    if s.per_session:
+        lines += ["Per session (the gateway's session admission: who waited, and each "
+                  "session's own goodput):", ""]
+        lines += _table(["agent", "started", "first TTFT (holds any wait)", "session wait",
+                         "good / judged", "goodput"], [
+            [str(r.agent), fmt(r.start_s, "s"), fmt(r.first_ttft_s, "s"),
+             fmt(r.session_wait_s, "s"), f"{fmt(r.good_turns, 'int')} / "
+             f"{fmt(r.judged, 'int')}", fmt(r.goodput, "pct")] for r in s.per_session])
     background = s.background
     if background:
         lines += [f"Background job: {fmt(background.prompt_tokens, 'int')} prompt tokens, "
@@ -250,4 +259,26 @@ def console_lines(summary: AgentsSummary) -> list[str]:
         lines.append(f"background job: TTFT {fmt(background.ttft_s, 's')}; judged agent "
                      f"TTFT p95 during its prefill {fmt(background.ttft_during.p95, 's')}, "
                      f"outside {fmt(background.ttft_outside.p95, 's')}")
-    return lines
+    return lines + session_lines(summary)
+
+
+def session_lines(summary: AgentsSummary) -> list[str]:
+    """Per session, what the gateway's session admission did: who waited, how long, and the
+    goodput of the sessions that waited against those that did not."""
+    rows = summary.per_session or []
+    waited = [a for a in rows if (a.session_wait_s or 0) > 0]
+    if not any(a.session_wait_s is not None for a in rows):
+        return []
+    if not waited:
+        return [f"session admission: all {len(rows)} sessions admitted at once"]
+    at_once = [a for a in rows if a not in waited]
+
+    def goodput(group: list[SessionRow]) -> str:
+        good = sum(a.good_turns or 0 for a in group)
+        judged = sum(a.judged or 0 for a in group)
+        return f"{good}/{judged}" if judged else "-"
+
+    longest = max(a.session_wait_s or 0.0 for a in waited)
+    return [f"session admission: {len(waited)} of {len(rows)} sessions waited (longest "
+            f"{fmt(longest, 's')}); good turns: admitted at once {goodput(at_once)}, "
+            f"waited {goodput(waited)}"]

@@ -42,6 +42,22 @@ class AgentsRunArgs(BaseModel):
     duration_s: float | None = None
     workload: str | Workload = "coding-agent"  # a preset, a YAML file, or the spec itself
     slo: str = DEFAULT_SLO
+    session_start: str = "together"  # together | stagger (session_start_delays)
+
+
+SESSION_STARTS = ("together", "stagger")
+
+
+def session_start_delays(start: str, agents: int, workload: Workload) -> list[float]:
+    """When each session's first turn goes: all at once (together), or session i at i times
+    the workload's mean think time (stagger: agents arriving one by one, as a team's do)."""
+    if start not in SESSION_STARTS:
+        raise Sm121Error(f"--session-start {start!r} is unknown",
+                         f"choose one of: {', '.join(SESSION_STARTS)}")
+    if start == "together":
+        return [0.0] * agents
+    think = workload.think_time_s
+    return [i * (think.min + think.max) / 2 for i in range(agents)]
 
 
 async def tools_mode(client: BenchClient, workload: Workload,
@@ -82,7 +98,8 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
     tools_text = tools_as_text(tools) if mode == "system_prompt" else ""
     ctx.add({"kind": "config", "workload": workload.model_dump(mode="json"),
              "agents": n_agents, "turns": turns, "duration_s": duration, "slo": p.slo,
-             "api": client.api, "tools_mode": mode, "tools_reason": reason})
+             "api": client.api, "tools_mode": mode, "tools_reason": reason,
+             "session_start": p.session_start})
     total = n_agents * turns if turns else 0
     plan = RunPlan(client, workload, 0.0, tools if mode == "api" else None, turns, None,
                    record=_recorder(ctx, total), agents=n_agents)
@@ -93,7 +110,8 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
     before = await read_counters(client)
     ctx.t0 = plan.t0 = time.monotonic()
     plan.deadline = plan.t0 + duration if duration else None
-    jobs = [run_session(plan, i, firsts[i], tools_text) for i in range(n_agents)]
+    delays = session_start_delays(p.session_start, n_agents, workload)
+    jobs = [run_session(plan, i, firsts[i], tools_text, delays[i]) for i in range(n_agents)]
     if workload.background is not None and background is not None:
         jobs.append(run_background(plan, background, workload.background.output_tokens,
                                    workload.background.delay_s))

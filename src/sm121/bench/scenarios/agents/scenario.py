@@ -51,6 +51,10 @@ class AgentsParams(Params):
                                     "sessions keep taking turns until then.")
     workload: str = option("coding-agent", "--workload", WORKLOAD_HELP, short="-w")
     slo: str = _SLO
+    session_start: str = option("together", "--session-start", "together: every session's "
+                                "first turn goes at once; stagger: session i starts i times "
+                                "the workload's mean think time later (behind a gateway with "
+                                "session admission, the report shows each session's wait).")
 
 
 class ReplayParams(Params):
@@ -144,7 +148,7 @@ class Agents(_AgentScenario):
     def prepare(self, values: Params) -> AgentRunParams:
         assert isinstance(values, AgentsParams)
         return agent_params(values.agents, values.turns, values.duration, values.workload,
-                            values.slo)
+                            values.slo, values.session_start)
 
     def verdict(self, entries: list[AbEntry[AgentsSample, Any]], profiles: list[str]
                 ) -> Verdict:

@@ -20,6 +20,7 @@ from sm121.bench.stats import inter_token_intervals, percentile
 from sm121.protocols.replies import ChatMessage, ToolCall
 
 QUEUE_WAIT_HEADER = "X-Sm121-Queue-Wait"
+SESSION_WAIT_HEADER = "X-Sm121-Session-Wait"  # the gateway's session admission wait
 SESSION_HEADER = "x-session-id"
 Record = Callable[[TurnSample], None]
 
@@ -86,6 +87,7 @@ def turn_record(record: StreamRecord, t0: float, kind: str = "turn", **fields: A
     prompt = record.prompt_tokens
     cached = record.cached_tokens
     wait = record.headers.get(QUEUE_WAIT_HEADER)
+    session_wait = record.headers.get(SESSION_WAIT_HEADER)
     # Messages and Responses streams carry no token ids: their events checked against usage
     events_match = (record.usage or {}).get("events_match_usage")
     # A Messages or Responses stream whose events are not one per token (pieces with no
@@ -103,6 +105,7 @@ def turn_record(record: StreamRecord, t0: float, kind: str = "turn", **fields: A
         "prompt_tokens": prompt, "cached_tokens": cached,
         "reuse": cached / prompt if prompt and cached is not None else None,
         "queue_wait_s": float(wait) if wait else None,
+        "session_wait_s": float(session_wait) if session_wait else None,
         "finish_reason": record.finish_reason,
         "decode_tok_s": decode.decode_tok_s, "itl_p50_s": decode.itl_p50_s,
         "itl_p95_s": decode.itl_p95_s,
@@ -146,9 +149,13 @@ async def open_conversation(plan: RunPlan, agent: int, conversation: int,
     return conv
 
 
-async def run_session(plan: RunPlan, agent: int, first: Conversation, tools_text: str) -> None:
+async def run_session(plan: RunPlan, agent: int, first: Conversation, tools_text: str,
+                      start_delay_s: float = 0.0) -> None:
     """Turns until --turns or the deadline; a conversation that fills its context share is
-    followed by a fresh one (a new salt), as an agent starts a new task."""
+    followed by a fresh one (a new salt), as an agent starts a new task. `start_delay_s`:
+    when its first turn goes, after the run's start (--session-start stagger)."""
+    if start_delay_s > 0:
+        await asyncio.sleep(start_delay_s)
     conv, conversation, done = first, 0, 0
     fitted = plan.workload.fitted
     if fitted is None:

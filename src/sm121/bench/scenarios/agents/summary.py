@@ -16,10 +16,11 @@ from sm121.bench.scenarios.agents.models import (
     QueueWait,
     Reuse,
     RunMetrics,
+    SessionRow,
     TurnRow,
     TurnSample,
 )
-from sm121.bench.scenarios.agents.slo import evaluate, parse_slo
+from sm121.bench.scenarios.agents.slo import Term, evaluate, parse_slo
 from sm121.bench.stats import percentile
 
 # key, label, format, better: the metrics an A/B compares.
@@ -77,6 +78,28 @@ def per_agent(turns: list[TurnSample]) -> list[AgentRow]:
             for agent, group in sorted(groups.items())]
 
 
+def per_session(turns: list[TurnSample], terms: list[Term], first_judged: int
+                ) -> list[SessionRow]:
+    """Per agent: when it started, how long its session waited to be admitted (its first
+    turn's TTFT holds that wait; a gateway with session admission also says it, in
+    X-Sm121-Session-Wait), and its own goodput against `terms`."""
+    groups: dict[int, list[TurnSample]] = defaultdict(list)
+    for t in turns:
+        groups[t.agent].append(t)
+    rows = []
+    for agent, group in sorted(groups.items()):
+        first = min(group, key=lambda t: t.submitted)
+        waits = _values(group, "session_wait_s")
+        judged = [t for t in group if t.turn >= first_judged]
+        good = sum(all(term.meets(t.metric(term.key)) for term in terms) for t in judged)
+        rows.append(SessionRow(agent=agent, start_s=first.submitted,
+                               first_ttft_s=first.ttft_s,
+                               session_wait_s=sum(waits) if waits else None,
+                               judged=len(judged), good_turns=good,
+                               goodput=good / len(judged) if judged else None))
+    return rows
+
+
 def overlaps_background(turn: TurnSample, background: TurnSample | None) -> bool:
     """The turn waited for its first token while the background job was in prefill."""
     if background is None or background.first_token is None:
@@ -106,6 +129,7 @@ def summarize_run(run: AgentsRun, slo: str | None = None) -> AgentsSummary:
     waits = _values(turns, "queue_wait_s")
     cpu = _values(turns, "client_cpu_share")
     checked_events = [t.events_match_usage for t in turns if t.events_match_usage is not None]
+    terms = parse_slo(slo or config.slo)
     return AgentsSummary(
         workload=(config.workload.name if config.workload else None), agents=config.agents,
         tools_mode=config.tools_mode, turns=len(turns),
@@ -119,12 +143,15 @@ def summarize_run(run: AgentsRun, slo: str | None = None) -> AgentsSummary:
                                 min=min(reuse_later) if reuse_later else None),
         per_agent=per_agent(turns),
         decode_p50=percentile(_values(turns, "decode_tok_s"), 50),
-        slo=evaluate(parse_slo(slo or config.slo), judged),
+        slo=evaluate(terms, judged),
         background=_split(judged, run.background),
         queue_wait=QueueWait(p50=percentile(waits, 50), p95=percentile(waits, 95))
         if waits else None,
         client_cpu=ClientCpu(share_p50=percentile(cpu, 50), share_max=max(cpu) if cpu else None,
-                             cpu_s_p50=percentile(_values(turns, "client_cpu_s"), 50)))
+                             cpu_s_p50=percentile(_values(turns, "client_cpu_s"), 50)),
+        # only where it says something: runs through session admission, or staggered
+        **({"per_session": per_session(turns, terms, first_judged)}
+           if config.session_start == "stagger" or _values(turns, "session_wait_s") else {}))
 
 
 def headline(run: AgentsRun) -> RunMetrics:
