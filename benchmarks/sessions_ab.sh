@@ -15,6 +15,7 @@ POOL_BLOCKS=${5:-340}
 ENGINE_PORT=${ENGINE_PORT:-8501}
 GATEWAY_PORT=${GATEWAY_PORT:-8502}
 SLO=${SLO:-ttft_p95=1s}
+START=${START:-together}  # bench agents --session-start: together | stagger
 IDLE_S=${IDLE_S:-3}
 SM121=${SM121:-sm121}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +44,8 @@ for ARM in $ARMS; do
     get "$ENGINE/metrics" > "$OUT/$NAME-engine-before.prom"
     echo "$(date -u +%FT%TZ) arm $NAME, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/arms.txt" >&2
     $SM121 bench agents --url "$GATEWAY" --agents "$AGENTS" --turns "$TURNS" \
-        --workload "$HERE/sessions_workload.yaml" --slo "$SLO" --out "$OUT/$NAME.json" \
+        --workload "$HERE/sessions_workload.yaml" --slo "$SLO" --session-start "$START" \
+        --out "$OUT/$NAME.json" \
         > "$OUT/$NAME-console.txt" 2> "$OUT/$NAME-progress.txt"
     get "$ENGINE/metrics" > "$OUT/$NAME-engine-after.prom"
     get "$GATEWAY/metrics" > "$OUT/gateway/$NAME-gateway.prom"
