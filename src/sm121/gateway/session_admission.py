@@ -14,7 +14,6 @@ byte): such a session is admitted conservatively until its first usage report.
 from __future__ import annotations
 
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -95,12 +94,12 @@ class SessionAdmission:
         tokens = await self._count(size, nbytes, view, pool)
         if tokens >= min(r.spec.long_prompt_tokens for r in pool):
             return PASS  # a long job: the reserve holds it while it runs (long_job)
-        started = time.perf_counter()
         try:
-            home = await gate.enter(session, self._working_set(size, tokens, output), pool)
+            home, waited = await gate.enter(session, self._working_set(size, tokens, output),
+                                            pool)
         except SessionRefused as exc:
             raise overload_refusal(protocol, exc) from None
-        return Admitted(home, True, time.perf_counter() - started)
+        return Admitted(home, True, waited)
 
     def finish(self, session: str, admitted: Admitted, nbytes: int,
                prompt_tokens: int | None, completion_tokens: int | None) -> None:

@@ -152,9 +152,11 @@ class SessionGate:
         self.metrics.states(self.table)
         return home
 
-    async def enter(self, session: str, ws: WorkingSet, pool: Sequence[Replica]) -> Replica:
-        """A request of a session that is not active: admitted (its replica), at once or
-        after waiting its turn; SessionRefused past the wait bound or with the queue full."""
+    async def enter(self, session: str, ws: WorkingSet, pool: Sequence[Replica]
+                    ) -> tuple[Replica, float]:
+        """A request of a session that is not active: admitted (its replica, and how long it
+        waited: 0.0 when admitted at once), or SessionRefused past the wait bound or with the
+        queue full."""
         self.refresh(pool)
         self.pump()  # sessions idle by now leave first: their room is this one's to take
         healthy = [r for r in pool if r.healthy] or list(pool)
@@ -165,11 +167,13 @@ class SessionGate:
         except QueueFull as exc:
             self._refuse("queue_full", 0.0)
             raise SessionRefused("queue_full", 0.0, self.retry_after(), exc.waiting) from exc
+        waited = 0.0
         if name is None:
             name = await self._wait(session, started)
-        self.metrics.wait.observe(self.clock() - started)
+            waited = self.clock() - started
+        self.metrics.wait.observe(waited)
         self.metrics.states(self.table)
-        return next(r for r in pool if r.name == name)
+        return next(r for r in pool if r.name == name), waited
 
     async def _wait(self, session: str, started: float) -> str:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()

@@ -28,6 +28,7 @@ NOT_BENCH = {
     "cpu-testbed/routing": "benchmarks/routing_chat.py",
     "cpu-testbed/sessions/gateway": "the gateway's /sm121/sessions around each run "
                                     "(benchmarks/sessions_ab.sh)",
+    "cpu-testbed/sessions/stagger/gateway": "the same, for the staggered starts",
     "gpu-h200/calibration": "`sm121 memory calibrate --json`, with its command line",
     "gpu-h200/ab-reps/calibration-ab.json": "`sm121 memory calibrate --json`, with its "
                                             "command line",

@@ -201,7 +201,7 @@ async def test_gate_holds_a_session_until_an_active_one_goes_idle() -> None:
                        CollectorRegistry(), clock=clock)
     pool = [_Replica("r0")]
     assert gate.on_for(pool)  # type: ignore[arg-type]
-    assert (await gate.enter("a", ws(80), pool)).name == "r0"  # type: ignore[arg-type]
+    assert (await gate.enter("a", ws(80), pool))[0].name == "r0"  # type: ignore[arg-type]
     gate.turn_done("a", None)
     waiting = asyncio.create_task(gate.enter("b", ws(80), pool))  # type: ignore[arg-type]
     await asyncio.sleep(0.01)
@@ -213,7 +213,8 @@ async def test_gate_holds_a_session_until_an_active_one_goes_idle() -> None:
     assert not waiting.done() and gate.retry_after() == 1
     clock.now = 10.5
     gate.pump()
-    assert (await asyncio.wait_for(waiting, 1.0)).name == "r0"
+    home, waited = await asyncio.wait_for(waiting, 1.0)
+    assert home.name == "r0" and waited == 10.5  # by the gate's clock
     report = gate.report(pool)  # type: ignore[arg-type]
     assert [a["session"] for a in report["active"]] == ["b"]
     assert [i["session"] for i in report["idle"]] == ["a"]

@@ -262,11 +262,16 @@ def console_lines(summary: AgentsSummary) -> list[str]:
     return lines + session_lines(summary)
 
 
+AT_ONCE_S = 0.01
+
+
 def session_lines(summary: AgentsSummary) -> list[str]:
     """Per session, what the gateway's session admission did: who waited, how long, and the
     goodput of the sessions that waited against those that did not."""
     rows = summary.per_session or []
-    waited = [a for a in rows if (a.session_wait_s or 0) > 0]
+    # Under 10 ms is an admission at once: the gateway's own bookkeeping (a gateway before
+    # this one reported its microseconds, not 0).
+    waited = [a for a in rows if (a.session_wait_s or 0) >= AT_ONCE_S]
     if not any(a.session_wait_s is not None for a in rows):
         return []
     if not waited:
