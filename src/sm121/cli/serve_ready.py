@@ -23,10 +23,34 @@ def after_ready(run: RunInfo, plan: ServePlan, gateway_port: int | None,
                       f"  {url}/v1  (agents should use this URL)\n"
                       f"more engines behind it: sm121 serve ... --gateway-join {run.run_id}",
                       highlight=False)
+        console.print(f"  session admission {admission_verdict(url)}", highlight=False,
+                      markup=False)
         return
     print_summary(run)
     if join is not None:
         join_gateway(run, plan, join)
+
+
+def admission_verdict(url: str, wait_s: float = 3.0) -> str:
+    """The gateway's word on session admission (on or off, and why: docs/sessions.md), once
+    its first health round has read the engine's KV pool; best effort."""
+    import time
+
+    from sm121.engines.client_sync import SyncEngineClient
+    from sm121.engines.engine_error import EngineError
+
+    why, deadline = "unknown (the gateway did not say)", time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            admission = SyncEngineClient(url, timeout_s=2).get_json("/sm121/sessions")
+        except (EngineError, OSError, ValueError):
+            break
+        verdict = admission.get("admission") or {}
+        why = "".join(c for c in str(verdict.get("why", why)) if c.isprintable())[:300]
+        if verdict.get("on") or "yet" not in why:
+            break
+        time.sleep(0.3)
+    return why + f" (sm121 gateway sessions --url {url})"
 
 
 def start_gateway_for(run: RunInfo, plan: ServePlan, port: int) -> str:

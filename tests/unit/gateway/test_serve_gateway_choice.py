@@ -60,6 +60,8 @@ async def test_the_summary_calls_the_gateway(sm121_home: Path,
         assert f"curl -s {url}/v1/chat/completions" in out
         assert f"{url}/v1  (agents should use this URL)" in out
         assert f"curl -s {fake.url}" not in out
+        # the fake reports no KV pool: auto stays off, and the summary says why
+        assert "session admission auto: off" in out and "KV pool" in out
         body = json.dumps({"model": "fake", "prompt": "x", "repetition_penalty": 2.0}).encode()
         request = urllib.request.Request(f"{url}/v1/completions", data=body,
                                          headers={"Content-Type": "application/json"})
