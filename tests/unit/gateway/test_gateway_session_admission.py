@@ -252,3 +252,31 @@ async def test_sm121_gateway_sessions_shows_the_state() -> None:
             assert len(active) == 1 and active[0]["blocks"] >= 1  # after usage: 7 tokens
     finally:
         await fake.stop()
+
+
+async def test_a_long_job_counts_against_the_reserve_not_as_a_session() -> None:
+    """A 900-token prompt at a long-prompt threshold of 500 is a long job: not a session; while
+    it runs its 57 blocks hold the reserve (6) and the excess comes off the sessions' budget."""
+    from fake_upstream import FakeUpstream
+    from gateway_harness import discovered
+
+    from sm121.gateway.config import UpstreamSpec
+
+    fake = await FakeUpstream(pool_blocks=64, chunks=4, interval_s=0.3).start()
+    spec = UpstreamSpec(url=fake.url, name="fake-0", long_prompt_tokens=500)
+    try:
+        async with running_gateway(upstreams=(spec,)) as gw:
+            await discovered(gw, 1)
+            job = asyncio.create_task(read_all(gw, pooled_chat("job", 890, stream=True)))
+            await asyncio.sleep(0.5)
+            report = await (await gw.http.get(f"{gw.url}/sm121/sessions")).json()
+            (replica,) = report["replicas"]
+            assert replica["long_job_tokens"] >= 890 and replica["reserve_blocks"] >= 56
+            assert replica["capacity"] == 64 - replica["reserve_blocks"]
+            assert report["active"] == [] and report["waiting"] == []
+            assert (await job)[0] == 200
+            report = await (await gw.http.get(f"{gw.url}/sm121/sessions")).json()
+            assert report["replicas"][0]["long_job_tokens"] == 0
+            assert report["replicas"][0]["capacity"] == 58
+    finally:
+        await fake.stop()
