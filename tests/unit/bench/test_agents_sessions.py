@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sm121.bench.client import StreamRecord
-from sm121.bench.scenarios.agents.models import AgentsRun, RunConfig, TurnSample, Workload
+from sm121.bench.scenarios.agents.models import AgentsRun, RunConfig, TurnSample, WorkloadRef
 from sm121.bench.scenarios.agents.params import agent_params
 from sm121.bench.scenarios.agents.report import console_lines, summary_lines
 from sm121.bench.scenarios.agents.run import session_start_delays
@@ -56,7 +56,8 @@ def _run(waits: bool) -> AgentsRun:
              _turn(1, 0, 0.0, 21.0, 20.0 if waits else None),
              _turn(1, 1, 23.0, 0.2, 0.0 if waits else None),
              _turn(1, 2, 25.0, 3.0, 0.0 if waits else None)]
-    config = RunConfig(workload=Workload(name="w", slo_from_turn=1), agents=2, slo="ttft_p95=1s")
+    config = RunConfig(workload=WorkloadRef(name="w", slo_from_turn=1), agents=2,
+                       slo="ttft_p95=1s")
     return AgentsRun(config=config, turns=turns, bars=turns)
 
 
