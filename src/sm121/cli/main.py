@@ -7,12 +7,17 @@ import signal
 import sys
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from sm121 import __version__
 from sm121.cli.commands import LazyCommands
 from sm121.cli.output import err_console
+from sm121.display import plain
 from sm121.errors import Sm121Error, shorten_words
+
+# An error's message or hint past this many characters is cut (with a count of the rest): a
+# refusal lists every trust item, but a message the size of a file would bury the error.
+MESSAGE_LIMIT = 8000
 
 app = typer.Typer(
     name="sm121",
@@ -61,16 +66,19 @@ def main(args: list[str] | None = None) -> None:
     except Sm121Error as exc:
         if os.environ.get("SM121_DEBUG"):
             raise
-        # Messages quote stranger data: never read as rich markup, long values shortened.
-        err_console.print(f"[bold red]error:[/] {escape(shorten_words(exc.message))}",
-                          highlight=False)
+        # Messages quote stranger data: shown as plain text (never markup, hidden characters
+        # spelled out; the lines sm121 composed kept), long values shortened, the whole bounded.
+        err_console.print(Text.assemble(("error: ", "bold red"), _shown(exc.message)))
         if exc.hint:
-            err_console.print(f"[yellow]hint:[/] {escape(shorten_words(exc.hint))}",
-                              highlight=False)
+            err_console.print(Text.assemble(("hint: ", "yellow"), _shown(exc.hint)))
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
+
+
+def _shown(text: str) -> Text:
+    return plain(shorten_words(text), limit=MESSAGE_LIMIT, keep_newlines=True)
 
 
 def run() -> None:

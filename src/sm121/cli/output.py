@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console, ConsoleDimensions
+from rich.segment import Segment
+
+from sm121.display import escape
 
 # Output that is not a terminal goes to a file, a pager or another program: there a table
 # squeezed to the terminal's width (`recipes list | cat` printed `deepseek-v4-f…`) loses the
@@ -17,7 +21,8 @@ UNBOUNDED_WIDTH = 100_000
 
 class WholeConsole(Console):
     """A rich console that squeezes tables and wraps lines only on a terminal (or at a width
-    it is given; COLUMNS describes a terminal, so it does not count)."""
+    it is given; COLUMNS describes a terminal, so it does not count), and that never writes a
+    control character it did not make itself."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -33,6 +38,16 @@ class WholeConsole(Console):
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
         Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # The last net under every printer: a text segment's hidden characters (ESC, bidi,
+        # zero-width, ...) spelled out as display.escape does, whatever the printer passed
+        # (a str, a Text, a table cell). rich's own codes (styles, cursor moves) are added
+        # here from the style or travel as control segments, which pass unchanged.
+        return super()._render_buffer(
+            segment if segment.control or segment.text.isprintable()
+            else Segment(escape(segment.text, None, keep_newlines=True), segment.style)
+            for segment in buffer)
 
 
 console = WholeConsole()

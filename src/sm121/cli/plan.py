@@ -6,10 +6,12 @@ import shlex
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, parse_sets, print_json
 from sm121.cluster.hosts import ssh_config_hostname
+from sm121.display import plain
 from sm121.launch.staged_weights import plan_staged
 from sm121.plan.build import build_plan
 from sm121.plan.model import NodePlan, ServePlan
@@ -46,8 +48,7 @@ def register(app: typer.Typer) -> None:
         else:
             print_plan(serve_plan)
             for node, line in (where or {}).items():
-                console.print(f"weights on {node}: {line['reads']}", highlight=False,
-                              markup=False)
+                console.print(plain(f"weights on {node}: {line['reads']}"))
 
 
 def _plan_with_memory(name: str, profile: str | None, cluster: str | None,
@@ -65,12 +66,12 @@ def _plan_with_memory(name: str, profile: str | None, cluster: str | None,
                     "note": both.note, "memory": both.memory.model_dump(mode="json")})
     else:
         for finding in both.findings:
-            console.print(f"[yellow]{finding.render()}[/]", highlight=False)
+            console.print(plain(finding.render(), limit=None, style="yellow", keep_newlines=True))
         if both.serve_plan is not None:
             print_plan(both.serve_plan)
             console.print()
         if both.note:
-            console.print(f"[yellow]note:[/] {both.note}", highlight=False)
+            console.print(Text.assemble(("note: ", "yellow"), plain(both.note)))
         print_memory_plan(both.memory)
     if errors(both.memory.findings):
         raise typer.Exit(1)
@@ -85,36 +86,49 @@ def _host_of(node: NodePlan) -> str:
 
 
 def print_plan(plan: ServePlan) -> None:
-    console.print(f"[bold]{plan.recipe}[/] profile [bold]{plan.profile or '-'}[/]: {plan.purpose}")
+    """The plan for a person. Everything in it came from a recipe, a cluster file or --set:
+    each value is shown through display.plain (hidden characters spelled out, never markup,
+    bounded), with sm121's own words around it."""
+    console.print(Text.assemble(plain(plan.recipe, style="bold"), " profile ",
+                                plain(plan.profile or "-", style="bold"), ": ",
+                                plain(plan.purpose)))
     table = Table("engine arg", "value", "from", title="engine args")
     for name, value in plan.engine_args.items():
         origin = ("derived: " + plan.derived[name].how if name in plan.derived
                   else "--set" if name in plan.overrides else "recipe/profile")
-        table.add_row(name, str(value), origin)
+        table.add_row(plain(name), plain(str(value)), plain(origin))
     console.print(table)
     for node in sorted(plan.nodes, key=lambda n: n.start_order):
         where = f"ssh {_host_of(node)}" if node.ssh else "this machine"
-        console.print(f"\n[bold]{node.start_order + 1}. {node.name}[/] ({node.role}, rank "
-                      f"{node.rank}, {node.runtime}, {where}); then wait for: {node.wait_before_next}")
+        console.print()
+        console.print(Text.assemble(
+            plain(f"{node.start_order + 1}. {node.name}", style="bold"),
+            plain(f" ({node.role}, rank {node.rank}, {node.runtime}, {where}); then wait for: "
+                  f"{node.wait_before_next}")))
         for key, value in node.env.items():
-            console.print(f"  env {key}={value}", highlight=False, markup=False)
+            console.print(plain(f"  env {key}={value}"))
         for key in node.pass_env:
-            console.print(f"  env {key} (secret, passed from your environment)", highlight=False,
-                          markup=False)
-        console.print("  " + shlex.join(node.argv), highlight=False, markup=False, soft_wrap=True)
+            console.print(plain(f"  env {key} (secret, passed from your environment)"))
+        # The whole argv, however long: it is what runs (hidden characters still spelled out).
+        console.print(plain("  " + shlex.join(node.argv), limit=None), soft_wrap=True)
     if plan.hooks.before_serve or plan.hooks.after_ready:
-        console.print(f"\nhooks: before_serve {list(plan.hooks.before_serve)}, "
-                      f"after_ready {list(plan.hooks.after_ready)}")
+        console.print()
+        console.print(plain(f"hooks: before_serve {list(plan.hooks.before_serve)}, "
+                            f"after_ready {list(plan.hooks.after_ready)}", limit=None))
     probe = plan.readiness
-    console.print(f"\nreadiness: POST {probe.url}/v1/completions model={probe.model} "
-                  f"max_tokens={probe.max_tokens} (token count checked), timeout {probe.timeout_s:.0f} s")
+    console.print()
+    console.print(plain(f"readiness: POST {probe.url}/v1/completions model={probe.model} "
+                        f"max_tokens={probe.max_tokens} (token count checked), timeout "
+                        f"{probe.timeout_s:.0f} s", limit=None))
     if probe.tools:
         console.print("  then POST /v1/chat/completions with a tool (an agent profile must "
                       "accept tool calls)")
     for param, rule in plan.request_policy.params.items():
-        console.print(f"request policy: {param}: {rule.action.value} ({rule.reason}); "
-                      f"neutral value passes: {rule.neutral}")
+        console.print(plain(f"request policy: {param}: {rule.action.value} ({rule.reason}); "
+                            f"neutral value passes: {rule.neutral}"))
+    # Each item exactly: its stranger values are quoted where the item is made (plan/trust.py),
+    # and nothing in a line is cut (the user allows what they read).
     for item in plan.needs_trust:
-        console.print(f"allowed by --trust: {item}", highlight=False, markup=False)
+        console.print(plain(f"allowed by --trust: {item}", limit=None))
     for finding in plan.findings:
-        console.print(f"[yellow]{finding.render()}[/]", highlight=False)
+        console.print(plain(finding.render(), limit=None, style="yellow", keep_newlines=True))

@@ -15,6 +15,7 @@ import posixpath
 import shlex
 
 from sm121 import paths
+from sm121.display import escape, quoted
 from sm121.engines.adapter import EngineAdapter
 from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
@@ -45,8 +46,8 @@ def _runtime_needs(engine: EngineAdapter, recipe: Recipe) -> list[str]:
     runtime, needs = recipe.runtime, []
     if runtime.command and tuple(runtime.command) not in (engine.native_command,
                                                           engine.docker_command):
-        needs.append(f"runtime.command: runs `{shlex.join(runtime.command)}` instead of the "
-                     "engine")
+        needs.append(f"runtime.command: runs `{escape(shlex.join(runtime.command), None)}` "
+                     "instead of the engine")
     if runtime.kind == "docker" and runtime.image:
         needs.append(f"runtime.image: runs the image {runtime.image} on every node")
     for mount in runtime.mounts:
@@ -93,8 +94,8 @@ def _env_needs(engine: EngineAdapter, recipe: Recipe, profile: str | None) -> li
 def hook_needs(hooks: Hooks) -> list[str]:
     used = dict.fromkeys(n for n in (*hooks.before_serve, *hooks.after_ready)
                          if n not in BUILTIN_HOOKS and n in hooks.custom)
-    return [f"hooks.custom.{name}: runs the custom hook command `{hooks.custom[name]}` on every "
-            "node" for name in used]
+    return [f"hooks.custom.{escape(name)}: runs the custom hook command "
+            f"{quoted(hooks.custom[name], None)} on every node" for name in used]
 
 
 def argv_needs(engine: EngineAdapter, recipe: Recipe,
@@ -123,7 +124,9 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 def require_trust(recipe: str, needs: list[str], trust: bool) -> None:
     """Refuse, listing every item, unless the user gave --trust."""
     if needs and not trust:
+        # One line per item, whatever it holds: a newline in a value must not start a line
+        # of its own (a fake item, or a fake end of the list).
         raise Sm121Error(f"the plan for recipe {recipe} asks to run or expose on every node "
                          "(what a recipe that is not built in, or a cluster file, asks for):"
-                         "\n  - " + "\n  - ".join(needs),
+                         "\n  - " + "\n  - ".join(escape(n, None) for n in needs),
                          "read each item, then rerun with --trust to allow them")
