@@ -106,6 +106,7 @@ def parse_sets(values: list[str] | None) -> dict[str, Any]:
     from sm121.recipes.schema import normalize_arg
 
     result: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for item in values or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -114,5 +115,9 @@ def parse_sets(values: list[str] | None) -> dict[str, Any]:
         value = yaml.safe_load(raw) if raw.strip() else None
         if isinstance(value, dict | list):  # a JSON flag (speculative-config, ...): its text
             value = raw.strip()
-        result[normalize_arg(key.strip())] = value
+        name = normalize_arg(key.strip())
+        if name in result:
+            raise Sm121Error(f"--set {name} is given twice (as {spelled[name]!r} and "
+                             f"{key.strip()!r})", "set each engine arg once")
+        spelled[name], result[name] = key.strip(), value
     return result

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sm121.errors import Sm121Error
-from sm121.recipes.schema import ArgValue, Recipe
+from sm121.recipes.schema import ArgValue, Recipe, normalize_args
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,10 @@ def effective_profile(recipe: Recipe, profile: str | None, source: str,
                       overrides: Mapping[str, ArgValue] | None = None,
                       env: Mapping[str, str] | None = None) -> EffectiveProfile:
     chosen = resolve_profile(recipe, profile, source)
-    extra = dict(overrides or {})
+    try:  # one spelling per flag, as a recipe's own args (a resume file's may differ)
+        extra = normalize_args(overrides or {})
+    except ValueError as exc:
+        raise Sm121Error(f"--set: {exc}", "set each engine arg once") from exc
     return EffectiveProfile(
         recipe=recipe, profile=chosen,
         args=profile_args(recipe, chosen) | extra,

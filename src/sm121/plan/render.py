@@ -16,7 +16,7 @@ from sm121.engines.adapter import EngineAdapter, NodeArgvRequest
 from sm121.engines.registry import adapter_for, has_adapter
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity, raise_on_errors
-from sm121.plan.effective import EffectiveProfile, effective_profile
+from sm121.plan.effective import EffectiveProfile, effective_profile, profile_args
 from sm121.plan.model import (
     DerivedValue,
     NodePlan,
@@ -26,7 +26,7 @@ from sm121.plan.model import (
     rendered_with,
 )
 from sm121.plan.runtime_argv import container_name, docker_argv
-from sm121.plan.trust import argv_needs, trust_needs
+from sm121.plan.trust import argv_needs, override_needs, trust_needs
 from sm121.plan.validate import validate_overrides, validate_recipe
 from sm121.recipes.loader import LoadedRecipe
 from sm121.recipes.schema import ArgValue, ModelSource, Recipe
@@ -64,12 +64,18 @@ def render_plan(request: PlanRequest) -> ServePlan:
     derived = engine.derived_args(recipe, effective.args)
     engine_args = effective.args | {name: value for name, (value, _) in derived.items()}
     own_args = {name: value for name, (value, _) in derived.items()}
-    rendered = _node_plans(engine, request, effective, engine_args, own_args, _model_ref(recipe))
+    builtin = request.recipe.builtin
+    # What is trusted as it is: sm121's own args, and a built-in recipe's profile. Never the
+    # overrides (--set, an A/B arm, a resumed tune's args read back from disk).
+    trusted_args = (profile_args(recipe, profile) | own_args) if builtin else own_args
+    rendered = _node_plans(engine, request, effective, engine_args, trusted_args,
+                           _model_ref(recipe))
     nodes = [node for node, _, _ in rendered]
-    needs = trust_needs(recipe, profile, request.recipe.builtin, engine)
-    if request.argv_check and not request.recipe.builtin and not needs:
-        # The recipe asks only for allow-listed things: check that the argv as the engine
-        # parses it agrees (the allow-list's own gaps would show here).
+    needs = (trust_needs(recipe, profile, builtin, engine)
+             + override_needs(engine, recipe, overrides))
+    if request.argv_check and (overrides or not builtin) and not needs:
+        # Everything asked for is allow-listed: check that the argv as the engine parses it
+        # agrees with the trusted part of it (the allow-list's own gaps would show here).
         needs = argv_needs(engine, recipe, [(tail, own) for _, tail, own in rendered])
     if request.cluster is not None:
         # The cluster file's programs and configs (a node's python, ssh_config): argv[0] and
@@ -189,8 +195,8 @@ def _node_plans(engine: EngineAdapter, request: PlanRequest, effective: Effectiv
                 engine_args: dict[str, ArgValue], own_args: dict[str, ArgValue],
                 model_ref: str) -> list[tuple[NodePlan, list[str] | None, list[str]]]:
     """Each node's plan, with the engine args of its final argv (what follows the engine
-    command; None for a node that runs no engine, a Ray worker) and sm121's own version of
-    them (the recipe's args left out) for the trust check."""
+    command; None for a node that runs no engine, a Ray worker) and its trusted version
+    (rendered from `own_args`: what is not checked) for the trust check."""
     recipe = request.recipe.recipe
     nodes = _participants(request)
     cluster = request.cluster[0] if request.cluster else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+from collections.abc import Mapping
 
 from sm121 import paths
 from sm121.display import escape, quoted
@@ -22,7 +23,7 @@ from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args, profile_env
 from sm121.plan.model import is_secret
 from sm121.recipes.hook_names import BUILTIN_HOOKS
-from sm121.recipes.schema import Hooks, ModelSource, Recipe
+from sm121.recipes.schema import ArgValue, Hooks, ModelSource, Recipe
 
 # Host folders a recipe may mount without trust (the user's caches: weights, compile caches),
 # and where in the container: a cache again, never a folder the container runs code from.
@@ -72,16 +73,31 @@ def model_needs(recipe: Recipe) -> list[str]:
 
 
 def _arg_needs(engine: EngineAdapter, recipe: Recipe, profile: str | None) -> list[str]:
+    return args_needs(engine, recipe, profile_args(recipe, profile), "args.")
+
+
+def override_needs(engine: EngineAdapter, recipe: Recipe,
+                   overrides: Mapping[str, ArgValue]) -> list[str]:
+    """Engine args set on top of the recipe: `--set`, an A/B arm's or a resumed tune's args
+    (read back from a file anyone may have written). The same allow-list as a foreign
+    recipe's args, for every recipe: a built-in recipe is trusted, what is put on top of it
+    is not."""
+    return args_needs(engine, recipe, overrides, "--set ")
+
+
+def args_needs(engine: EngineAdapter, recipe: Recipe, args: Mapping[str, ArgValue],
+               label: str) -> list[str]:
     # Read as the upstream parser reads it: a name under extra_known_args may abbreviate one.
     upstream = engine.flag_choice(recipe).flags.flags
     needs = []
-    for name, value in profile_args(recipe, profile).items():
+    for name, value in args.items():
+        shown = escape(name)
         if not engine.is_safe_flag(name):
             target = engine.resolve_flag(name, upstream) or name
             read_as = f" ({engine.label} reads it as --{target})" if target != name else ""
-            needs.append(f"args.{name}{read_as}: {engine.unsafe_why(target)}")
+            needs.append(f"{label}{shown}{read_as}: {engine.unsafe_why(target)}")
         elif (problem := engine.value_problem(name, value)) is not None:
-            needs.append(f"args.{name}: {problem}, got {value!r}")
+            needs.append(f"{label}{shown}: {problem}, got {escape(repr(value))}")
     return needs
 
 

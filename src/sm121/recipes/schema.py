@@ -8,6 +8,7 @@ from an engine's docs or a field report reads the same in the recipe.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -292,8 +293,18 @@ class Recipe(Strict):
                                                           **chosen.hooks.custom}})
 
 
-def normalize_args(args: dict[str, Any]) -> dict[str, Any]:
-    normal = {normalize_arg(k): v for k, v in args.items()}
+def normalize_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Arg names as one spelling (`max-num-seqs`); two spellings of one flag in one mapping
+    (`max_num_seqs` beside `max-num-seqs`) are an error naming both, never one silently
+    winning."""
+    normal: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in args.items():
+        name = normalize_arg(key)
+        if name in spelled:
+            raise ValueError(f"engine args {spelled[name]!r} and {key!r} both set --{name}: "
+                             "keep one")
+        spelled[name], normal[name] = key, value
     bad = [k for k in normal if not ARG_NAME.fullmatch(k)]
     if bad:
         raise ValueError(f"engine arg names {bad} must be flag words: letters, digits and -")

@@ -33,6 +33,7 @@ from sm121.bench.tune.result import ConfirmPlan, PlanRecord, SittingRecord, Tune
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
+from sm121.plan.build import require_arms_trust
 from sm121.plan.effective import profile_args
 from sm121.plan.trust import trust_needs
 from sm121.progress import Say
@@ -58,6 +59,9 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     if missing:
         raise Sm121Error(f"--baselines: {', '.join(missing)} not a profile of {recipe.name}",
                          f"its profiles: {', '.join(recipe.profiles)}")
+    if "candidates" in state.data:  # arms read back from OUT/tune.json: checked before a boot
+        require_arms_trust(request.recipe, {c.name: (c.base, c.args) for c in map(
+            cands.Candidate.from_json, state.data["candidates"])}, request.trust)
     sitting = _sitting(state)
     knee = _knee(request, state, base, say)
     facts = KneeFacts.of(knee)
