@@ -13,7 +13,7 @@ from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity
 from sm121.names import check_ssh_user, check_ssh_word
 from sm121.recipes.loader import parse_yaml, read_text, validate_model
-from sm121.recipes.schema import Name, Strict
+from sm121.recipes.schema import MAX_NODES, Name, Strict
 from sm121.safe_paths import check_node_folder
 
 SshWord = Annotated[str, AfterValidator(check_ssh_word)]
@@ -66,7 +66,7 @@ class Node(Strict):
     fabric_if: Name | None = Field(None, description="fabric interface for NCCL, e.g. enp1s0f0np0")
     fabric_ip: IpAddress | None = None
     hcas: tuple[Name, ...] = Field((), description="RDMA device names, e.g. rocep1s0f0")
-    memory_gib: float | None = None
+    memory_gib: float | None = Field(None, gt=0, le=1 << 20)
     home: NodeFolder | None = Field(None, description="the ssh user's home on the node, for "
                                     "`~` in mounts and paths; asked over ssh when unset")
     python: Program | None = Field(None, description="interpreter for native recipes whose "
@@ -83,14 +83,15 @@ class Cluster(Strict):
     name: Name
     head: Name
     topology: Literal["single", "direct", "switch"] = "direct"
-    nodes: tuple[Node, ...]
+    nodes: tuple[Node, ...] = Field(max_length=MAX_NODES)
     ssh_user: SshUser | None = None
-    ssh_port: int | None = None
+    ssh_port: int | None = Field(None, ge=1, le=65535)
     ssh_config: LocalFile | None = Field(None, description="an ssh_config file for every "
                                          "node (`ssh -F`); default: ~/.ssh/config; a trust "
                                          "item when it holds a directive that may run a "
                                          "program (cluster/trust.py)")
-    master_port: int = Field(29501, description="vLLM's multi-node rendezvous port on the head")
+    master_port: int = Field(29501, ge=1, le=65535,
+                             description="vLLM's multi-node rendezvous port on the head")
     state_dir: NodeFolder = Field("~/.sm121", description="where sm121 keeps run directories "
                                   "(logs, pid files) on each node")
 

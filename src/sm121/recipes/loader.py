@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.nodes import Node
 
 from sm121 import paths
 from sm121.errors import Sm121Error
@@ -17,6 +18,8 @@ from sm121.recipes.schema import Recipe
 
 M = TypeVar("M", bound=BaseModel)
 BUILTIN_PREFIX = "builtin:"
+# The largest recipe or cluster file read (the built-in recipes are under 10 KB).
+MAX_FILE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -71,9 +74,15 @@ def _parse(text: str, source: str) -> LoadedRecipe:
 
 
 def read_text(path: Path, source: str) -> str:
-    """A recipe or cluster file's text. Such files come from strangers: bytes that are not
-    UTF-8 are refused by name (file and offset), not left to a UnicodeDecodeError."""
-    data = path.read_bytes()
+    """A recipe or cluster file's text. Such files come from strangers: one over
+    MAX_FILE_BYTES is refused unread, and bytes that are not UTF-8 are refused by name (file
+    and offset), not left to a UnicodeDecodeError."""
+    with path.open("rb") as file:
+        data = file.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise Sm121Error(f"{source}: over {MAX_FILE_BYTES // (1 << 20)} MB (the largest "
+                         "recipe or cluster file sm121 reads; real ones are a few KB)",
+                         "pass the recipe or cluster file itself")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -82,9 +91,45 @@ def read_text(path: Path, source: str) -> str:
                          "save the file as UTF-8") from exc
 
 
+class StrangerLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without what a recipe never needs and a stranger abuses:
+    aliases (`*name`: a 600-byte alias bomb took 69 s and 700 MB, then printed 80 MB), and
+    duplicate keys (the later one silently won: an error naming both, by line)."""
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"found the alias *{event.anchor}: sm121 reads no YAML aliases "
+                "(write the value out)", event.start_mark)
+        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)
+        first: dict[Any, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            try:
+                seen = key in first
+            except TypeError:  # unhashable: the base class refuses it with its own message
+                continue
+            if seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark,
+                    f"found the key {key!r} twice (first on line {first[key].line + 1}): "
+                    "each key once", key_node.start_mark)
+            first[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(text: str) -> Any:
+    """YAML read as sm121 reads every file a stranger may write (StrangerLoader)."""
+    return yaml.load(text, Loader=StrangerLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def parse_yaml(text: str, source: str) -> Any:
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise Sm121Error(f"{source}: not valid YAML: {exc}", "fix the YAML syntax") from exc
     if not isinstance(data, dict):
@@ -114,6 +159,8 @@ def _describe(model: type[BaseModel], err: Any) -> str:
         return f"unknown field (allowed: {', '.join(allowed)})" if allowed else "unknown field"
     if err["type"] in {"literal_error", "enum"}:
         return f"{err['msg']}"
+    if err["type"] == "finite_number":  # named: NaN and infinity read as numbers in YAML
+        return f"NaN and infinity are refused: a finite number (got {err.get('input')!r})"
     return f"{err['msg']} (got {err.get('input')!r})"
 
 

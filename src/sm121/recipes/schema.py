@@ -27,10 +27,21 @@ Revision = Annotated[str, AfterValidator(check_revision)]
 Image = Annotated[str, AfterValidator(check_image)]
 
 
-class Strict(BaseModel):
-    """Unknown keys are errors: a typo in a recipe must not pass silently."""
+# Physical limits of the numbers a recipe holds: far above any real machine or model, low
+# enough that a stranger's number cannot make sm121 build or compute something huge.
+MAX_NODES = 1024
+MAX_GPUS_PER_NODE = 64
+MAX_RANKS = MAX_NODES * MAX_GPUS_PER_NODE
+MAX_SIZE_GB = 1e6  # a petabyte of weights
+MAX_PARAMS_B = 1e6  # a quadrillion parameters
+MAX_SHARDS = 1 << 20
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a typo in a recipe must not pass silently. No number is NaN
+    or infinite (`size_gb: .nan` crashed `plan --memory`): pydantic refuses them by name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelSource(StrEnum):
@@ -61,9 +72,11 @@ class ModelSpec(Strict):
     path: str | None = None
     revision: Revision | None = Field(None, description="A commit hash or a branch or tag "
                                       "name (one word: no '/' or '..').")
-    size_gb: float | None = Field(None, description="Weights on disk, GB (1e9 bytes).")
-    params_b: float | None = Field(None, description="Parameters, billions.")
-    shards: int | None = None
+    size_gb: float | None = Field(None, ge=0, le=MAX_SIZE_GB,
+                                  description="Weights on disk, GB (1e9 bytes).")
+    params_b: float | None = Field(None, ge=0, le=MAX_PARAMS_B,
+                                   description="Parameters, billions.")
+    shards: int | None = Field(None, ge=1, le=MAX_SHARDS)
     quantization: str | None = None
 
     @field_validator("aliases")
@@ -128,17 +141,19 @@ class RuntimeSpec(Strict):
 
 
 class Parallelism(Strict):
-    tp: int = Field(1, ge=1)
-    pp: int = Field(1, ge=1)
-    dcp: int = Field(1, ge=1, description="decode-context-parallel size")
-    nodes: int = Field(1, ge=1)
-    gpus_per_node: int = Field(1, ge=1)
+    # Bounded by what exists (a rack of machines of a few GPUs each), so that a stranger's
+    # `nodes: 100000000` is refused by the schema instead of rendering 1e8 node plans.
+    tp: int = Field(1, ge=1, le=MAX_RANKS)
+    pp: int = Field(1, ge=1, le=MAX_RANKS)
+    dcp: int = Field(1, ge=1, le=MAX_RANKS, description="decode-context-parallel size")
+    nodes: int = Field(1, ge=1, le=MAX_NODES)
+    gpus_per_node: int = Field(1, ge=1, le=MAX_GPUS_PER_NODE)
     backend: Literal["native", "ray"] = "native"
 
 
 class Speculative(Strict):
     method: str = "mtp"
-    k: int = Field(ge=1, description="num_speculative_tokens")
+    k: int = Field(ge=1, le=64, description="num_speculative_tokens")
 
     @field_validator("method")
     @classmethod
@@ -226,8 +241,8 @@ class Profile(Strict):
 
 class Readiness(Strict):
     prompt: str = "Say hello."
-    max_tokens: int = Field(8, ge=1)
-    timeout_s: float = Field(3600, gt=0)
+    max_tokens: int = Field(8, ge=1, le=1 << 20)
+    timeout_s: float = Field(3600, gt=0, le=7 * 86400)
 
 
 MIN_RESTART_WINDOW_S = 60.0
@@ -238,11 +253,11 @@ class RestartPolicy(Strict):
     engine that died, at most `max` times within `within_s` seconds, then gives up (failed)."""
 
     policy: Literal["on-failure", "never"] = "on-failure"
-    max: int = Field(3, ge=0)
-    within_s: float = 600
+    max: int = Field(3, ge=0, le=1000)
+    within_s: float = Field(600, le=365 * 86400)
     # /health failing this many times in a row counts as a death (a hung engine).
-    health_failures: int = Field(3, ge=1)
-    health_interval_s: float = Field(5, gt=0)
+    health_failures: int = Field(3, ge=1, le=1000)
+    health_interval_s: float = Field(5, gt=0, le=86400)
 
     @field_validator("within_s")
     @classmethod

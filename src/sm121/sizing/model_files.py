@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from sm121 import paths
+from sm121.display import escape
+from sm121.errors import Sm121Error
 from sm121.memory.model import ModelFiles
 from sm121.recipes.schema import ModelSource, Recipe
 
@@ -58,10 +60,58 @@ def find_model_files(recipe: Recipe) -> ModelFiles:
                "this machine")
         return ModelFiles(None, config, None, how)
     config_file = directory / "config.json"
-    config = json.loads(config_file.read_text()) if config_file.is_file() else None
+    config = read_config(config_file) if config_file.is_file() else None
     weights = sorted(directory.glob("*.safetensors"))
     size = sum(f.stat().st_size for f in weights) if weights else None
     return ModelFiles(str(directory), config, size, f"files in {directory}")
+
+
+# A model's config.json is a stranger's file (a local folder, a downloaded repository): read
+# bounded, and the numbers the memory planner loops over or multiplies held to what a real
+# model has (a `num_hidden_layers` of 1e8 took 2.2 GB in `plan --memory`).
+MAX_CONFIG_BYTES = 16 << 20
+ARCHITECTURE_LIMITS = {
+    "num_hidden_layers": 4096, "num_attention_heads": 1 << 16, "num_key_value_heads": 1 << 16,
+    "hidden_size": 1 << 20, "head_dim": 1 << 16, "v_head_dim": 1 << 16,
+    "kv_lora_rank": 1 << 20, "qk_rope_head_dim": 1 << 16, "sliding_window": 1 << 30,
+    "sliding_window_pattern": 4096, "max_position_embeddings": 1 << 30,
+}
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A model's config.json, checked: a JSON object under MAX_CONFIG_BYTES, no NaN or
+    infinity, and each architecture number a whole number within ARCHITECTURE_LIMITS."""
+    with path.open("rb") as file:
+        raw = file.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise Sm121Error(f"{path}: over {MAX_CONFIG_BYTES >> 20} MB, not a model's config",
+                         "point model.path at the model's folder")
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise Sm121Error(f"{path}: not readable JSON: {exc}", "a model's config.json") from exc
+    if not isinstance(data, dict):
+        raise Sm121Error(f"{path}: not a JSON object", "a model's config.json")
+    for part in (data, data.get("text_config")):
+        if not isinstance(part, dict):
+            continue
+        for key, high in ARCHITECTURE_LIMITS.items():
+            value = part.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+                raise Sm121Error(f"{path}: {key} is {escape(repr(value))}; a model's is a whole "
+                                 f"number from 0 to {high}", "check the model's config.json")
+    for key in ("layer_types", "compress_ratios"):
+        items = data.get(key)
+        if isinstance(items, list) and len(items) > ARCHITECTURE_LIMITS["num_hidden_layers"]:
+            raise Sm121Error(f"{path}: {key} lists {len(items)} layers",
+                             "check the model's config.json")
+    return data
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number sm121 reads (NaN and infinity are refused)")
 
 
 def _builtin_config(recipe: Recipe) -> dict[str, Any] | None:
