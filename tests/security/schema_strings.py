@@ -63,30 +63,36 @@ class Location:
 
 
 def string_locations(model: type[BaseModel]) -> list[Location]:
-    return list(_walk(model, (), ()))
+    return list(_walk(model, (), (), "str"))
 
 
-def _walk(model: type[BaseModel], steps: tuple[str | int, ...], models: tuple[str, ...]
-          ) -> typing.Iterator[Location]:
+def number_locations(model: type[BaseModel]) -> list[Location]:
+    """Every place a number (int or float, never bool) can sit: the numeric corpus's fields."""
+    return list(_walk(model, (), (), "num"))
+
+
+def _walk(model: type[BaseModel], steps: tuple[str | int, ...], models: tuple[str, ...],
+          want: str) -> typing.Iterator[Location]:
     for name, info in model.model_fields.items():
-        yield from _annotation(info.annotation, name, (*steps, name), (*models, model.__name__))
+        yield from _annotation(info.annotation, name, (*steps, name), (*models, model.__name__),
+                               want)
 
 
-def _annotation(annotation: Any, name: str, steps: tuple[str | int, ...], models: tuple[str, ...]
-                ) -> typing.Iterator[Location]:
+def _annotation(annotation: Any, name: str, steps: tuple[str | int, ...], models: tuple[str, ...],
+                want: str) -> typing.Iterator[Location]:
     for kind, inner in _kinds(annotation):
-        if kind == "str":
+        if kind == want:
             yield Location(steps, models)
         elif kind == "model":
-            yield from _walk(inner, steps, models)
+            yield from _walk(inner, steps, models, want)
         elif kind == "seq":
-            yield from _annotation(inner, name, (*steps, 0), (*models, ""))
+            yield from _annotation(inner, name, (*steps, 0), (*models, ""), want)
         elif kind == "map":
             key_type, value_type = inner
-            if _admits_str(key_type):
+            if want == "str" and _admits_str(key_type):
                 yield Location((*steps, KEY), (*models, ""))
             yield from _annotation(value_type, name, (*steps, REPRESENTATIVE_KEYS[name]),
-                                   (*models, ""))
+                                   (*models, ""), want)
 
 
 def _kinds(annotation: Any) -> typing.Iterator[tuple[str, Any]]:
@@ -104,8 +110,10 @@ def _kinds(annotation: Any) -> typing.Iterator[tuple[str, Any]]:
             kind, inner = "seq", args[0]
         elif origin is dict:
             kind, inner = "map", typing.get_args(part)
+        elif part is int or part is float:
+            kind, inner = "num", None
         else:
-            continue  # int, float, bool, None: no string here
+            continue  # bool, None: neither a string nor a number
         if kind not in seen:
             seen.add(kind)
             yield kind, inner

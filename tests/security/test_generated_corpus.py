@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import subprocess
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,8 +56,15 @@ HOSTILE = {
     "absolute": "@VICTIM@",
     "long": "x" * 10_000,
     "non-utf8": NON_UTF8,
+    # What a terminal reads: an ESC sequence that clears the screen and draws a fake line, a
+    # bidi override that reverses what follows, zero-width characters that hide a difference.
+    "escape-sequence": "a\x1b[H\x1b[2J\x1b]0;t\x07- fake: `sync`",
+    "bidi": "a\u202etxt.hs\u202c\u2066b\u2069",
+    "zero-width": "ben\u200bign\u200d0\ufeff",
 }
 SHELL_INPUTS = ("semicolon", "command-substitution", "backticks", "newline")
+# Printed to a person: every hidden character must reach the screen spelled out.
+DISPLAY_INPUTS = ("escape-sequence", "bidi", "zero-width", "newline")
 PATH_INPUTS = ("dotdot", "traversal", "absolute")
 RECIPE_LOCATIONS = string_locations(Recipe)
 CLUSTER_LOCATIONS = string_locations(Cluster)
@@ -249,6 +257,19 @@ def _process_problems(started: list[list[str]], value: str, kind: str) -> list[s
     return problems
 
 
+def hidden_characters(text: str) -> list[str]:
+    """Characters a terminal would act on or hide (what display.escape spells out), in text
+    sm121 printed for a person; newlines and tabs are its own layout."""
+    return sorted({repr(c) for c in text if c not in "\n\t" and (
+        unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))})
+
+
+def _display_problems(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The human form of the plan (or of its refusal): nothing hidden reaches the screen."""
+    found = hidden_characters(result.stdout + result.stderr)
+    return [f"printed hidden characters {', '.join(found)} to the terminal"] if found else []
+
+
 def _victims_untouched(box: dict[str, Path]) -> list[str]:
     problems = [f"wrote {p}" for p in box["victim"].rglob("*")]
     if box["mark"].exists():
@@ -312,6 +333,10 @@ def test_recipe_string_field(location: Location, kind: str, sandbox: dict[str, P
         problems += found
         if planned and location.label in ("model.path", "model.hf_id", "model.revision") and not trusted:
             problems += _staged_problems(path, value, kind, sandbox)
+        if kind in DISPLAY_INPUTS:  # the plan as a person reads it (or its refusal)
+            shown = invoke_cli("plan", str(path), *(["--trust"] if trusted else []),
+                               check=False, env=_env(sandbox))
+            problems += [f"(trust={trusted}, human) {p}" for p in _display_problems(shown)]
     problems += _victims_untouched(sandbox)
     assert not problems, f"{location.label} = {kind}:\n  " + "\n  ".join(problems)
 
@@ -353,6 +378,12 @@ def test_cluster_string_field(location: Location, kind: str, sandbox: dict[str, 
             problems += _process_problems(started, value, kind)
             if "Traceback" in check.stdout + check.stderr:
                 problems.append("cluster check printed a traceback")
+            if kind in DISPLAY_INPUTS:
+                problems += [f"(cluster check) {p}" for p in _display_problems(check)]
+        if kind in DISPLAY_INPUTS:
+            shown = invoke_cli("plan", "tiny-cpu", "--cluster", str(path), *flags,
+                               check=False, env=_env(sandbox))
+            problems += [f"(trust={trusted}, human) {p}" for p in _display_problems(shown)]
     problems += _victims_untouched(sandbox)
     assert not problems, f"{location.label} = {kind}:\n  " + "\n  ".join(problems)
 

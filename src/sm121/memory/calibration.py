@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from sm121.memory.provenance import Source, Stack
 
 
 class Observation(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)  # read back from disk: finite numbers
+
     recipe: str
     profile: str | None
     source: str  # a run id, or the measurement it comes from

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from sm121 import paths
+from sm121.errors import Sm121Error, shorten_words
 from sm121.memory.calibration import Observation
 from sm121.memory.field import builtin_observations
 from sm121.recipes.schema import Recipe
@@ -44,15 +45,31 @@ def load_stored(name: str, profile: str | None = None) -> list[Observation]:
     """The observations calibrated from runs of the recipe of this name."""
     files = ([_file(name, profile)] if profile is not None
              else sorted((store_dir() / name).glob("*.json")))
-    return [Observation.model_validate(item) for f in files if f.is_file()
-            for item in json.loads(f.read_text())]
+    return [o for f in files if f.is_file() for o in _read(f)]
+
+
+def _read(file: Path) -> list[Observation]:
+    """A calibration file, checked against its model: it steers the memory plan (the GMU
+    sm121 suggests), and anyone may have copied it here; a bad one is named, not a traceback."""
+    try:
+        data = json.loads(file.read_text(), parse_constant=_no_constant)
+        if not isinstance(data, list):
+            raise ValueError("not a JSON list of observations")
+        return [Observation.model_validate(item) for item in data]
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise Sm121Error(f"calibration file {file} is not readable: "
+                         f"{shorten_words(str(exc))}",
+                         "delete it (sm121 writes it again after the next boot)") from exc
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number sm121 reads")
 
 
 def save_observation(observation: Observation) -> Path:
     file = _file(observation.recipe, observation.profile)
     file.parent.mkdir(parents=True, exist_ok=True)
-    existing = ([Observation.model_validate(i) for i in json.loads(file.read_text())]
-                if file.is_file() else [])
+    existing = _read(file) if file.is_file() else []
     kept = [o for o in existing if o.source != observation.source] + [observation]
     file.write_text(json.dumps([o.model_dump(mode="json") for o in kept], indent=2))
     return file

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from sm121.errors import Sm121Error
+from sm121.recipes.loader import load_yaml
 
 # Chat-template tokens per message (role markers) and per turn, kept free when fitting.
 TEMPLATE_MARGIN = 64
@@ -225,7 +226,7 @@ def load_workload(name_or_file: str) -> Workload:
         raise Sm121Error(f"unknown workload {name_or_file!r}",
                          f"a preset ({', '.join(PRESETS)}) or a YAML file")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}  # no aliases, no duplicate keys
     except (OSError, yaml.YAMLError) as exc:
         raise Sm121Error(f"cannot read workload {path}: {exc}", "fix the YAML") from exc
     if not isinstance(data, dict):
