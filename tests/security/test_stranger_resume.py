@@ -111,3 +111,22 @@ def test_a_planted_tune_json_with_two_spellings_of_one_flag_is_refused(tmp_path:
                         "2", check=False, env=_env(tmp_path))
     assert result.returncode == 2, result.stdout + result.stderr
     assert "max_num_seqs" in result.stderr and "max-num-seqs" in result.stderr
+
+
+@pytest.mark.parametrize("content", [
+    '[{"recipe": "tiny-cpu", "profile": "agent", "source": "x", "gmu": NaN}]',
+    '[{"recipe": "tiny-cpu", "profile": "agent"}]',  # no source: not an observation
+    '{"not": "a list"}',
+    "[[[[",
+])
+def test_a_planted_calibration_file_is_refused_by_name(content: str, tmp_path: Path) -> None:
+    """$SM121_HOME/calibration/RECIPE/PROFILE.json steers the memory plan; a bad one (copied
+    in, hand-edited) is named, not a traceback."""
+    env = _env(tmp_path)
+    folder = Path(env["SM121_HOME"]) / "calibration" / "tiny-cpu"
+    folder.mkdir(parents=True)
+    (folder / "agent.json").write_text(content)
+    result = invoke_cli("plan", "tiny-cpu", "--memory", check=False, env=env)
+    text = result.stdout + result.stderr
+    assert result.returncode == 2 and "Traceback" not in text, text
+    assert "calibration file" in text and "agent.json" in text

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from sm121.cli.options import CLUSTER, PROFILE, SET, TRUST
 from sm121.cli.output import console, parse_sets, print_json
+from sm121.display import plain
 from sm121.doctor.model import DoctorReport
 from sm121.doctor.run import DoctorRequest, run_doctor
 
@@ -45,20 +47,24 @@ def doctor(
 
 def print_report(report: DoctorReport) -> None:
     if report.recipe:
-        console.print(f"[bold]doctor[/] for {report.recipe} profile {report.profile or '-'}")
+        console.print(Text.assemble(("doctor", "bold"), plain(
+            f" for {report.recipe} profile {report.profile or '-'}")))
     for note in report.notes:
-        console.print(f"note: {note}", highlight=False)
+        console.print(plain(f"note: {note}", None, keep_newlines=True))
     for node in report.nodes:
         style = STYLE[node.worst]
-        console.print(f"\n[bold]{node.node}[/] ({node.hostname or '?'}): [{style}]{node.worst}[/]")
+        console.print()  # a node's hostname and error come from the node: plain text
+        console.print(Text.assemble(plain(node.node, style="bold"),
+                                    plain(f" ({node.hostname or '?'}): "), (node.worst, style)))
         if node.error:
-            console.print(f"  [red]could not probe: {node.error}[/]", highlight=False)
+            console.print(plain(f"  could not probe: {node.error}", None, "red"))
             continue
         table = Table("check", "status", "evidence", show_header=False, box=None, padding=(0, 1))
         for check in node.checks:
-            table.add_row(check.check, f"[{STYLE[check.status]}]{check.status}[/]", check.summary)
+            table.add_row(plain(check.check), Text(check.status, STYLE[check.status]),
+                          plain(check.summary, None, keep_newlines=True))
         console.print(table)
         for check in node.checks:
             for finding in check.findings:
                 color = STYLE[finding.severity.value]
-                console.print(f"  [{color}]{finding.render()}[/]", highlight=False)
+                console.print(plain("  " + finding.render(), None, color, keep_newlines=True))

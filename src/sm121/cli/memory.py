@@ -7,6 +7,7 @@ from rich.table import Table
 
 from sm121.cli.options import CLUSTER, JSON, NODE_GIB, PROFILE, SET
 from sm121.cli.output import console, parse_sets, print_json
+from sm121.display import plain
 from sm121.errors import Sm121Error
 from sm121.findings import errors
 from sm121.memory.budget import GIB
@@ -131,7 +132,7 @@ def print_memory_plan(plan: MemoryPlan) -> None:
         console.print(table)
     for finding in plan.findings:
         color = "red" if finding.severity.value == "error" else "yellow"
-        console.print(f"[{color}]{finding.render()}[/]", highlight=False)
+        console.print(plain(finding.render(), None, style=color, keep_newlines=True))
 
 
 def print_solution(solution: Solution) -> None:

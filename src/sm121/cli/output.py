@@ -9,7 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console, ConsoleDimensions
+from rich.errors import MarkupError
 from rich.segment import Segment
+from rich.text import Text
 
 from sm121.display import escape
 
@@ -38,6 +40,14 @@ class WholeConsole(Console):
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
         Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        # A printer that put a stranger's `[/bold]` inside markup: printed as plain text,
+        # never a MarkupError (display.plain is the way; this is the net under it).
+        try:
+            return super().render_str(text, **kwargs)
+        except MarkupError:
+            return super().render_str(text, **{**kwargs, "markup": False})
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         # The last net under every printer: a text segment's hidden characters (ESC, bidi,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 import yaml
 from rich.table import Table
+from rich.text import Text
 
 from sm121.cli.output import console, print_json
+from sm121.display import plain
 from sm121.errors import Sm121Error
 from sm121.plan.effective import profile_args
 from sm121.recipes.loader import available_names, load_recipe
@@ -45,7 +47,7 @@ def show(name: str = typer.Argument(..., help="Recipe name or path to a .yaml fi
     if as_json:
         print_json(data)
         return
-    console.print(f"[dim]# {loaded.source}[/]")
+    console.print(plain(f"# {loaded.source}", style="dim"))
     console.print(yaml.safe_dump(data, sort_keys=False), highlight=False, markup=False)
 
 
@@ -75,4 +77,5 @@ def diff(name: str = typer.Argument(..., help="Recipe name or path."),
         table.add_row(str(row["arg"]), *(str(row[p]) for p in chosen), style=style)
     console.print(table)
     for p in chosen:
-        console.print(f"[bold]{p}[/]: {recipe.profiles[p].purpose}")
+        console.print(Text.assemble(plain(p, style="bold"), ": ",
+                                    plain(recipe.profiles[p].purpose)))

@@ -14,6 +14,7 @@ from sm121.cli.plan import print_plan
 from sm121.cli.progress import LongWait
 from sm121.cli.serve_gateway import gateway_choice, print_gateway_plan
 from sm121.cli.serve_ready import after_ready, gateway_registry
+from sm121.display import escape, plain
 from sm121.errors import Sm121Error
 from sm121.launch import control
 from sm121.launch.exposure import open_engine_warning
@@ -80,12 +81,12 @@ def serve(
         print_plan(plan)
         print_gateway_plan(plan, gateway_port if gateway else None, unguarded)
         if exposed is not None:
-            err_console.print(f"[yellow]{exposed.render()}[/]", highlight=False)
+            err_console.print(plain(exposed.render(), None, "yellow", keep_newlines=True))
         return
     for finding in [*plan.findings, *([exposed] if exposed else [])]:
-        err_console.print(f"[yellow]{finding.render()}[/]", highlight=False)
+        err_console.print(plain(finding.render(), None, "yellow", keep_newlines=True))
     if unguarded:
-        err_console.print(f"[yellow]{unguarded}[/]", highlight=False)
+        err_console.print(plain(unguarded, None, "yellow", keep_newlines=True))
     mode = mode_for(plan, cluster is not None)
     with LongWait(_waiting_for(name, plan, mode)) as wait:
         run = serve_plan(plan, mode, progress=wait.progress, trust=trust)
@@ -160,12 +161,16 @@ def logs(
     path = control.log_path(run, node)
     if not path.is_file():
         raise Sm121Error(f"no log at {path}", "the run may not have started")
+    # The log holds what the engine printed of requests and model files: on a terminal its
+    # hidden characters are spelled out (display.escape); to a file or a pipe, as written.
+    shown = ((lambda text: escape(text, None, keep_newlines=True)) if sys.stdout.isatty()
+             else (lambda text: text))
     if not follow:
-        sys.stdout.write(path.read_text(errors="replace"))
+        sys.stdout.write(shown(path.read_text(errors="replace")))
         return
     try:
         for chunk in control.follow(path, lambda: control.run_alive(run)):
-            sys.stdout.write(chunk)
+            sys.stdout.write(shown(chunk))
             sys.stdout.flush()
     except KeyboardInterrupt:
         pass

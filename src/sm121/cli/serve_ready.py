@@ -7,8 +7,11 @@ import json
 import shlex
 from pathlib import Path
 
+from rich.text import Text
+
 from sm121.cli.output import console
 from sm121.cli.progress import LongWait
+from sm121.display import plain
 from sm121.plan.model import ServePlan
 from sm121.runs.state import RunInfo
 
@@ -80,7 +83,8 @@ def join_gateway(run: RunInfo, plan: ServePlan, path: Path) -> None:
 def print_summary(run: RunInfo, gateway_url: str | None = None) -> None:
     """The start-up summary; with a gateway, the call goes to it (the URL agents use)."""
     t, boot = run.timings, run.boot
-    console.print(f"[bold green]ready[/] {run.run_id}: {run.recipe} profile {run.profile}")
+    console.print(Text.assemble(("ready", "bold green"),
+                                plain(f" {run.run_id}: {run.recipe} profile {run.profile}")))
     console.print(f"  process start   {t.process_started_s:8.2f} s")
     console.print(f"  port open       {t.port_open_s:8.2f} s")
     console.print(f"  first generation{t.first_generation_s:8.2f} s")

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from sm121.cli.output import console, print_json
+from sm121.display import plain
 from sm121.engines.registry import adapter_of
 from sm121.errors import Sm121Error
 from sm121.launch.startup_history import StartupRecord, load_history, waterfall_of
@@ -85,7 +87,8 @@ def _show(starts: list[tuple[str, Waterfall]], figures: list[str], steps: bool,
     console.print(table)
     for (label, waterfall), extra in zip(starts, figures or [""] * len(starts), strict=True):
         lines = [*waterfall.notes, *([extra] if extra else [])]
-        console.print(f"[bold]{label.splitlines()[0]}[/bold]: " + "\n  ".join(lines))
+        console.print(Text.assemble(plain(label.splitlines()[0], style="bold"), ": ",
+                                    plain("\n  ".join(lines), None, keep_newlines=True)))
         if steps:
             for s in waterfall.segments:
                 console.print(f"  {s.start_s:8.2f} {s.end_s:8.2f} {s.seconds:7.2f}  "

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import time
 
+from rich.text import Text
+
 from sm121.cli.output import console, err_console
+from sm121.display import plain
 from sm121.launch import control
 from sm121.plan.model import ServePlan
 from sm121.recipes.schema import RestartPolicy
@@ -23,7 +26,8 @@ def stay_supervised(run: RunInfo) -> None:
     try:
         while control.watchdog_alive(load_run(run.run_id)):
             time.sleep(1)
-        err_console.print(f"[red]the watchdog gave up: {load_run(run.run_id).failure}[/]")
+        err_console.print(plain(f"the watchdog gave up: {load_run(run.run_id).failure}",
+                                None, "red"))
     except KeyboardInterrupt:
         control.stop_run(load_run(run.run_id))
         err_console.print(f"stopped {run.run_id}")
@@ -36,9 +40,9 @@ def print_crashes(run: RunInfo) -> None:
         return
     for index, crash in enumerate(run.crashes, 1):
         then = "restarted" if crash.restarted else "not restarted (limit reached)"
-        console.print(f"[bold]crash {index}[/] at {crash.at}, start {crash.incarnation}, "
-                      f"during {crash.during}: {crash.how}; {then}", highlight=False,
-                      soft_wrap=True)  # log lines stay whole, to grep and to copy
+        console.print(Text.assemble((f"crash {index}", "bold"), plain(
+            f" at {crash.at}, start {crash.incarnation}, during {crash.during}: {crash.how}; "
+            f"{then}", None)), soft_wrap=True)  # log lines stay whole, to grep and to copy
         console.print(f"  cause: {crash.cause}", highlight=False, markup=False, soft_wrap=True)
         for line in crash.excerpt:
             console.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)

@@ -13,6 +13,7 @@ from sm121.cli.bench_common import free_port
 from sm121.cli.options import CLUSTER, HOST, JSON, TRUST
 from sm121.cli.output import console, print_json
 from sm121.cli.progress import LongWait
+from sm121.display import plain
 from sm121.errors import Sm121Error
 
 if TYPE_CHECKING:
@@ -132,21 +133,21 @@ def tune(
 def _print(record: TuneRecord) -> None:
     result = record.chosen()
     for row in result.table:
-        mark = " [bold](chosen)[/]" if row.name == result.chosen else ""
+        mark = " (chosen)" if row.name == result.chosen else ""  # names read back from disk
         goodput = "-" if row.goodput is None else f"{row.goodput:.1%}"
         ci = row.goodput_ci
         interval = f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else ""
         cost = "-" if row.prefill_cost is None else f"{row.prefill_cost:.1%}"
         differs = ", ".join(row.differs) or "baseline"
-        console.print(f"{row.name}{mark} ({differs}): capacity {row.capacity.text}; "
-                      f"goodput {goodput}{interval} over {row.reps} reps; prefill cost "
-                      f"{cost} vs {row.prefill_reference or '-'}", highlight=False)
+        console.print(plain(f"{row.name}{mark} ({differs}): capacity {row.capacity.text}; "
+                            f"goodput {goodput}{interval} over {row.reps} reps; prefill cost "
+                            f"{cost} vs {row.prefill_reference or '-'}", None))
     for item in result.claims:
-        console.print(item.text, highlight=False)
-    console.print(f"targets: {result.binding.text}", highlight=False)
-    console.print(f"report: {record.report}")
+        console.print(plain(item.text, None))
+    console.print(plain(f"targets: {result.binding.text}", None))
+    console.print(plain(f"report: {record.report}", None))
     if record.written:
-        console.print(f"profile `tuned` written into {record.written}")
+        console.print(plain(f"profile `tuned` written into {record.written}", None))
         if record.serve_needs_trust:
-            console.print("serving it needs --trust (the copy is not built in): "
-                          + "; ".join(record.serve_needs_trust), highlight=False)
+            console.print(plain("serving it needs --trust (the copy is not built in): "
+                                + "; ".join(record.serve_needs_trust), None))
