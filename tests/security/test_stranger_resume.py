@@ -130,3 +130,31 @@ def test_a_planted_calibration_file_is_refused_by_name(content: str, tmp_path: P
     text = result.stdout + result.stderr
     assert result.returncode == 2 and "Traceback" not in text, text
     assert "calibration file" in text and "agent.json" in text
+
+
+def _ab_file(path: Path, recipe: str, samples: list[Any]) -> None:
+    path.write_text(json.dumps({
+        "schema": "sm121.bench.results", "schema_version": 1, "kind": "ab",
+        "scenario": "overlap", "sm121_version": "0", "created": "2026-01-01T00:00:00+00:00",
+        "status": "interrupted", "params": {"recipe": recipe, "profiles": ["agent"]},
+        "server": {}, "probe": None, "samples": samples, "summary": {}, "error": None}))
+
+
+@pytest.mark.parametrize(("recipe", "samples", "named"), [
+    ("tiny-cpu", [{"profile": "agent"}], "not an A/B entry"),  # no rep
+    ("tiny-cpu", [{"profile": ["agent"], "rep": "0; rm"}], "not an A/B entry"),
+    ("other", [], "not an A/B of tiny-cpu"),  # another A/B's file: its skips are not ours
+], ids=["no-rep", "wrong-types", "another-recipe"])
+def test_a_planted_ab_resume_file_is_refused_before_a_boot(
+        recipe: str, samples: list[Any], named: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    booted: list[str] = []
+    monkeypatch.setattr("sm121.bench.ab.booted", lambda *a, **k: booted.append("boot")
+                        or (_ for _ in ()).throw(RuntimeError("booted")))
+    out = tmp_path / "ab.json"
+    _ab_file(out, recipe, samples)
+    result = invoke_cli("bench", "ab", "tiny-cpu", "--profiles", "agent", "--reps", "1",
+                        "--out", str(out), "--resume", check=False, env=_env(tmp_path))
+    text = result.stdout + result.stderr
+    assert not booted and result.returncode == 2 and "Traceback" not in text, text
+    assert named in text

@@ -25,6 +25,7 @@ from sm121.bench.result_models import AbEntry, Open
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
+from sm121.errors import Sm121Error, shorten_words
 from sm121.progress import Say
 from sm121.recipes.schema import ArgValue
 
@@ -95,8 +96,23 @@ def open_results(request: AbRequest) -> ResultsFile:
         "overrides": request.overrides, "scenario_params": request.params,
         "order": [f"{rep}:{p}" for rep, p in pair_order(request)]},
         resume=request.resume)
+    if request.resume:  # read back from disk: what it says was measured is skipped
+        _check_resumed(results, request)
     results.data.setdefault("boots", [])
     return results
+
+
+def _check_resumed(results: ResultsFile, request: AbRequest) -> None:
+    data, was = results.data, results.data.get("params") or {}
+    try:
+        [AbEntry.model_validate(s) for s in data.get("samples") or []]
+    except ValueError as exc:  # pydantic's ValidationError
+        raise Sm121Error(f"{results.path}: a sample is not an A/B entry sm121 wrote: "
+                         f"{shorten_words(str(exc))}", "pass another --out") from exc
+    if data.get("kind") != "ab" or (was.get("recipe"), data.get("scenario")) != (
+            request.recipe, request.scenario):
+        raise Sm121Error(f"{results.path} is not an A/B of {request.recipe} ({request.scenario})",
+                         "pass the same recipe and scenario to resume, or another --out")
 
 
 def measured_pairs(results: ResultsFile) -> set[tuple[int, str]]:
