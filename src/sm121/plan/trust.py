@@ -143,6 +143,7 @@ def require_trust(recipe: str, needs: list[str], trust: bool) -> None:
         # One line per item, whatever it holds: a newline in a value must not start a line
         # of its own (a fake item, or a fake end of the list).
         raise Sm121Error(f"the plan for recipe {recipe} asks to run or expose on every node "
-                         "(what a recipe that is not built in, or a cluster file, asks for):"
+                         "(what a recipe that is not built in, engine args set on top of a "
+                         "recipe, or a cluster file asks for):"
                          "\n  - " + "\n  - ".join(escape(n, None) for n in needs),
                          "read each item, then rerun with --trust to allow them")
