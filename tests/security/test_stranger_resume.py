@@ -33,6 +33,20 @@ def _started_tune(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.fixture
+def no_boot(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Were a planted arm to get past the check, the knee's boot would come next: made to
+    fail at once (and be recorded), so a regression shows without booting an engine."""
+    booted: list[str] = []
+
+    def knee(*args: Any, **kwargs: Any) -> None:
+        booted.append("knee")
+        raise RuntimeError("the tune went on to boot the knee")
+
+    monkeypatch.setattr("sm121.bench.tune.run.knee_on_recipe", knee)
+    return booted
+
+
 def _plant(out: Path, args: dict[str, Any], name: str = "seqs-64") -> None:
     state = json.loads((out / "tune.json").read_text())
     state["candidates"] = [{"name": name, "base": "agent", "args": args, "why": "planted",
@@ -40,7 +54,8 @@ def _plant(out: Path, args: dict[str, Any], name: str = "seqs-64") -> None:
     (out / "tune.json").write_text(json.dumps(state))
 
 
-def test_a_planted_tune_json_does_not_boot_trust_flags_without_trust(tmp_path: Path) -> None:
+def test_a_planted_tune_json_does_not_boot_trust_flags_without_trust(
+        tmp_path: Path, no_boot: list[str]) -> None:
     """The issue's High: a resumed tune of a built-in recipe booted `--trust-remote-code
     --chat-template=~/.ssh/id_rsa --allowed-local-media-path=/ --middleware=os.system` with
     `needs_trust: []`. Refused before anything boots (no knee, no run), naming each flag."""
@@ -49,7 +64,7 @@ def test_a_planted_tune_json_does_not_boot_trust_flags_without_trust(tmp_path: P
     result = invoke_cli("tune", "tiny-cpu", "--out", str(out), "--agents", "2", "--turns",
                         "2", check=False, env=_env(tmp_path))
     text = result.stdout + result.stderr
-    assert result.returncode == 2, text
+    assert not no_boot and result.returncode == 2, text
     for flag in HOSTILE_ARGS:
         assert f"--set {flag}" in text, text
     assert "--trust" in text and "Traceback" not in text
@@ -58,14 +73,15 @@ def test_a_planted_tune_json_does_not_boot_trust_flags_without_trust(tmp_path: P
         (tmp_path / "sm121" / "runs").iterdir())
 
 
-def test_a_planted_tune_json_with_an_abbreviation_is_refused(tmp_path: Path) -> None:
+def test_a_planted_tune_json_with_an_abbreviation_is_refused(
+        tmp_path: Path, no_boot: list[str]) -> None:
     """A name the allow-list does not hold but vLLM's parser reads as another flag
     (`--trust-remote` abbreviates --trust-remote-code): refused, naming what vLLM reads."""
     out = _started_tune(tmp_path)
     _plant(out, {"trust-remote": True})
     result = invoke_cli("tune", "tiny-cpu", "--out", str(out), "--agents", "2", "--turns",
                         "2", check=False, env=_env(tmp_path))
-    assert result.returncode == 2, result.stdout + result.stderr
+    assert not no_boot and result.returncode == 2, result.stdout + result.stderr
     assert "trust-remote-code" in result.stderr
 
 
@@ -104,12 +120,13 @@ def test_a_flag_given_twice_by_two_spellings_is_an_error_naming_both(tmp_path: P
     assert "max_num_seqs" in result.stderr and "max-num-seqs" in result.stderr
 
 
-def test_a_planted_tune_json_with_two_spellings_of_one_flag_is_refused(tmp_path: Path) -> None:
+def test_a_planted_tune_json_with_two_spellings_of_one_flag_is_refused(
+        tmp_path: Path, no_boot: list[str]) -> None:
     out = _started_tune(tmp_path)
     _plant(out, {"max_num_seqs": 4, "max-num-seqs": 8})
     result = invoke_cli("tune", "tiny-cpu", "--out", str(out), "--agents", "2", "--turns",
                         "2", check=False, env=_env(tmp_path))
-    assert result.returncode == 2, result.stdout + result.stderr
+    assert not no_boot and result.returncode == 2, result.stdout + result.stderr
     assert "max_num_seqs" in result.stderr and "max-num-seqs" in result.stderr
 
 
