@@ -59,9 +59,9 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     if missing:
         raise Sm121Error(f"--baselines: {', '.join(missing)} not a profile of {recipe.name}",
                          f"its profiles: {', '.join(recipe.profiles)}")
-    if "candidates" in state.data:  # arms read back from OUT/tune.json: checked before a boot
-        require_arms_trust(request.recipe, {c.name: (c.base, c.args) for c in map(
-            cands.Candidate.from_json, state.data["candidates"])}, request.trust)
+    if state.record.candidates is not None:  # arms read back from OUT/tune.json: checked
+        require_arms_trust(request.recipe, {c.name: (c.base, dict(c.args))  # before a boot
+                                            for c in state.record.candidates}, request.trust)
     sitting = _sitting(state)
     knee = _knee(request, state, base, say)
     facts = KneeFacts.of(knee)
