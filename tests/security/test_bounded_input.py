@@ -13,9 +13,16 @@ import pytest
 from support import invoke_cli
 
 TINY = "model: {id: m, source: tiny}\n"
-# The issue's 600-byte alias bomb: nine levels of nine references (9^9 leaves).
-ALIAS_BOMB = "name: bomb\n" + TINY + "description: x\nlol: &a0 [lol]\n" + "".join(
-    f"l{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
+
+
+def alias_bomb(levels: int) -> str:
+    """The issue's alias bomb: `levels` levels of nine references each (9^levels leaves),
+    in a field the schema reads (a refusal that quotes the value expands it)."""
+    return "name: bomb\n" + TINY + "description:\n  - &a0 [lol]\n" + "".join(
+        f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, levels + 1))
+
+
+ALIAS_BOMB = alias_bomb(9)
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
