@@ -99,7 +99,7 @@ def _gmu(ctx: NodeContext) -> float:
         return ctx.memory.gmu
     if ctx.recipe is None or ctx.engine is None:
         return 0.0  # no engine planned: nothing is held beside the cache
-    value = ctx.args.get(ctx.engine.memory.gmu)
+    value = ctx.engine.memory.value(ctx.args, ctx.engine.memory.gmu)
     return float(value) if isinstance(value, (int, float)) else DEFAULT_GMU
 
 
@@ -108,6 +108,8 @@ def check_gmu(ctx: NodeContext) -> CheckResult | None:
         return None
     engine = ctx.engine
     name = engine.memory.gmu
+    if name is None:
+        return None  # the engine has no memory share (llama.cpp sizes by context)
     findings = engine.check_limits(ctx.recipe, ctx.args, ctx.cluster_source or "recipe", "args")
     how = ""
     if ctx.memory is not None:

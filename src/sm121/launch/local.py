@@ -20,6 +20,7 @@ from sm121.launch.hooks import HookResult, HookTarget, Phase, check_trust, run_h
 from sm121.launch.readiness import NotReady, host_port, port_in_use, wait_ready
 from sm121.launch.startup_history import build_record, node_startup
 from sm121.models.tiny import generate_tiny_model
+from sm121.models.tiny_gguf import write_tiny_gguf
 from sm121.plan.model import NodePlan, ServePlan
 from sm121.plan.trust import require_trust
 from sm121.progress import Progress, quiet
@@ -111,6 +112,8 @@ def prepare_model(plan: ServePlan, progress: Progress) -> None:
     if not (tiny / "config.json").is_file():
         progress(f"generating the tiny model in {tiny} ...")
     generate_tiny_model(tiny)  # an existing one gets this version's chat template
+    if plan.adapter.model_format == "gguf":
+        write_tiny_gguf(tiny)  # the same model as one GGUF file, beside the folder's
 
 
 def local_hooks(plan: ServePlan, run: RunInfo, phase: Phase, progress: Progress
