@@ -28,7 +28,12 @@ REGISTRY = "engines/registry.py"
 # `sm121 connect` prints (`aider --model openai/M`, `opencode --model sm121/M`). Nowhere else.
 OWN_NAMES = {
     *(("cli/", option) for option in ("--model", "--port", "--host", "--api-key",
-                                      "--block-size")),
+                                      "--block-size", "--agent", "--api-key-file",
+                                      "--version", "--device", "--timeout")),
+    # Options of sm121's own commands declared in their Params (`bench scaling --n`), and
+    # docker's own `--device` in the docker run argv.
+    *(("bench/", option) for option in ("--n",)),
+    ("plan/runtime_argv.py", "--device"),
     ("launch/exposure.py", "--host"),
     ("gateway/capture.py", "api-key"),
     ("connect/agents.py", "--model"),
@@ -73,6 +78,10 @@ def _engine_flags() -> frozenset[str]:
 def _names_a_flag(text: str, flags: frozenset[str]) -> bool:
     if text.startswith("--"):
         return text[2:] in flags
+    if text.startswith("-") and len(text) > 2:
+        # A short option of two letters or more (llama.cpp's -np, -ctk, -ngl); a one-letter
+        # one (`-c`) is every program's (`sh -c`, `python -c`).
+        return text[1:] in flags
     return "-" in text and text in flags  # a one-word name ("model") is plain English too
 
 
@@ -127,11 +136,28 @@ def test_no_module_outside_engines_names_an_engine_flag() -> None:
 
 def test_the_walk_sees_what_it_guards() -> None:
     """The walker is not blind: the engine package itself names its flags and metrics."""
-    assert _engine_packages(SRC) == {"vllm"}
-    assert {"max-num-seqs", "nnodes"} <= _engine_flags()
+    assert _engine_packages(SRC) == {"vllm", "llamacpp"}
+    assert {"max-num-seqs", "nnodes", "kv-unified", "np", "ctk", "cache-reuse"} <= _engine_flags()
     engine_strings = {text for module, tree in _modules(SRC / ENGINES / "vllm")
                       for _, text in _strings(tree)}
     assert "vllm:kv_cache_usage_perc" in engine_strings and "--nnodes" in engine_strings
+    llamacpp = {text for module, tree in _modules(SRC / ENGINES / "llamacpp")
+                for _, text in _strings(tree)}
+    assert "llamacpp:prompt_tokens_total" in llamacpp and "--metrics" in llamacpp
+
+
+def test_a_llamacpp_flag_or_metric_outside_engines_fails(tmp_path: Path) -> None:
+    """The guard holds for the second engine: a module outside engines/ that spells one of
+    llama.cpp's flags (long or multi-letter short) or names a llamacpp: metric is caught."""
+    (tmp_path / "gateway").mkdir()
+    (tmp_path / "gateway" / "bad.py").write_text(
+        'ARGV = ["--kv-unified", "-np", "4", "-ctk", "q8_0"]\n'
+        'NAME = "cache-reuse"\nMETRIC = "llamacpp:requests_deferred"\n')
+    flags = flag_violations(tmp_path)
+    assert {f.split("flag ")[1] for f in flags} == {"'--kv-unified'", "'-np'", "'-ctk'",
+                                                     "'cache-reuse'"}
+    assert metric_violations(tmp_path) == [
+        "gateway/bad.py:3 names the metric 'llamacpp:requests_deferred'"]
 
 
 def test_every_engine_kind_with_an_adapter_is_one_registry_entry() -> None:
