@@ -73,7 +73,8 @@ def _entry_head(line: str) -> str | None:
     run of spaces or on the next line); None for a line that starts no option."""
     if not line.startswith("-"):
         return None
-    return re.split(r"\s{2,}", line.rstrip(), maxsplit=1)[0]
+    # The first spelling is padded after its comma (`-c,    --ctx-size N`): close that up.
+    return re.split(r"\s{2,}", re.sub(r",\s+", ", ", line.rstrip()), maxsplit=1)[0]
 
 
 def _option(head: str, env: str | None) -> Option | None:

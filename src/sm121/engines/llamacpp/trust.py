@@ -33,8 +33,8 @@ def _ints(low: float, *keys: str) -> dict[str, Rule]:
 # file, a host, a URL or code to load.
 SAFE: dict[str, Rule] = {
     **{k: Rule("bool") for k in (
-        "kvu", "jinja", "cb", "no-mmap", "mlock", "swa-full", "cmoe", "context-shift",
-        "cache-prompt", "no-warmup", "kvo", "cache-idle-slots", "no-perf")},
+        "kvu", "jinja", "cb", "swa-full", "cmoe", "context-shift",
+        "cache-prompt", "warmup", "kvo", "cache-idle-slots", "perf")},
     **_ints(-1, "np", "ngl", "n", "s", "cram"),
     **_ints(0, "c", "cache-reuse", "ncmoe", "ctxcp", "keep", "to", "reasoning-budget",
             "draft", "draft-min", "spec-draft-n-max", "spec-draft-n-min", "mg",
