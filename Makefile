@@ -18,6 +18,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet $(PIP_EXTRA) -e '.[engine,test]'
 	@# PyPI's builds of these fail to import beside the CPU torch and break transformers.
 	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	@# llama.cpp's llama-server (the second engine; the tiny-llamacpp tests), built CPU-only
+	@# and cached in .cache/llama.cpp/ (about 25 min of two cores the first time), linked
+	@# into the venv where sm121 finds it (hosts/python.py). SM121_SKIP_LLAMACPP=1 skips it.
+	[ -n "$$SM121_SKIP_LLAMACPP" ] || sh scripts/llamacpp-build.sh $(VENV)/bin
 	touch $(STAMP)
 
 demo: setup

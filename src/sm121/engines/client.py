@@ -47,16 +47,33 @@ class EngineClient:
     async def tokenize(self, body: Mapping[str, Any],
                        timeout_s: float | None = None) -> dict[str, Any]:
         """/tokenize; an answer other than 200, or one without a JSON object, is an
-        EngineError (no answer at all is aiohttp's error, as for every method here)."""
+        EngineError (no answer at all is aiohttp's error, as for every method here).
+
+        A server whose /tokenize takes only text (llama-server reads `content` and answers an
+        empty list for anything else) gets the chat rendered by its own /apply-template
+        first, and that text tokenized: the same tokens its chat endpoint will see."""
+        data = await self._post_json("/tokenize", body, timeout_s)
+        chat = body.get("messages")
+        if data.get("tokens") == [] and isinstance(chat, list) and chat and "content" not in body:
+            template = {k: body[k] for k in ("messages", "tools", "chat_template_kwargs")
+                        if k in body}
+            rendered = await self._post_json("/apply-template", template, timeout_s)
+            if isinstance(rendered.get("prompt"), str):
+                data = await self._post_json("/tokenize", {"content": rendered["prompt"],
+                                                           "add_special": True}, timeout_s)
+        return data
+
+    async def _post_json(self, path: str, body: Mapping[str, Any],
+                         timeout_s: float | None) -> dict[str, Any]:
         # No timeout_s: the session's own timeout (aiohttp reads timeout=None as "none").
         extra: dict[str, Any] = {"timeout": aiohttp.ClientTimeout(total=timeout_s)} \
             if timeout_s else {}
-        async with self.session.post(f"{self.base_url}/tokenize", json=dict(body),
+        async with self.session.post(f"{self.base_url}{path}", json=dict(body),
                                      headers=self.headers, **extra) as resp:
-            await raise_for_status(resp, "/tokenize")
+            await raise_for_status(resp, path)
             data = await resp.json()
         if not isinstance(data, dict):
-            raise EngineError(f"/tokenize at {self.base_url} returned no JSON object",
+            raise EngineError(f"{path} at {self.base_url} returned no JSON object",
                               status=200)
         return data
 
@@ -102,8 +119,21 @@ def max_model_len(models: Mapping[str, Any], model: str | None = None) -> int | 
     entries = [m for m in models.get("data") or [] if isinstance(m, dict)]
     if model is not None:
         entries = [m for m in entries if m.get("id") == model]
-    known = [n for m in entries if isinstance(n := m.get("max_model_len"), int)]
+    known = [n for m in entries if (n := card_context(m)) is not None]
     return min(known) if known else None
+
+
+def card_context(card: Mapping[str, Any]) -> int | None:
+    """The context one request may use, from a /v1/models card: vLLM's `max_model_len`, or
+    llama-server's `meta.n_ctx`, which is ONE SLOT's context (`-c` split across `-np` slots
+    unless `--kv-unified`), not `-c`: what an agent must be told. None: the card does not say,
+    or says something that is not a positive integer."""
+    meta = card.get("meta")
+    value = card.get("max_model_len")
+    if value is None and isinstance(meta, Mapping):
+        value = meta.get("n_ctx")
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31
+    return value if valid else None  # type: ignore[return-value]
 
 
 def cache_config(metrics_text: str) -> dict[str, str]:
