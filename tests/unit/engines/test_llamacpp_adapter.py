@@ -156,3 +156,15 @@ def test_several_nodes_are_refused_with_the_reason(tmp_path: Path) -> None:
     with pytest.raises(Sm121Error) as raised:
         render_plan(PlanRequest(recipe=load_recipe(str(path)), profile="agent"))
     assert "RPC" in (raised.value.hint or "")
+
+
+def test_a_llama_server_card_gives_its_per_slot_context() -> None:
+    """llama-server's /v1/models card says one slot's context (meta.n_ctx), which connect and
+    the gateway's context check take as the window; vLLM's says max_model_len."""
+    from sm121.engines.client import card_context, max_model_len
+
+    card = {"id": "tiny", "meta": {"n_ctx": 16384, "n_ctx_train": 131072}}
+    assert card_context(card) == 16384
+    assert card_context({"id": "x", "max_model_len": 4096}) == 4096
+    assert card_context({"id": "x", "meta": {"n_ctx": True}}) is None
+    assert max_model_len({"data": [card]}, "tiny") == 16384
