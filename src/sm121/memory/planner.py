@@ -122,11 +122,25 @@ def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
 def _budget(ctx: Context, request: MemoryRequest) -> Budget:
     explicit = ((request.kv_bytes, "explicit KV size") if request.kv_bytes is not None
                 else explicit_kv_bytes(ctx.args, ctx.env, ctx.flags))
+    if explicit is None and ctx.flags.gmu is None and ctx.layout is not None:
+        explicit = _context_sized(ctx)
     if explicit is not None:
         return Budget("explicit", explicit[0] / GIB, explicit_from=explicit[1])
     gmu = float(ctx.flags.value(ctx.args, ctx.flags.gmu) or DEFAULT_GMU)
     reserve = ctx.reserve.at(ctx.batched_tokens)
     return gmu_budget(request.node.total_gib, gmu, ctx.weights_gib or 0.0, reserve)
+
+
+def _context_sized(ctx: Context) -> tuple[int, str] | None:
+    """An engine with no memory share (llama.cpp) allocates exactly its context: `c` cells
+    of K and V, whatever the memory; the KV is that, not a share of the node."""
+    assert ctx.layout is not None
+    cells = ctx.args.get(ctx.flags.max_model_len)
+    if not isinstance(cells, int) or isinstance(cells, bool) or cells <= 0:
+        return None
+    per_token = ctx.layout.bytes_per_token
+    return (int(cells * per_token), f"{ctx.flags.max_model_len} {cells:,} cells x {per_token:,.0f} B/token "
+            "(the engine allocates exactly its context)")
 
 
 def _compare(ctx: Context, request: MemoryRequest,
