@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sm121.engines.api_key import bearer
-from sm121.engines.client import card_context
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.engine_error import EngineError
+from sm121.engines.model_card import card_context
 from sm121.errors import Sm121Error
 from sm121.model_names import MODEL_NAME_RULE, is_model_name
 

@@ -16,6 +16,7 @@ import aiohttp
 
 from sm121.engines.api_key import unauthorized
 from sm121.engines.engine_error import EngineError
+from sm121.engines.model_card import card_context
 from sm121.engines.prometheus import metric_labels
 from sm121.engines.registry import metric_names
 
@@ -121,19 +122,6 @@ def max_model_len(models: Mapping[str, Any], model: str | None = None) -> int | 
         entries = [m for m in entries if m.get("id") == model]
     known = [n for m in entries if (n := card_context(m)) is not None]
     return min(known) if known else None
-
-
-def card_context(card: Mapping[str, Any]) -> int | None:
-    """The context one request may use, from a /v1/models card: vLLM's `max_model_len`, or
-    llama-server's `meta.n_ctx`, which is ONE SLOT's context (`-c` split across `-np` slots
-    unless `--kv-unified`), not `-c`: what an agent must be told. None: the card does not say,
-    or says something that is not a positive integer."""
-    meta = card.get("meta")
-    value = card.get("max_model_len")
-    if value is None and isinstance(meta, Mapping):
-        value = meta.get("n_ctx")
-    valid = isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31
-    return value if valid else None  # type: ignore[return-value]
 
 
 def cache_config(metrics_text: str) -> dict[str, str]:

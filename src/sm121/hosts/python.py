@@ -6,25 +6,16 @@ launcher all ask here."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 PYTHON = "python"
 
 
 def this_python(argv: Sequence[str], on_this_machine: bool = True) -> list[str]:
-    """argv with a leading `python` made this interpreter when it runs on this machine, and a
-    bare program name that sm121's own environment holds (`llama-server`, which `make setup`
-    links into the virtual environment's bin/) made that program: the environment that runs
-    sm121 is the one whose engines it serves, active or not."""
+    """argv with a leading `python` made this interpreter when it runs on this machine."""
     if on_this_machine and argv and argv[0] == PYTHON:
         return [interpreter(), *argv[1:]]
-    if on_this_machine and argv and "/" not in argv[0]:
-        beside = Path(sys.executable).parent / argv[0]
-        if beside.is_file() and os.access(beside, os.X_OK):
-            return [str(beside), *argv[1:]]
     return list(argv)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from string import Template
@@ -91,6 +92,11 @@ def engine_environment(node: NodePlan, base: Mapping[str, str] | None = None) ->
     Secrets (pass_env) are inherited as they are and never written to disk."""
     env = dict(os.environ if base is None else base)
     env.update({k: Template(v).safe_substitute(env) for k, v in node.env.items()})
+    # sm121's own environment's bin/ last on the PATH, active or not: `make setup` links
+    # llama-server there; a program on the PATH already still wins.
+    own = str(Path(sys.executable).parent)
+    if own not in env.get("PATH", "").split(os.pathsep):
+        env["PATH"] = os.pathsep.join(p for p in (env.get("PATH"), own) if p)
     return env
 
 

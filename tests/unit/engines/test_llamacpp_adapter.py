@@ -161,7 +161,8 @@ def test_several_nodes_are_refused_with_the_reason(tmp_path: Path) -> None:
 def test_a_llama_server_card_gives_its_per_slot_context() -> None:
     """llama-server's /v1/models card says one slot's context (meta.n_ctx), which connect and
     the gateway's context check take as the window; vLLM's says max_model_len."""
-    from sm121.engines.client import card_context, max_model_len
+    from sm121.engines.client import max_model_len
+    from sm121.engines.model_card import card_context
 
     card = {"id": "tiny", "meta": {"n_ctx": 16384, "n_ctx_train": 131072}}
     assert card_context(card) == 16384
