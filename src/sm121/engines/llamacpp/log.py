@@ -6,9 +6,9 @@ the process started (`M.SS.mmm.uuu`, common/log.cpp) and a level letter (`I`, `W
 Those stamps give the phases' seconds. They are not wall-clock stamps, which the start-up
 waterfall joins to the launcher's clock (it reads vLLM's `MM-DD HH:MM:SS`): the adapter gives
 the waterfall no stamped lines yet, and `sm121 startup` shows the launcher's own phases.
-Milestones, in the order a start passes them (llama.cpp b11434, CPU build): the model loader's
-first line, the tensors loaded, the context and its KV cache, the warm-up's empty run, and the
-HTTP server listening.
+Milestones, in the order a start passes them (llama.cpp b11434, CPU build, default verbosity):
+the model's load begins, the slots and their context are made, the model is loaded (warm-up
+included), and the HTTP server listens.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from sm121.boot_facts import BootFacts, BootPhases, Milestone, StampedLine
 _STAMP = re.compile(r"^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) ([IWED]) ")
 _ERROR_LINE = re.compile(r"^(?:[\d.]+ E |error:|terminate called)|\berror: |failed to ",
                          re.IGNORECASE)
-_N_CTX = re.compile(r"llama_context: n_ctx\s*=\s*(\d+)")
-_N_CTX_SEQ = re.compile(r"llama_context: n_ctx_seq\s*=\s*(\d+)")
-_N_SEQ = re.compile(r"llama_context: n_seq_max\s*=\s*(\d+)")
-_KV_SIZE = re.compile(r"llama_kv_cache: size\s*=\s*([\d.]+) MiB")
+# b11434 at its default verbosity: `srv    load_model: initializing, n_slots = 4, n_ctx_slot =
+# 16384, kv_unified = 'false'` (the slots and one slot's context), and the CPU buffer sizes.
+_SLOTS = re.compile(r"load_model: initializing, n_slots = (\d+), n_ctx_slot = (\d+), "
+                    r"kv_unified = '(\w+)'")
 _WEIGHTS = re.compile(r"load_tensors:\s+\S+ model buffer size\s*=\s*([\d.]+) MiB")
 MIB_PER_GIB = 1024
 
@@ -40,13 +40,10 @@ class _Rule:
 
 # The milestone keys are the waterfall's (launch/startup_waterfall.py names the steps).
 _RULES = (
-    _Rule("load_start", re.compile(r"llama_model_loader: loaded meta data|srv\s+load_model: "
-                                   r"loading model")),
-    _Rule("load_end", re.compile(r"load_tensors: .*buffer size"), last=True),
-    _Rule("kv_pool", re.compile(r"llama_kv_cache: size")),
-    _Rule("warmup_start", re.compile(r"warming up the model")),
-    _Rule("warmup_done", re.compile(r"srv\s+init: initializing slots|initializing slots")),
-    _Rule("api_start", re.compile(r"server is listening on")),
+    _Rule("load_start", re.compile(r"load_model: loading model")),
+    _Rule("kv_pool", re.compile(r"load_model: initializing, n_slots")),
+    _Rule("load_end", re.compile(r"llama_server: model loaded")),
+    _Rule("api_start", re.compile(r"llama_server: listening on")),
 )
 
 
@@ -81,22 +78,19 @@ def milestones(lines: list[StampedLine]) -> list[Milestone]:
 
 
 def parse_boot_log(text: str) -> BootFacts:
-    """The KV pool in tokens (the context llama.cpp built: `n_ctx`, all slots together) and its
-    size, and the weights' size."""
+    """The slots and the context each gets (`max_concurrency` requests at
+    `max_concurrency_at_tokens` each), the pool they make (their sum, or one slot's context
+    when kv-unified shares it), the weights' size and their load's seconds."""
     facts = BootFacts()
-    if match := _last(_N_CTX, text):
-        facts.kv_pool_tokens = int(match.group(1))
-    seqs, per_seq = _last(_N_SEQ, text), _last(_N_CTX_SEQ, text)
-    if seqs and per_seq and facts.kv_pool_tokens:
-        facts.max_concurrency = float(seqs.group(1))
-        facts.max_concurrency_at_tokens = int(per_seq.group(1))
-    if match := _last(_KV_SIZE, text):
-        facts.kv_memory_gib = round(float(match.group(1)) / MIB_PER_GIB, 4)
+    if match := _last(_SLOTS, text):
+        slots, per_slot, unified = int(match.group(1)), int(match.group(2)), match.group(3)
+        facts.max_concurrency = float(slots)
+        facts.max_concurrency_at_tokens = per_slot
+        facts.kv_pool_tokens = per_slot if unified == "true" else slots * per_slot
     weights = [float(m.group(1)) for m in _WEIGHTS.finditer(text)]
     if weights:
         facts.weights_gib = round(sum(weights) / MIB_PER_GIB, 4)
-    phases = parse_phases(text)
-    facts.weights_load_s = phases.weights_s
+    facts.weights_load_s = parse_phases(text).weights_s
     return facts
 
 
