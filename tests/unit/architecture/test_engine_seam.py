@@ -11,6 +11,7 @@ facts are guarded the moment it is registered."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -111,7 +112,13 @@ def metric_violations(root: Path) -> list[str]:
     namespaces = metric_names().namespaces
     return [f"{module}:{line} names the metric {text!r}"
             for module, tree in _modules(root) if not module.startswith(f"{ENGINES}/")
-            for line, text in _strings(tree) if any(ns in text for ns in namespaces)]
+            for line, text in _strings(tree) if any(_names_namespace(text, ns) for ns in namespaces)]
+
+
+def _names_namespace(text: str, namespace: str) -> bool:
+    """`llamacpp:requests_deferred` names a metric; `tiny-llamacpp:agent` (a RECIPE:PROFILE)
+    does not: the namespace starts a word."""
+    return re.search(rf"(?<![\w-]){re.escape(namespace)}", text) is not None
 
 
 def flag_violations(root: Path) -> list[str]:
