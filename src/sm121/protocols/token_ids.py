@@ -17,12 +17,25 @@ def chunk_tokens(payload: dict[str, Any]) -> int:
     total = 0
     for choice in payload.get("choices") or []:
         ids = choice.get("token_ids")
+        if ids is None:
+            ids = _logprob_tokens(choice)
         if ids is not None:
             total += len(ids)
         elif _carries_output(choice):
             raise Sm121Error("a streamed chunk carries output but no token ids",
                              _NO_IDS_HINT)
     return total
+
+
+def _logprob_tokens(choice: dict[str, Any]) -> list[Any] | None:
+    """The sampled tokens a chunk's logprobs list, one entry each (chat: logprobs.content;
+    completions: logprobs.tokens), when the request asked for logprobs and the server has no
+    token ids of its own to send (llama-server)."""
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        return None
+    entries = logprobs.get("content", logprobs.get("tokens"))
+    return entries if isinstance(entries, list) else None
 
 
 def _carries_output(choice: dict[str, Any]) -> bool:

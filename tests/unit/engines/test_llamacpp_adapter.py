@@ -169,3 +169,17 @@ def test_a_llama_server_card_gives_its_per_slot_context() -> None:
     assert card_context({"id": "x", "max_model_len": 4096}) == 4096
     assert card_context({"id": "x", "meta": {"n_ctx": True}}) is None
     assert max_model_len({"data": [card]}, "tiny") == 16384
+
+
+def test_a_stream_without_token_ids_is_counted_by_its_logprobs_entries() -> None:
+    """One logprobs entry per sampled token (chat: content; completions: tokens); with
+    neither, a chunk with text is refused, never counted as one token."""
+    from sm121.protocols.token_ids import chunk_tokens
+
+    entry = {"id": 7, "token": "a", "logprob": -1.0}
+    chat = {"choices": [{"delta": {"content": "ab"}, "logprobs": {"content": [entry, entry]}}]}
+    assert chunk_tokens(chat) == 2
+    done = {"choices": [{"text": "x", "logprobs": {"tokens": ["x"]}}]}
+    assert chunk_tokens(done) == 1
+    with pytest.raises(Sm121Error):
+        chunk_tokens({"choices": [{"delta": {"content": "ab"}}]})
