@@ -51,17 +51,23 @@ class EngineClient:
         EngineError (no answer at all is aiohttp's error, as for every method here).
 
         A server whose /tokenize takes only text (llama-server reads `content` and answers an
-        empty list for anything else) gets the chat rendered by its own /apply-template
-        first, and that text tokenized: the same tokens its chat endpoint will see."""
+        empty list for anything else) gets the text: a completions prompt as it is, a chat
+        rendered by its own /apply-template first (the tokens its chat endpoint will see).
+        Its answer gets the `count` vLLM's carries."""
         data = await self._post_json("/tokenize", body, timeout_s)
-        chat = body.get("messages")
-        if data.get("tokens") == [] and isinstance(chat, list) and chat and "content" not in body:
-            template = {k: body[k] for k in ("messages", "tools", "chat_template_kwargs")
-                        if k in body}
-            rendered = await self._post_json("/apply-template", template, timeout_s)
-            if isinstance(rendered.get("prompt"), str):
-                data = await self._post_json("/tokenize", {"content": rendered["prompt"],
-                                                           "add_special": True}, timeout_s)
+        if data.get("tokens") == [] and "content" not in body:
+            text, special = body.get("prompt"), bool(body.get("add_special_tokens", True))
+            chat = body.get("messages")
+            if not isinstance(text, str) and isinstance(chat, list) and chat:
+                template = {k: body[k] for k in ("messages", "tools", "chat_template_kwargs")
+                            if k in body}
+                text = (await self._post_json("/apply-template", template, timeout_s)
+                        ).get("prompt")
+            if isinstance(text, str) and text:
+                data = await self._post_json("/tokenize", {"content": text,
+                                                           "add_special": special}, timeout_s)
+        if "count" not in data and isinstance(data.get("tokens"), list):
+            data["count"] = len(data["tokens"])
         return data
 
     async def _post_json(self, path: str, body: Mapping[str, Any],

@@ -50,7 +50,7 @@ def take_chat_event(data: str, now: float, record: ReplyRecord) -> None:
                          f"{json.dumps(payload['error'])[:300]}")
     if payload.get("usage"):
         record.usage = payload["usage"]
-    tokens = chunk_tokens(payload)
+    tokens = chunk_tokens(payload, counted=sum(record.chunk_tokens))
     for choice in payload.get("choices") or []:
         delta = choice.get("delta") or {}
         record.text += choice.get("text") or delta.get("content") or ""

@@ -11,9 +11,18 @@ _NO_IDS_HINT = ("the server must return token ids (vLLM: `return_token_ids`); ot
                 "the scenario with --no-stream, which counts tokens from usage only")
 
 
-def chunk_tokens(payload: dict[str, Any]) -> int:
+def chunk_tokens(payload: dict[str, Any], counted: int | None = None) -> int:
     """Token ids carried by one streamed chunk. A chunk that carries text (or ends the
-    choice) without ids cannot be counted: refuse rather than guess one token per chunk."""
+    choice) without ids cannot be counted: refuse rather than guess one token per chunk.
+
+    A server with no token ids of its own may say how many tokens it has predicted so far
+    (llama-server with `timings_per_token`: `timings.predicted_n`, cumulative): with the
+    tokens `counted` before this chunk, the difference is this chunk's, exactly (it merges
+    the tokens of an unfinished UTF-8 character into one chunk, so chunks are not tokens)."""
+    predicted = (payload.get("timings") or {}).get("predicted_n")
+    if (counted is not None and isinstance(predicted, int) and payload.get("choices")
+            and all(c.get("token_ids") is None for c in payload["choices"])):
+        return predicted - counted
     total = 0
     for choice in payload.get("choices") or []:
         ids = choice.get("token_ids")

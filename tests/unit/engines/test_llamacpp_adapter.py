@@ -183,3 +183,6 @@ def test_a_stream_without_token_ids_is_counted_by_its_logprobs_entries() -> None
     assert chunk_tokens(done) == 1
     with pytest.raises(Sm121Error):
         chunk_tokens({"choices": [{"delta": {"content": "ab"}}]})
+    # llama-server's running count (timings_per_token): 3 tokens merged into one chunk.
+    merged = {"choices": [{"delta": {"content": "\ufffdLM"}}], "timings": {"predicted_n": 5}}
+    assert chunk_tokens(merged, counted=2) == 3
