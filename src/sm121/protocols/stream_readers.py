@@ -59,6 +59,8 @@ def take_chat_event(data: str, now: float, record: ReplyRecord) -> None:
     if payload.get("choices"):
         record.chunk_times.append(now)
         record.chunk_tokens.append(tokens)
+    elif tokens and record.chunk_tokens:
+        record.chunk_tokens[-1] += tokens  # counted only by the final chunk (token_ids.py)
 
 
 def take_chat_reply(payload: dict[str, Any], record: ReplyRecord) -> int | None:

@@ -20,8 +20,10 @@ def chunk_tokens(payload: dict[str, Any], counted: int | None = None) -> int:
     tokens `counted` before this chunk, the difference is this chunk's, exactly (it merges
     the tokens of an unfinished UTF-8 character into one chunk, so chunks are not tokens)."""
     predicted = (payload.get("timings") or {}).get("predicted_n")
-    if (counted is not None and isinstance(predicted, int) and payload.get("choices")
-            and all(c.get("token_ids") is None for c in payload["choices"])):
+    if (counted is not None and isinstance(predicted, int)
+            and all(c.get("token_ids") is None for c in payload.get("choices") or [])):
+        # The usage chunk (no choices) carries the final count too: the tokens of a character
+        # left unfinished at the end were sent in no chunk of their own.
         return predicted - counted
     total = 0
     for choice in payload.get("choices") or []:

@@ -186,3 +186,5 @@ def test_a_stream_without_token_ids_is_counted_by_its_logprobs_entries() -> None
     # llama-server's running count (timings_per_token): 3 tokens merged into one chunk.
     merged = {"choices": [{"delta": {"content": "\ufffdLM"}}], "timings": {"predicted_n": 5}}
     assert chunk_tokens(merged, counted=2) == 3
+    final = {"choices": [], "usage": {"completion_tokens": 7}, "timings": {"predicted_n": 7}}
+    assert chunk_tokens(final, counted=5) == 2  # a last character's tokens, sent in no chunk
