@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet $(PIP_EXTRA) -e '.[engine,test]'
 	@# PyPI's builds of these fail to import beside the CPU torch and break transformers.
 	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	@# llama.cpp's llama-server (the second engine; the tiny-llamacpp tests), built CPU-only
+	@# and cached in .cache/llama.cpp/ (the first time: 11 min of CPU, measured; 50 min wall
+	@# on a 2-core box shared at load 10), linked into the venv's bin/, which sm121 puts last
+	@# on an engine's PATH (launch/local.py). SM121_SKIP_LLAMACPP=1 skips it.
+	[ -n "$$SM121_SKIP_LLAMACPP" ] || sh scripts/llamacpp-build.sh $(VENV)/bin
 	touch $(STAMP)
 
 demo: setup

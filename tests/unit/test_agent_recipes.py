@@ -19,7 +19,7 @@ from sm121.findings import errors
 from sm121.plan.render import PlanRequest, render_plan
 from sm121.plan.validate import validate_recipe
 from sm121.recipes.loader import builtin_names, load_recipe
-from sm121.recipes.schema import Severity
+from sm121.recipes.schema import EngineKind, Severity
 
 DS4_AGENT_VALUES = {"tokenizer-mode": "deepseek_v4", "tool-call-parser": "deepseek_v4",
                     "reasoning-parser": "deepseek_v4"}
@@ -64,6 +64,10 @@ def test_every_builtin_agent_profile_has_tool_calling_and_no_warning_about_it() 
         assert not [f for f in findings if "tool calling" in f.message], name
         for profile in loaded.recipe.profiles.values():
             args = loaded.recipe.args | profile.args
+            if loaded.recipe.engine.kind is EngineKind.LLAMA_CPP:
+                # llama-server's tool calls come from its Jinja templates: on, never off.
+                assert args.get("jinja") is True, name
+                continue
             if is_agent_purpose(profile.purpose):
                 assert args.get("enable-auto-tool-choice") is True, name
                 assert args.get("tool-call-parser"), name

@@ -49,6 +49,24 @@ class AbRequest:
     # A name measured as a profile that is not in the recipe: (base profile, engine args).
     variants: dict[str, tuple[str, dict[str, ArgValue]]] = field(default_factory=dict)
     api: str | None = None  # --api: the protocol the scenario speaks (None: its own)
+    # A name measured from another recipe than `recipe` (a cross-engine A/B: RECIPE:PROFILE).
+    recipes: dict[str, str] = field(default_factory=dict)
+
+
+def cross_recipe(pairs: str) -> tuple[str, list[str], dict[str, str],
+                                      dict[str, tuple[str, dict[str, ArgValue]]]]:
+    """`tiny-cpu:agent,tiny-llamacpp:agent`: each name a RECIPE:PROFILE of its own recipe (the
+    same workload on two engines). The first recipe is the A/B's `recipe`; each name maps to
+    its recipe and its profile (a variant with no args of its own)."""
+    names = [p.strip() for p in pairs.split(",") if p.strip()]
+    bad = [n for n in names if n.count(":") != 1 or not all(n.split(":"))]
+    if len(names) < 2 or bad:
+        raise Sm121Error(f"cannot read {pairs!r} as RECIPE:PROFILE pairs",
+                         "example: sm121 bench ab tiny-cpu:agent,tiny-llamacpp:agent")
+    recipes = {n: n.split(":")[0] for n in names}
+    variants: dict[str, tuple[str, dict[str, ArgValue]]] = {
+        n: (n.split(":")[1], {}) for n in names}
+    return recipes[names[0]], names, recipes, variants
 
 
 def boot_order(profiles: list[str], reps: int, per_boot: int = 1
@@ -91,6 +109,7 @@ def open_results(request: AbRequest) -> ResultsFile:
     """The A/B's results file, new or (with `resume`) as left; `boots` lists every boot."""
     results = ResultsFile(request.out, "ab", request.scenario, {
         "recipe": request.recipe, "profiles": request.profiles, "reps": request.reps,
+        "recipes": request.recipes,
         "reps_per_boot": request.reps_per_boot, "rest_s": request.rest_s,
         "variants": {k: {"profile": b, "args": a} for k, (b, a) in request.variants.items()},
         "overrides": request.overrides, "scenario_params": request.params,
@@ -126,7 +145,8 @@ def boot_and_measure(request: AbRequest, results: ResultsFile, boot_index: int, 
     boot); samples and the boot record are saved as they come."""
     base, args = request.variants.get(profile, (profile, {}))
     try:
-        with booted(request.recipe, base, {**request.overrides, **args}, request.port,
+        recipe = request.recipes.get(profile, request.recipe)
+        with booted(recipe, base, {**request.overrides, **args}, request.port,
                     request.host, request.trust, say=lambda m: say(f"  {profile}: {m}"),
                     cluster=request.cluster) as boot:
             results.data["boots"].append({**boot.record.to_json(), "name": profile,

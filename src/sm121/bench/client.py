@@ -99,6 +99,10 @@ class BenchClient:
         self.stream = stream
         self.api = api
         self.cache_salt = cache_salt
+        # Count a stream's tokens by the server's own running count per chunk
+        # (`timings_per_token`: llama-server, which returns no token ids): the probe turns it
+        # on once the plain stream proved uncountable.
+        self.counts_from_timings = False
         self.run_salt = secrets.token_hex(4)
         self._counter = itertools.count()
         # Also for probe and model resolution, which pass no key: the endpoint's key from the
@@ -187,6 +191,9 @@ class BenchClient:
         if self.stream:
             body.update(stream=True, return_token_ids=True,
                         stream_options={"include_usage": True})
+            if self.counts_from_timings:
+                # The cumulative count per chunk (exact), and logprobs entries as well.
+                body.update(timings_per_token=True)
             await self.stream_events(path, body, record, headers,
                                      lambda data, now: take_chat_event(data, now, record))
             check_usage(record.tokens, record.usage, record.label)

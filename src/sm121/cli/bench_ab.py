@@ -14,6 +14,7 @@ from sm121.cli.options import CLUSTER, HOST, TRUST
 from sm121.cli.output import console, console_summary, parse_sets, print_json
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
+from sm121.recipes.schema import ArgValue
 
 
 def _params(prefill_tokens: int | None, short_at: str | None,
@@ -34,9 +35,11 @@ def register(bench_app: typer.Typer) -> None:
 
 def ab(
     recipe: str = typer.Argument(..., help="Recipe name or path (served on this machine, or "
-                                 "on --cluster's nodes)."),
-    profiles: str = typer.Option(..., "--profiles", help="Comma-separated profiles; the first "
-                                 "is the baseline of the ratios."),
+                                 "on --cluster's nodes); or RECIPE:PROFILE pairs of different "
+                                 "recipes, comma-separated (a cross-engine A/B: "
+                                 "tiny-cpu:agent,tiny-llamacpp:agent), without --profiles."),
+    profiles: str | None = typer.Option(None, "--profiles", help="Comma-separated profiles; "
+                                        "the first is the baseline of the ratios."),
     scenario: str = typer.Option("overlap", "--scenario"),
     reps: int = typer.Option(3, "--reps", help="Repetitions; the order alternates."),
     reps_per_boot: int = typer.Option(1, "--reps-per-boot", help="Repetitions measured on "
@@ -76,7 +79,14 @@ def ab(
         from sm121.cluster.spec import load_cluster
 
         load_cluster(cluster)  # so does a bad cluster file, not as each boot's failure
-    names = [p.strip() for p in profiles.split(",") if p.strip()]
+    recipes: dict[str, str] = {}
+    variants: dict[str, tuple[str, dict[str, ArgValue]]] = {}
+    if ":" in recipe and profiles is None:
+        from sm121.bench.ab import cross_recipe
+
+        recipe, names, recipes, variants = cross_recipe(recipe)
+    else:
+        names = [p.strip() for p in (profiles or "").split(",") if p.strip()]
     if len(names) < 1 or reps < 1 or reps_per_boot < 1:
         raise Sm121Error("ab needs at least one profile and one repetition",
                          "example: --profiles agent,batch --reps 3")
@@ -90,7 +100,8 @@ def ab(
     request = AbRequest(recipe, names, scenario, reps, scenario_params,
                         out or default_path(f"ab-{scenario}"), port or free_port(), host,
                         overrides=parse_sets(sets), cluster=cluster, resume=resume, trust=trust,
-                        reps_per_boot=reps_per_boot, rest_s=rest, api=api)
+                        reps_per_boot=reps_per_boot, rest_s=rest, api=api,
+                        recipes=recipes, variants=variants)
     with LongWait(f"A/B {scenario}: {', '.join(names)} x {reps}") as wait:
         results = run_ab(request, say=wait.say)
     if as_json:

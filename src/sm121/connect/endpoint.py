@@ -16,6 +16,7 @@ from typing import Any
 from sm121.engines.api_key import bearer
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.engines.engine_error import EngineError
+from sm121.engines.model_card import card_context
 from sm121.errors import Sm121Error
 from sm121.model_names import MODEL_NAME_RULE, is_model_name
 
@@ -103,12 +104,8 @@ def _models(url: str, data: dict[str, Any]) -> list[ServedModel]:
     cards = [c for c in data.get("data") or [] if isinstance(c, dict) and "id" in c]
     if not cards:
         raise Sm121Error(f"{url}/v1/models lists no model", "is the engine up? sm121 status")
-    return [ServedModel(c["id"], _context(c.get("max_model_len"))) for c in cards]
-
-
-def _context(value: object) -> int | None:
-    valid = isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31
-    return value if valid else None  # type: ignore[return-value]
+    # The window one request may use: llama-server's card gives one slot's (engines.client).
+    return [ServedModel(c["id"], card_context(c)) for c in cards]
 
 
 def choose_model(endpoint: Endpoint, model: str | None) -> ServedModel:

@@ -95,11 +95,15 @@ def check_weights_vs_ram(facts: HostFacts, ctx: NodeContext) -> CheckResult | No
 
 
 def _gmu(ctx: NodeContext) -> float:
+    if ctx.engine is not None and ctx.engine.memory.gmu is None:
+        # No memory share (llama.cpp): its weights are mmapped, so they ARE page cache, and
+        # it holds only its KV context beside them.
+        return 0.0
     if ctx.memory is not None and ctx.memory.gmu is not None:
         return ctx.memory.gmu
     if ctx.recipe is None or ctx.engine is None:
         return 0.0  # no engine planned: nothing is held beside the cache
-    value = ctx.args.get(ctx.engine.memory.gmu)
+    value = ctx.engine.memory.value(ctx.args, ctx.engine.memory.gmu)
     return float(value) if isinstance(value, (int, float)) else DEFAULT_GMU
 
 
@@ -109,6 +113,12 @@ def check_gmu(ctx: NodeContext) -> CheckResult | None:
     engine = ctx.engine
     name = engine.memory.gmu
     findings = engine.check_limits(ctx.recipe, ctx.args, ctx.cluster_source or "recipe", "args")
+    if name is None:
+        # No memory share (llama.cpp sizes by its context): the check is the per-request
+        # context instead (the per-slot rule's finding, when the context is split).
+        window = engine.memory.per_request_context(ctx.args)
+        said = f"{window:,} tokens" if window else "the model's own (from the GGUF)"
+        return result("context", f"{engine.label}: each request's context {said}", findings)
     how = ""
     if ctx.memory is not None:
         # The GMU's own findings, and the KV budget's: "gmu ok" beside no KV would mislead.
@@ -121,6 +131,8 @@ def check_gmu(ctx: NodeContext) -> CheckResult | None:
 
 
 def check_uma_gate(facts: HostFacts, ctx: NodeContext) -> CheckResult | None:
+    if ctx.engine is not None and ctx.engine.memory.gmu is None:
+        return None  # a vLLM start check; an engine without a memory share has none
     plan = ctx.memory
     check = plan.startup if plan is not None else None
     if plan is None or plan.mode != "gmu" or check is None or check.need_gib is None:

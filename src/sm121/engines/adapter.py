@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from sm121.boot_facts import BootFacts, BootPhases, Milestone, StampedLine
 from sm121.engines.flag_list import FlagChoice, FlagList
@@ -54,16 +54,17 @@ class MetricNames:
 
 @dataclass(frozen=True)
 class MemoryFlags:
-    """The flags whose values the memory planner reads and sets, by the engine's names."""
+    """The flags whose values the memory planner reads and sets, by the engine's names. None:
+    the engine has no such flag (llama.cpp has no memory share, block size or KV bytes)."""
 
-    gmu: str  # the share of device memory the engine may take
-    max_model_len: str
+    gmu: str | None  # the share of device memory the engine may take
+    max_model_len: str  # the context (vLLM: per request; llama.cpp: total, see shared_pool)
     batched_tokens: str
-    block_size: str
+    block_size: str | None
     kv_cache_dtype: str
-    dtype: str
+    dtype: str | None
     max_num_seqs: str
-    kv_bytes: str  # an explicit KV cache size in bytes
+    kv_bytes: str | None  # an explicit KV cache size in bytes
     # An env var sizing the KV cache in whole GiB, applied after the args (so it wins), and
     # set only for a CPU build: vLLM's VLLM_CPU_KVCACHE_SPACE.
     kv_space_env: str | None = None
@@ -71,6 +72,28 @@ class MemoryFlags:
     # (doctor/weights_read.py counts them only once a boot proves it).
     load_format: str | None = None
     selective_loaders: tuple[str, ...] = ()
+    # llama.cpp: the V cache's type (K's is kv_cache_dtype), the switch that makes the context
+    # one pool shared by every slot (else max_model_len is split across max_num_seqs), and the
+    # layers offloaded to the GPU.
+    kv_cache_dtype_v: str | None = None
+    shared_pool: str | None = None
+    gpu_layers: str | None = None
+
+    @staticmethod
+    def value(args: Mapping[str, Any], name: str | None) -> Any:
+        """An arg by a row's name; None where the engine has no such flag."""
+        return None if name is None else args.get(name)
+
+    def per_request_context(self, args: Mapping[str, Any]) -> int | None:
+        """The context one request may use: max_model_len, or for an engine whose context is
+        split across its slots (`shared_pool` names the switch that undoes that) the total
+        over max_num_seqs. None: the engine's default (the model's own)."""
+        total, seqs = args.get(self.max_model_len), args.get(self.max_num_seqs)
+        if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+            return None
+        if self.shared_pool is None or args.get(self.shared_pool) is True:
+            return total
+        return total // seqs if isinstance(seqs, int) and seqs > 1 else total
 
 
 @dataclass(frozen=True)
@@ -103,29 +126,36 @@ class NodeArgvRequest:
     master_port: int
 
 
-class EngineAdapter(Protocol):
-    kind: EngineKind
-    label: str  # how messages name the engine ("vLLM")
+@runtime_checkable
+class EngineArgv(Protocol):
+    """How the engine is started: its command, a node's argv, and the env names it reads."""
+
     native_command: tuple[str, ...]
     docker_command: tuple[str, ...]
-    metrics: MetricNames
-    memory: MemoryFlags
-    scheduler: SchedulerFlags
-    tool_call_parser: str  # the flag naming the tool-call parser (its errors name it too)
     host_ip_env: str | None  # the env var a multi-node node's own fabric address goes in
     api_key_env: str  # the env var the engine takes its API key from (never its argv)
+    # What the engine loads: "hf" (a Hugging Face folder or id) or "gguf" (one GGUF file);
+    # launch writes the tiny model in this form.
+    model_format: str
 
-    # --- argv ---------------------------------------------------------------------------
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
         """The node's engine argv and where the engine's own args start in it; None when the
-        node runs no engine itself (a Ray worker)."""
+        node runs no engine itself (a Ray worker). An engine that cannot run a plan's shape
+        (several nodes) raises Sm121Error saying so."""
         ...
 
     def rendezvous_ports(self, runtime_kind: str) -> tuple[int, ...]:
         """Ports a multi-node start needs free on every node, beyond the API port."""
         ...
 
-    # --- flags per version --------------------------------------------------------------
+
+@runtime_checkable
+class EngineFlags(Protocol):
+    """The flags each engine version accepts, the rules a recipe's args obey, the values
+    derived from them, and the tool-calling rule."""
+
+    tool_call_parser: str  # the flag naming the tool-call parser (its errors name it too)
+
     def flag_choice(self, recipe: Recipe) -> FlagChoice: ...
     def known_flags(self, recipe: Recipe) -> frozenset[str]: ...
     def bundled_versions(self) -> tuple[str, ...]: ...
@@ -138,7 +168,6 @@ class EngineAdapter(Protocol):
     def save_flags(self, release: str, engine_id: str, image: str | None, flags: frozenset[str],
                    how: str, *, recipe: str, builtin: bool) -> Path: ...
 
-    # --- validation and derived args ----------------------------------------------------
     def derived_args(self, recipe: Recipe,
                      args: Mapping[str, ArgValue]) -> dict[str, tuple[ArgValue, str]]: ...
 
@@ -152,14 +181,20 @@ class EngineAdapter(Protocol):
 
     def check_limits(self, recipe: Recipe, merged: Mapping[str, ArgValue], source: str,
                      field: str) -> list[Finding]:
-        """The recipe's own limits on merged args (a memory-share ceiling, speculative k)."""
+        """The recipe's own limits on merged args (a memory-share ceiling, speculative k,
+        the context each agent gets)."""
         ...
 
     def wants_tools(self, purpose: str) -> bool:
         """Whether a profile of this purpose is for agents (its readiness probe sends tools)."""
         ...
 
-    # --- trust ----------------------------------------------------------------------------
+
+@runtime_checkable
+class EngineTrust(Protocol):
+    """The allow-list of what a foreign recipe may pass, and the check of a rendered argv as
+    the engine's own parser reads it."""
+
     def is_safe_flag(self, name: str) -> bool: ...
     def resolve_flag(self, name: str, flags: frozenset[str]) -> str | None:
         """The flag the engine's parser reads for `--name` (an abbreviation's full name)."""
@@ -172,7 +207,12 @@ class EngineAdapter(Protocol):
     def argv_problems(self, argv: list[str], own: list[str], version: str,
                       flags: frozenset[str]) -> list[str]: ...
 
-    # --- boot log -------------------------------------------------------------------------
+
+@runtime_checkable
+class EngineBootLog(Protocol):
+    """The engine's boot log: facts, phases, milestones of the start-up waterfall, and the
+    cause of a death."""
+
     def parse_boot_log(self, text: str) -> BootFacts: ...
     def parse_boot_log_file(self, path: Path) -> BootFacts: ...
     def parse_phases(self, text: str) -> BootPhases: ...
@@ -180,3 +220,26 @@ class EngineAdapter(Protocol):
     def death_cause(self, text: str, tail: int = 40) -> tuple[str, list[str]]: ...
     def stamped_lines(self, text: str, year: int) -> list[StampedLine]: ...
     def milestones(self, lines: list[StampedLine]) -> list[Milestone]: ...
+
+
+@runtime_checkable
+class EngineTables(Protocol):
+    """The engine's names as tables: its Prometheus metrics, the flags the memory planner
+    reads and sets, and the flags that shape one engine step (what `sm121 tune` varies)."""
+
+    metrics: MetricNames
+    memory: MemoryFlags
+    scheduler: SchedulerFlags
+
+
+class EngineAdapter(EngineArgv, EngineFlags, EngineTrust, EngineBootLog, EngineTables,
+                    Protocol):
+    """An engine as sm121 sees it: the small protocols above, composed. Each engine package
+    implements them as parts (one class per protocol) and its adapter is their sum."""
+
+    kind: EngineKind
+    label: str  # how messages name the engine ("vLLM")
+
+
+# The parts, for a test that checks each registered adapter implements each one whole.
+PARTS: tuple[type, ...] = (EngineArgv, EngineFlags, EngineTrust, EngineBootLog, EngineTables)

@@ -16,6 +16,7 @@ import aiohttp
 
 from sm121.engines.api_key import unauthorized
 from sm121.engines.engine_error import EngineError
+from sm121.engines.model_card import card_context
 from sm121.engines.prometheus import metric_labels
 from sm121.engines.registry import metric_names
 
@@ -47,16 +48,39 @@ class EngineClient:
     async def tokenize(self, body: Mapping[str, Any],
                        timeout_s: float | None = None) -> dict[str, Any]:
         """/tokenize; an answer other than 200, or one without a JSON object, is an
-        EngineError (no answer at all is aiohttp's error, as for every method here)."""
+        EngineError (no answer at all is aiohttp's error, as for every method here).
+
+        A server whose /tokenize takes only text (llama-server reads `content` and answers an
+        empty list for anything else) gets the text: a completions prompt as it is, a chat
+        rendered by its own /apply-template first (the tokens its chat endpoint will see).
+        Its answer gets the `count` vLLM's carries."""
+        data = await self._post_json("/tokenize", body, timeout_s)
+        if data.get("tokens") == [] and "content" not in body:
+            text, special = body.get("prompt"), bool(body.get("add_special_tokens", True))
+            chat = body.get("messages")
+            if not isinstance(text, str) and isinstance(chat, list) and chat:
+                template = {k: body[k] for k in ("messages", "tools", "chat_template_kwargs")
+                            if k in body}
+                text = (await self._post_json("/apply-template", template, timeout_s)
+                        ).get("prompt")
+            if isinstance(text, str) and text:
+                data = await self._post_json("/tokenize", {"content": text,
+                                                           "add_special": special}, timeout_s)
+        if "count" not in data and isinstance(data.get("tokens"), list):
+            data["count"] = len(data["tokens"])
+        return data
+
+    async def _post_json(self, path: str, body: Mapping[str, Any],
+                         timeout_s: float | None) -> dict[str, Any]:
         # No timeout_s: the session's own timeout (aiohttp reads timeout=None as "none").
         extra: dict[str, Any] = {"timeout": aiohttp.ClientTimeout(total=timeout_s)} \
             if timeout_s else {}
-        async with self.session.post(f"{self.base_url}/tokenize", json=dict(body),
+        async with self.session.post(f"{self.base_url}{path}", json=dict(body),
                                      headers=self.headers, **extra) as resp:
-            await raise_for_status(resp, "/tokenize")
+            await raise_for_status(resp, path)
             data = await resp.json()
         if not isinstance(data, dict):
-            raise EngineError(f"/tokenize at {self.base_url} returned no JSON object",
+            raise EngineError(f"{path} at {self.base_url} returned no JSON object",
                               status=200)
         return data
 
@@ -102,7 +126,7 @@ def max_model_len(models: Mapping[str, Any], model: str | None = None) -> int | 
     entries = [m for m in models.get("data") or [] if isinstance(m, dict)]
     if model is not None:
         entries = [m for m in entries if m.get("id") == model]
-    known = [n for m in entries if isinstance(n := m.get("max_model_len"), int)]
+    known = [n for m in entries if (n := card_context(m)) is not None]
     return min(known) if known else None
 
 

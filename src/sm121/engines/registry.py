@@ -24,12 +24,14 @@ from __future__ import annotations
 from dataclasses import fields
 
 from sm121.engines.adapter import EngineAdapter, MetricNames
+from sm121.engines.llamacpp.adapter import LlamacppAdapter
 from sm121.engines.vllm.adapter import VllmAdapter
 from sm121.errors import Sm121Error
 from sm121.recipes.schema import EngineKind, EngineSpec
 
 _ADAPTERS: dict[EngineKind, EngineAdapter] = {
     EngineKind.VLLM: VllmAdapter(),
+    EngineKind.LLAMA_CPP: LlamacppAdapter(),
 }
 
 

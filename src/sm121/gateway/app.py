@@ -25,7 +25,8 @@ log = logging.getLogger("sm121.gateway")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PASSTHROUGH_GET = ("/version",)
 # Engine routes that generate nothing: no policy, no admission, a replica of the body's model.
-PASSTHROUGH_POST = ("/tokenize", "/detokenize", COUNT_TOKENS_ROUTE)
+# /apply-template: a chat rendered as text, where /tokenize takes only text (llama-server).
+PASSTHROUGH_POST = ("/tokenize", "/detokenize", "/apply-template", COUNT_TOKENS_ROUTE)
 OWN_ROUTES = ("/v1/models", "/health", "/metrics", "/sm121/locality", "/sm121/upstreams",
               "/sm121/sessions")
 

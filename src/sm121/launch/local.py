@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from string import Template
@@ -20,6 +21,7 @@ from sm121.launch.hooks import HookResult, HookTarget, Phase, check_trust, run_h
 from sm121.launch.readiness import NotReady, host_port, port_in_use, wait_ready
 from sm121.launch.startup_history import build_record, node_startup
 from sm121.models.tiny import generate_tiny_model
+from sm121.models.tiny_gguf import write_tiny_gguf
 from sm121.plan.model import NodePlan, ServePlan
 from sm121.plan.trust import require_trust
 from sm121.progress import Progress, quiet
@@ -90,6 +92,11 @@ def engine_environment(node: NodePlan, base: Mapping[str, str] | None = None) ->
     Secrets (pass_env) are inherited as they are and never written to disk."""
     env = dict(os.environ if base is None else base)
     env.update({k: Template(v).safe_substitute(env) for k, v in node.env.items()})
+    # sm121's own environment's bin/ last on the PATH, active or not: `make setup` links
+    # llama-server there; a program on the PATH already still wins.
+    own = str(Path(sys.executable).parent)
+    if own not in env.get("PATH", "").split(os.pathsep):
+        env["PATH"] = os.pathsep.join(p for p in (env.get("PATH"), own) if p)
     return env
 
 
@@ -111,6 +118,8 @@ def prepare_model(plan: ServePlan, progress: Progress) -> None:
     if not (tiny / "config.json").is_file():
         progress(f"generating the tiny model in {tiny} ...")
     generate_tiny_model(tiny)  # an existing one gets this version's chat template
+    if plan.adapter.model_format == "gguf":
+        write_tiny_gguf(tiny)  # the same model as one GGUF file, beside the folder's
 
 
 def local_hooks(plan: ServePlan, run: RunInfo, phase: Phase, progress: Progress

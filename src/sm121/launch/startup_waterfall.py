@@ -135,7 +135,7 @@ def build_waterfall(log_text: str, clock: LauncherClock, facts: BootPhases | Non
     found = engine.milestones(engine.stamped_lines(log_text, year))
     found = _with_capture_start(found, facts)
     if not found:
-        return Waterfall(notes=["the log has no vLLM timestamps"])
+        return Waterfall(notes=[f"the log has no wall-clock stamps {engine.label}'s reader places"])
     points, waterfall = _placed(found, clock)
     # Zero-length steps stay: "0 s warm against 86 s cold" is the comparison that matters.
     segments = [_segment(a, b) for a, b in zip(points, points[1:], strict=False)]

@@ -101,7 +101,7 @@ def explicit_kv_bytes(args: Mapping[str, Any], env: Mapping[str, str],
     space = env.get(flags.kv_space_env, "") if flags.kv_space_env else ""
     if space.strip():
         return int(space) * GIB, f"{flags.kv_space_env}={space} GiB"
-    value = args.get(flags.kv_bytes)
+    value = flags.value(args, flags.kv_bytes)
     if value is not None:
         return _parse_bytes(value), f"{flags.kv_bytes}={value}"
     return None

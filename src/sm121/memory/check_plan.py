@@ -166,7 +166,7 @@ def observed_boot(ctx: Context, observations: Sequence[Observation],
     """A boot observed at the plan's own settings (GMU, chunk, max-model-len), with the page
     cache booked as the plan's budget is: what happened there beats what the model says."""
     flags = ctx.flags
-    gmu = float(ctx.args.get(flags.gmu) or DEFAULT_GMU)
+    gmu = float(flags.value(ctx.args, flags.gmu) or DEFAULT_GMU)
     for obs in observations:
         if (obs.booted is not None and obs.page_cache_booked == booked
                 and obs.max_model_len == ctx.max_model_len

@@ -151,7 +151,7 @@ class Context:
     def block_size(self) -> int:
         cpu_build = self.flags.kv_space_env is not None and self.flags.kv_space_env in self.env
         default = 128 if cpu_build else 16  # vLLM's CPU build and CUDA defaults
-        return int(self.args.get(self.flags.block_size) or default)
+        return int(self.flags.value(self.args, self.flags.block_size) or default)
 
     @property
     def batched_tokens(self) -> int:

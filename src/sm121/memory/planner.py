@@ -69,7 +69,7 @@ def _layout(recipe: Recipe, files: ModelFiles, args: Mapping[str, Any],
     if not files.config:
         return None
     dtype = kv_dtype(_str(args.get(flags.kv_cache_dtype)),
-                     _str(args.get(flags.dtype)) or _model_dtype(files.config))
+                     _str(flags.value(args, flags.dtype)) or _model_dtype(files.config))
     par = recipe.parallelism
     return kv_layout(files.config, dtype, Sharding(par.tp, par.pp, par.dcp))
 
@@ -122,11 +122,25 @@ def _predict(ctx: Context, request: MemoryRequest) -> MemoryPlan:
 def _budget(ctx: Context, request: MemoryRequest) -> Budget:
     explicit = ((request.kv_bytes, "explicit KV size") if request.kv_bytes is not None
                 else explicit_kv_bytes(ctx.args, ctx.env, ctx.flags))
+    if explicit is None and ctx.flags.gmu is None and ctx.layout is not None:
+        explicit = _context_sized(ctx)
     if explicit is not None:
         return Budget("explicit", explicit[0] / GIB, explicit_from=explicit[1])
-    gmu = float(ctx.args.get(ctx.flags.gmu) or DEFAULT_GMU)
+    gmu = float(ctx.flags.value(ctx.args, ctx.flags.gmu) or DEFAULT_GMU)
     reserve = ctx.reserve.at(ctx.batched_tokens)
     return gmu_budget(request.node.total_gib, gmu, ctx.weights_gib or 0.0, reserve)
+
+
+def _context_sized(ctx: Context) -> tuple[int, str] | None:
+    """An engine with no memory share (llama.cpp) allocates exactly its context: `c` cells
+    of K and V, whatever the memory; the KV is that, not a share of the node."""
+    assert ctx.layout is not None
+    cells = ctx.args.get(ctx.flags.max_model_len)
+    if not isinstance(cells, int) or isinstance(cells, bool) or cells <= 0:
+        return None
+    per_token = ctx.layout.bytes_per_token
+    return (int(cells * per_token), f"{ctx.flags.max_model_len} {cells:,} cells x {per_token:,.0f} B/token "
+            "(the engine allocates exactly its context)")
 
 
 def _compare(ctx: Context, request: MemoryRequest,
@@ -138,7 +152,8 @@ def _compare(ctx: Context, request: MemoryRequest,
                                   (flags.batched_tokens, obs.batched_tokens),
                                   (flags.max_model_len, obs.max_model_len),
                                   (flags.block_size, obs.block_size),
-                                  (flags.kv_cache_dtype, obs.kv_cache_dtype)) if v is not None}
+                                  (flags.kv_cache_dtype, obs.kv_cache_dtype))
+                if k is not None and v is not None}
     args = ctx.args | settings
     at = replace(ctx, args=args, layout=_layout(ctx.recipe, ctx.files, args, flags) or ctx.layout,
                  weights_gib=obs.weights_gib if obs.weights_gib is not None else ctx.weights_gib)

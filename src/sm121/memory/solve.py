@@ -87,6 +87,9 @@ def _solve_gmu(request: MemoryRequest, load: Load, need: float, base: MemoryPlan
     assert base.reserve_gib is not None
     ceiling = base.gmu_ceiling or 0.95
     gmu_flag = request.flags.gmu
+    if gmu_flag is None:
+        raise Sm121Error("the memory solver sizes a share of device memory, which this "
+                         "engine has no flag for", "size llama.cpp by its context: c and np")
     top = plan_memory(replace(request, overrides={**request.overrides, gmu_flag: ceiling}))
     weights = base.weights_gib or 0.0
     dominate = weights >= WEIGHTS_DOMINATE * ceiling * base.node_total_gib

@@ -50,7 +50,7 @@ def take_chat_event(data: str, now: float, record: ReplyRecord) -> None:
                          f"{json.dumps(payload['error'])[:300]}")
     if payload.get("usage"):
         record.usage = payload["usage"]
-    tokens = chunk_tokens(payload)
+    tokens = chunk_tokens(payload, counted=sum(record.chunk_tokens))
     for choice in payload.get("choices") or []:
         delta = choice.get("delta") or {}
         record.text += choice.get("text") or delta.get("content") or ""
@@ -59,6 +59,8 @@ def take_chat_event(data: str, now: float, record: ReplyRecord) -> None:
     if payload.get("choices"):
         record.chunk_times.append(now)
         record.chunk_tokens.append(tokens)
+    elif tokens and record.chunk_tokens:
+        record.chunk_tokens[-1] += tokens  # counted only by the final chunk (token_ids.py)
 
 
 def take_chat_reply(payload: dict[str, Any], record: ReplyRecord) -> int | None:

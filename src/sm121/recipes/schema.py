@@ -59,6 +59,8 @@ ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # An engine arg name after normalize_arg: a plain flag word (no `.`: vLLM reads `--a.b` as a
 # key of the JSON flag `a`; no `=` or space: the name must be the whole option).
 ARG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+# A GGUF quant tag (`UD-Q4_K_XL`, `Q8_0`): one word, never an option, never a path.
+_GGUF_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SPEC_METHOD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
@@ -78,6 +80,9 @@ class ModelSpec(Strict):
                                    description="Parameters, billions.")
     shards: int | None = Field(None, ge=1, le=MAX_SHARDS)
     quantization: str | None = None
+    gguf: str | None = Field(None, description="llama.cpp: the quant tag of a GGUF repo on "
+                             "Hugging Face (UD-Q4_K_XL), as `llama-server -hf REPO:TAG` takes "
+                             "it; a local GGUF is model.path, the .gguf file itself.")
 
     @field_validator("aliases")
     @classmethod
@@ -101,6 +106,14 @@ class ModelSpec(Strict):
         if value is not None and not _HF_ID.fullmatch(value):
             raise ValueError("model.hf_id must be a Hugging Face id, ORG/NAME or NAME (letters, "
                              "digits, . _ -, starting with a letter or digit)")
+        return value
+
+    @field_validator("gguf")
+    @classmethod
+    def _plain_gguf_tag(cls, value: str | None) -> str | None:
+        if value is not None and not _GGUF_TAG.fullmatch(value):
+            raise ValueError("model.gguf must be a quant tag: letters, digits, . _ - (starting "
+                             "with a letter or digit)")
         return value
 
     @field_validator("path")

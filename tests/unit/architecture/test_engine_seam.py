@@ -11,6 +11,7 @@ facts are guarded the moment it is registered."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -28,7 +29,12 @@ REGISTRY = "engines/registry.py"
 # `sm121 connect` prints (`aider --model openai/M`, `opencode --model sm121/M`). Nowhere else.
 OWN_NAMES = {
     *(("cli/", option) for option in ("--model", "--port", "--host", "--api-key",
-                                      "--block-size")),
+                                      "--block-size", "--agent", "--api-key-file",
+                                      "--version", "--device", "--timeout")),
+    # Options of sm121's own commands declared in their Params (`bench scaling --n`), and
+    # docker's own `--device` in the docker run argv.
+    *(("bench/", option) for option in ("--n",)),
+    ("plan/runtime_argv.py", "--device"),
     ("launch/exposure.py", "--host"),
     ("gateway/capture.py", "api-key"),
     ("connect/agents.py", "--model"),
@@ -73,6 +79,10 @@ def _engine_flags() -> frozenset[str]:
 def _names_a_flag(text: str, flags: frozenset[str]) -> bool:
     if text.startswith("--"):
         return text[2:] in flags
+    if text.startswith("-") and len(text) > 2:
+        # A short option of two letters or more (llama.cpp's -np, -ctk, -ngl); a one-letter
+        # one (`-c`) is every program's (`sh -c`, `python -c`).
+        return text[1:] in flags
     return "-" in text and text in flags  # a one-word name ("model") is plain English too
 
 
@@ -102,7 +112,13 @@ def metric_violations(root: Path) -> list[str]:
     namespaces = metric_names().namespaces
     return [f"{module}:{line} names the metric {text!r}"
             for module, tree in _modules(root) if not module.startswith(f"{ENGINES}/")
-            for line, text in _strings(tree) if any(ns in text for ns in namespaces)]
+            for line, text in _strings(tree) if any(_names_namespace(text, ns) for ns in namespaces)]
+
+
+def _names_namespace(text: str, namespace: str) -> bool:
+    """`llamacpp:requests_deferred` names a metric; `tiny-llamacpp:agent` (a RECIPE:PROFILE)
+    does not: the namespace starts a word."""
+    return re.search(rf"(?<![\w-]){re.escape(namespace)}", text) is not None
 
 
 def flag_violations(root: Path) -> list[str]:
@@ -127,11 +143,28 @@ def test_no_module_outside_engines_names_an_engine_flag() -> None:
 
 def test_the_walk_sees_what_it_guards() -> None:
     """The walker is not blind: the engine package itself names its flags and metrics."""
-    assert _engine_packages(SRC) == {"vllm"}
-    assert {"max-num-seqs", "nnodes"} <= _engine_flags()
+    assert _engine_packages(SRC) == {"vllm", "llamacpp"}
+    assert {"max-num-seqs", "nnodes", "kv-unified", "np", "ctk", "cache-reuse"} <= _engine_flags()
     engine_strings = {text for module, tree in _modules(SRC / ENGINES / "vllm")
                       for _, text in _strings(tree)}
     assert "vllm:kv_cache_usage_perc" in engine_strings and "--nnodes" in engine_strings
+    llamacpp = {text for module, tree in _modules(SRC / ENGINES / "llamacpp")
+                for _, text in _strings(tree)}
+    assert "llamacpp:prompt_tokens_total" in llamacpp and "--metrics" in llamacpp
+
+
+def test_a_llamacpp_flag_or_metric_outside_engines_fails(tmp_path: Path) -> None:
+    """The guard holds for the second engine: a module outside engines/ that spells one of
+    llama.cpp's flags (long or multi-letter short) or names a llamacpp: metric is caught."""
+    (tmp_path / "gateway").mkdir()
+    (tmp_path / "gateway" / "bad.py").write_text(
+        'ARGV = ["--kv-unified", "-np", "4", "-ctk", "q8_0"]\n'
+        'NAME = "cache-reuse"\nMETRIC = "llamacpp:requests_deferred"\n')
+    flags = flag_violations(tmp_path)
+    assert {f.split("flag ")[1] for f in flags} == {"'--kv-unified'", "'-np'", "'-ctk'",
+                                                     "'cache-reuse'"}
+    assert metric_violations(tmp_path) == [
+        "gateway/bad.py:3 names the metric 'llamacpp:requests_deferred'"]
 
 
 def test_every_engine_kind_with_an_adapter_is_one_registry_entry() -> None:

@@ -25,7 +25,22 @@ def test_the_metric_table_keeps_the_older_names_after_the_newer() -> None:
     names = metric_names()
     assert names.kv_usage == ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
     assert names.itl[-1] == "vllm:time_per_output_token_seconds"
-    assert set(names.prefix_hits) & set(names.bench_counters) == {"vllm:prefix_cache_hits_total"}
+    assert set(names.prefix_hits) & set(names.bench_counters) == {
+        "vllm:prefix_cache_hits_total", "llamacpp:prompt_tokens_cached_total"}
+    # Engine by engine: vLLM's names first (a vLLM endpoint exports none of llama.cpp's).
+    assert names.running == ("vllm:num_requests_running", "llamacpp:requests_processing")
+
+
+def test_every_adapter_implements_each_small_protocol_whole() -> None:
+    """The seam is small protocols an engine composes (argv, flags, trust, boot log, tables):
+    each registered adapter implements every one of them."""
+    from sm121.engines.adapter import PARTS
+    from sm121.engines.registry import adapters
+
+    assert {a.kind for a in adapters()} == {EngineKind.VLLM, EngineKind.LLAMA_CPP}
+    for adapter in adapters():
+        missing = [part.__name__ for part in PARTS if not isinstance(adapter, part)]
+        assert missing == [], adapter.label
 
 
 def test_the_ray_port_is_asked_only_for_docker() -> None:

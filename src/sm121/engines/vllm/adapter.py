@@ -41,19 +41,15 @@ SCHEDULER = SchedulerFlags(
 )
 
 
-class VllmAdapter:
-    kind: EngineKind = EngineKind.VLLM
-    label: str = "vLLM"
+class VllmArgv:
+    """engines.adapter.EngineArgv: the command, a node's argv, the env names."""
+
     native_command: tuple[str, ...] = _args.NATIVE_COMMAND
     docker_command: tuple[str, ...] = _args.DOCKER_COMMAND
-    metrics: MetricNames = METRICS
-    memory: MemoryFlags = MEMORY
-    scheduler: SchedulerFlags = SCHEDULER
-    tool_call_parser: str = _parsers.TOOL_CALL_PARSER
     host_ip_env: str | None = "VLLM_HOST_IP"
     api_key_env: str = "VLLM_API_KEY"
+    model_format: str = "hf"
 
-    # --- argv ---------------------------------------------------------------------------
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
         return _multinode.node_argv(request)
 
@@ -61,7 +57,13 @@ class VllmAdapter:
         # Ray (the docker multi-node backend) listens on its own port on the head.
         return (_multinode.RAY_PORT,) if runtime_kind == "docker" else ()
 
-    # --- flags per version --------------------------------------------------------------
+
+
+class VllmFlags:
+    """engines.adapter.EngineFlags: flags per version, args' rules, derived args, tools."""
+
+    tool_call_parser: str = _parsers.TOOL_CALL_PARSER
+
     def flag_choice(self, recipe: Recipe) -> FlagChoice:
         return _flags.choose(recipe.engine.version, recipe.runtime.image, _flags.recipe_key(recipe))
 
@@ -94,7 +96,6 @@ class VllmAdapter:
         return _flags.save_cached(release, engine_id, image, flags, how, recipe=recipe,
                                   builtin=builtin)
 
-    # --- validation and derived args ----------------------------------------------------
     def derived_args(self, recipe: Recipe,
                      args: Mapping[str, ArgValue]) -> dict[str, tuple[ArgValue, str]]:
         return _args.derived_args(recipe, args)
@@ -116,7 +117,11 @@ class VllmAdapter:
     def wants_tools(self, purpose: str) -> bool:
         return _agent.is_agent_purpose(purpose)
 
-    # --- trust ----------------------------------------------------------------------------
+
+
+class VllmTrust:
+    """engines.adapter.EngineTrust: the allow-list, and the argv read by vLLM's own parser."""
+
     def is_safe_flag(self, name: str) -> bool:
         return name in _trust.SAFE_FLAGS
 
@@ -136,7 +141,11 @@ class VllmAdapter:
                       flags: frozenset[str]) -> list[str]:
         return _trust.argv_problems(argv, own, version, flags)
 
-    # --- boot log -------------------------------------------------------------------------
+
+
+class VllmBootLog:
+    """engines.adapter.EngineBootLog: vLLM's boot log."""
+
     def parse_boot_log(self, text: str) -> BootFacts:
         return _log.parse_boot_log(text)
 
@@ -157,3 +166,11 @@ class VllmAdapter:
 
     def milestones(self, lines: list[StampedLine]) -> list[Milestone]:
         return _milestones.milestones(lines)
+
+
+class VllmAdapter(VllmArgv, VllmFlags, VllmTrust, VllmBootLog):
+    kind: EngineKind = EngineKind.VLLM
+    label: str = "vLLM"
+    metrics: MetricNames = METRICS
+    memory: MemoryFlags = MEMORY
+    scheduler: SchedulerFlags = SCHEDULER

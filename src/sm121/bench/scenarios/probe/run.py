@@ -30,6 +30,10 @@ async def probe_server(client: BenchClient, requests: int = 3, max_tokens: int =
         try:
             record = await client.complete(PROBE_PROMPT, max_tokens, f"probe-{index}")
         except Sm121Error as exc:
+            if "no token ids" in exc.message and not client.counts_from_timings:
+                # No ids of its own: count by its running count per chunk, if it keeps one.
+                client.counts_from_timings = True
+                return await probe_server(client, requests, max_tokens, progress)
             return ProbeReport(safe=False, reason=exc.message, requests=requests,
                                token_ids="no token ids" not in exc.message)
         histogram.update(n for n in record.chunk_tokens if n > 0)

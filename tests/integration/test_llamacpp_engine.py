@@ -1,0 +1,151 @@
+"""The second engine end to end: `sm121 serve tiny-llamacpp` boots the real llama-server that
+`make setup` builds (scripts/llamacpp-build.sh) on the tiny model written as GGUF, to a checked
+first generation (and a request with tools accepted); the real gateway in front of it carries
+a chat stream and an Anthropic Messages request with their usage; `connect` hands an agent the
+per-slot window (-c 65536 over -np 4: 16,384), not -c; the metrics the adapter names are
+exported; `bench agents` counts every turn through the gateway. One gap is pinned as it is: a
+required tool call (xfail: llama.cpp's grammar lets the random model ramble first).
+
+Its own engine (llama-server is not the session's vLLM), booted once for the module: a few
+seconds on CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import free_port, run_cli
+from support.gateway_process import spawned_gateway
+from support.timeouts import BOOT_S, SERVE_S
+
+pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
+
+ROOT = Path(__file__).resolve().parents[2]
+PER_SLOT = 65536 // 4  # tiny-llamacpp: c 65536, np 4, no kvu
+TOOLS = [{"type": "function", "function": {
+    "name": "read_file", "description": "Read a file",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                   "required": ["path"]}}}]
+
+
+def _llama_server() -> str:
+    """The binary `make setup` built: linked beside this Python, else in the repo's cache."""
+    beside = Path(sys.executable).parent / "llama-server"
+    if beside.exists():
+        return str(beside)
+    cached = sorted(ROOT.glob(".cache/llama.cpp/b*/bin/llama-server"))
+    if cached:
+        return str(cached[-1])
+    found = shutil.which("llama-server")
+    if found:
+        return found
+    if os.environ.get("SM121_SKIP_LLAMACPP"):
+        pytest.skip("SM121_SKIP_LLAMACPP is set: no llama-server was built")
+    raise AssertionError("no llama-server: run `make setup` (scripts/llamacpp-build.sh builds it)")
+
+
+@pytest.fixture(scope="module")
+def llama_engine(sm121_home: Path) -> Iterator[str]:
+    binary = Path(_llama_server())
+    os.environ["PATH"] = f"{binary.parent}{os.pathsep}{os.environ['PATH']}"
+    port = free_port()
+    run_cli("serve", "tiny-llamacpp", "--profile", "agent", "--port", str(port), "--timeout",
+            str(BOOT_S), timeout=SERVE_S)
+    run_dir = max((sm121_home / "runs").glob("tiny-llamacpp-agent-*"),
+                  key=lambda p: p.stat().st_mtime)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        run_cli("stop", run_dir.name, check=False)
+
+
+@pytest.fixture(scope="module")
+def gateway(llama_engine: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with spawned_gateway(tmp_path_factory.mktemp("gateway-llamacpp"), "--upstream",
+                         llama_engine, "--recipe", "tiny-llamacpp",
+                         ready="/v1/models") as spawned:
+        yield spawned.url
+
+
+def _post(url: str, body: dict, headers: dict | None = None) -> bytes:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={
+        "Content-Type": "application/json", **(headers or {})})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        assert response.status == 200
+        return response.read()
+
+
+def test_a_chat_stream_through_the_gateway_counts_its_tokens(gateway: str) -> None:
+    raw = _post(f"{gateway}/v1/chat/completions", {
+        "model": "tiny", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 6,
+        "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True})
+    events = [json.loads(line[6:]) for line in raw.decode().splitlines()
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    text = "".join(c["delta"].get("content") or "" for e in events for c in e.get("choices", []))
+    usage = [e["usage"] for e in events if e.get("usage")]
+    assert text and usage and usage[-1]["completion_tokens"] == 6
+    assert raw.decode().rstrip().endswith("data: [DONE]")
+
+
+def test_a_messages_request_is_answered_natively(gateway: str) -> None:
+    reply = json.loads(_post(f"{gateway}/v1/messages", {
+        "model": "tiny", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+        {"anthropic-version": "2023-06-01"}))
+    assert reply["type"] == "message" and reply["role"] == "assistant"
+    assert 1 <= reply["usage"]["output_tokens"] <= 5 and reply["usage"]["input_tokens"] > 0
+
+
+@pytest.mark.xfail(reason="llama.cpp b11434's chat auto-parser reads the tiny template as JSON "
+                   "tool calls inside <tool_call>, but its grammar for a required call lets "
+                   "free content come first (`until-<tool_call>?`), and the random-weight "
+                   "model never leaves it: measured, 200 tokens of text and no call",
+                   strict=False)
+def test_a_required_tool_call_comes_from_the_chat_template(gateway: str) -> None:
+    reply = json.loads(_post(f"{gateway}/v1/chat/completions", {
+        "model": "tiny", "messages": [{"role": "user", "content": "read setup.py"}],
+        "tools": TOOLS, "tool_choice": "required", "max_tokens": 64}))
+    calls = reply["choices"][0]["message"].get("tool_calls") or []
+    assert calls and calls[0]["function"]["name"] == "read_file", reply
+    assert isinstance(json.loads(calls[0]["function"]["arguments"]), dict)
+
+
+def test_bench_agents_counts_every_turn_through_the_gateway(gateway: str,
+                                                           tmp_path: Path) -> None:
+    """llama-server's streamed chunks carry no token ids (vLLM's `return_token_ids`), and it
+    merges the tokens of an unfinished UTF-8 character into one chunk (the random model emits
+    many): the probe finds that and counts by the server's running count per chunk
+    (`timings_per_token`), and every turn's count must still match its usage."""
+    out = tmp_path / "agents.json"
+    run_cli("bench", "agents", "--url", gateway, "--model", "tiny", "--agents", "2",
+            "--turns", "3", "--out", str(out), timeout=600)
+    data = json.loads(out.read_text())
+    turns = [s for s in data["samples"] if s.get("kind") == "turn"]
+    assert data["status"] == "complete" and len(turns) == 6 and data["probe"]["safe"]
+    assert all(t["usage_checked"] for t in turns), turns
+    assert all(t["completion_tokens"] == t["output_asked"] for t in turns)
+
+
+def test_connect_hands_the_agent_the_per_slot_window(gateway: str) -> None:
+    settings = json.loads(run_cli("connect", gateway, "--agent", "opencode", "--json",
+                                  timeout=120).stdout)
+    assert settings["limits"]["context"] == PER_SLOT  # not -c's 65,536
+    assert all(p["ok"] for p in settings["probe"]), settings["probe"]
+
+
+def test_status_and_the_metrics_the_adapter_names(llama_engine: str) -> None:
+    with urllib.request.urlopen(f"{llama_engine}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    from sm121.engines.registry import adapter_of
+
+    names = adapter_of("llama.cpp").metrics
+    for name in (*names.running, *names.prompt_tokens, *names.generation_tokens,
+                 *names.prefix_hits):
+        assert f"{name} " in text, name
+    status = run_cli("status", "--json").stdout
+    assert "tiny-llamacpp" in status
