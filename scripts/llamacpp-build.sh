@@ -51,7 +51,11 @@ echo "llama-server b$BUILD: building (llama-server only, -j$JOBS, CPU)"
 # Tests, examples and the web UI off (the prebuilt UI is a download from outside the
 # registries); static so the one binary is all there is to cache; OpenSSL off: sm121 stages
 # models itself and never asks llama-server to download one.
-nice -n 10 cmake -S "$SRC" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# Ninja when the machine has it (this kind's image does), else CMake's default generator.
+GEN=""
+command -v ninja >/dev/null 2>&1 && GEN="-G Ninja"
+# shellcheck disable=SC2086
+nice -n 10 cmake -S "$SRC" -B "$WORK/build" $GEN -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \

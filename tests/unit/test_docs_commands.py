@@ -358,7 +358,8 @@ def test_readme_says_truly_which_builtin_profiles_have_six_sequences() -> None:
     max-num-seqs 6 but laguna-s-2.1's, which set none (vLLM's default); a profile with
     another max-num-seqs must change both."""
     text = (ROOT / "README.md").read_text()
-    assert "every profile here\nhas max-num-seqs 6 but laguna-s-2.1's, which leave it to vLLM" in text
+    assert ("every vLLM profile here\nhas max-num-seqs 6 but laguna-s-2.1's, which leave it to vLLM, "
+            "and qwen3.6-35b-a3b-vllm's") in text
     # llama.cpp's recipes have slots (np), not max-num-seqs; NVIDIA's playbook pins 4 for
     # its vLLM recipe of Qwen3.6-35B-A3B (the README's table names both apart).
     apart = {"qwen3.6-35b-a3b-vllm"}
