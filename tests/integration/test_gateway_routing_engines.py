@@ -33,8 +33,11 @@ pytestmark = pytest.mark.integration
 def gateway(tiny_engine: TinyEngine, replica_b: TinyEngine,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("routing-gateway")
-    with spawned_gateway(folder, "--runs", f"{tiny_engine.run_id},{replica_b.run_id}"
-                         ) as gateway:
+    # Session admission (on by default where the engines show their pools) places a new
+    # session on the replica with the most working-set headroom (docs/sessions.md); this
+    # module tests the rendezvous routing and the ejection beneath it, so it turns it off.
+    with spawned_gateway(folder, "--runs", f"{tiny_engine.run_id},{replica_b.run_id}",
+                         "--sessions", "off") as gateway:
         _wait_discovered(gateway.url, gateway.log)
         yield gateway.url
 

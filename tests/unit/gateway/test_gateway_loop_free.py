@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import statistics
 import threading
 import time
 import urllib.request
@@ -130,8 +131,13 @@ def test_a_60mb_hostile_body_leaves_streams_and_health_free(tmp_path: Path) -> N
           f"largest {max((f for _, f in gaps), default=0) * 1000:.0f} ms), longest wait in "
           f"the gateway {max(waited, default=0) * 1000:.0f} ms; /health: {len(health)} "
           f"probes, slowest {max(health, default=0) * 1000:.0f} ms")
-    assert window and max(waited) < 0.1
-    assert all(seen - own < 0.1 for seen, own in gaps)
+    # The typical chunk keeps the 100 ms bound; the slowest one gets 1 s. Measured: on a quiet
+    # box the slowest wait was 21-34 ms; inside a full `make test` (three pytest sessions and
+    # their engines on 2 cores) one chunk waited 325 ms while the rest stayed near 2 ms. A loop
+    # blocked by the parse holds every chunk written meanwhile (main: 15.8 s), so it fails both.
+    assert window and statistics.median(waited) < 0.1 and max(waited) < 1.0
+    added = [seen - own for seen, own in gaps]
+    assert statistics.median(added) < 0.1 and max(added) < 1.0
     assert len(arrivals) == CHUNKS
     assert health and max(health) < 1.0
     assert status == 400 and "JSON arrays and objects" in answer["error"]["message"]
