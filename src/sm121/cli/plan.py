@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
+from sm121.cli import capacity as cap
 from sm121.cli.options import CLUSTER, HOST, PORT, PROFILE, SET, TRUST
 from sm121.cli.output import console, parse_sets, print_json
 from sm121.cluster.hosts import ssh_config_hostname
@@ -33,9 +35,29 @@ def register(app: typer.Typer) -> None:
                                     "pool, concurrency (as `sm121 memory plan`)."),
         staged: bool = typer.Option(False, "--staged", help="Also read each node's staged "
                                     "manifest (over ssh): where its weights are read from."),
+        agents: int | None = typer.Option(None, "--agents", help="With --workload: how many "
+                                          "agents the capacity is judged for (the margin)."),
+        workload: str | None = typer.Option(None, "--workload", "-w", help="Add the capacity "
+                                            "model: how many agents of this workload (a "
+                                            "preset or YAML file) the profile holds, and "
+                                            "which resource binds (docs/capacity.md)."),
+        turns: int = typer.Option(6, "--turns", "-t", help=cap.TURNS_HELP),
+        pool_tokens: int | None = cap.POOL_TOKENS,
+        boot_log: Path | None = cap.BOOT_LOG,
+        engine_url: str | None = cap.ENGINE_URL,
+        slo: str = typer.Option("ttft_p95=2s", "--slo", help="The SLO the turns are judged by."),
+        prefill_tok_s: float | None = cap.PREFILL_TOK_S,
+        decode_tok_s: float | None = cap.DECODE_TOK_S,
     ) -> None:
         """Render recipe + profile + cluster + overrides into the ServePlan: for each node the
-        exact argv and env, the start order, the readiness probe and the request policy."""
+        exact argv and env, the start order, the readiness probe and the request policy. With
+        --workload, also the agents it holds (KV pool, sequences, step budget), before any boot."""
+        if workload:
+            _plan_capacity(name, profile, cluster, sets, port, host, as_json, trust, cap_args={
+                "workload": workload, "turns": turns, "agents": agents, "slo": slo,
+                "pool": (pool_tokens, boot_log, engine_url),
+                "rate": cap.throughput(prefill_tok_s, decode_tok_s)})
+            return
         if memory:
             _plan_with_memory(name, profile, cluster, sets, port, host, as_json, trust)
             return
@@ -83,6 +105,32 @@ def _host_of(node: NodePlan) -> str:
     alias = (node.ssh or "").rpartition("@")[2]
     real = ssh_config_hostname(node.ssh_config, alias) if node.ssh_config else None
     return f"{node.ssh} (HostName {real})" if real and real != alias else str(node.ssh)
+
+
+def _plan_capacity(name: str, profile: str | None, cluster: str | None,
+                   sets: list[str] | None, port: int, host: str, as_json: bool, trust: bool,
+                   cap_args: dict) -> None:
+    from sm121.sizing.with_plan import plan_with_memory
+
+    both = plan_with_memory(name, profile, cluster, parse_sets(sets), port, host)
+    if both.serve_plan is not None:
+        require_trust(both.serve_plan.recipe, both.serve_plan.needs_trust, trust)
+    memory = both.memory
+    pool_tokens, boot_log, engine_url = cap_args["pool"]
+    pool = cap.given_pool(pool_tokens, boot_log, engine_url, memory.block_size)
+    capacity = cap.capacity_of(
+        dict(both.serve_plan.engine_args) if both.serve_plan else {}, memory.pool_tokens,
+        memory.block_size, memory.max_model_len, workload=cap_args["workload"],
+        turns=cap_args["turns"], agents=cap_args["agents"], pool=pool, slo=cap_args["slo"],
+        rate=cap_args["rate"])
+    if as_json:
+        print_json({"plan": both.serve_plan.model_dump(mode="json") if both.serve_plan else None,
+                    "capacity": cap.capacity_json(capacity)})
+        return
+    if both.serve_plan is not None:
+        print_plan(both.serve_plan)
+        console.print()
+    cap.print_capacity(capacity)
 
 
 def print_plan(plan: ServePlan) -> None:

@@ -151,6 +151,14 @@ def pool_blocks(metrics_text: str) -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
+def kv_pool(metrics_text: str) -> tuple[int, int] | None:
+    """The running engine's KV pool as (blocks, block size), from its cache-config info
+    gauge (vLLM: num_gpu_blocks x block_size); None when the engine does not say."""
+    labels = cache_config(metrics_text)
+    blocks, size = labels.get("num_gpu_blocks", ""), labels.get("block_size", "")
+    return (int(blocks), int(size)) if blocks.isdigit() and size.isdigit() else None
+
+
 async def raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
     """An answer other than 200 as an EngineError naming the status and the body; a 401/403
     says at once that the key is missing or wrong (waiting or retrying cannot fix it)."""

@@ -1,0 +1,148 @@
+"""The capacity model's inputs, gathered for `sm121 plan --agents --workload` and `sm121 memory
+plan --solve agents=N,workload=W`: the workload preset's numbers (bench's presets; memory/ may
+not import bench/, so they are read here and passed down as plain numbers), the profile's
+scheduler knobs (the rendered plan's engine args), and the pool: given, from a boot log, from a
+running engine's /metrics, or from the planner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sm121.cli.output import console
+from sm121.errors import Sm121Error
+from sm121.memory.capacity import Capacity, Knobs, Pool, SessionShape, Throughput
+
+TURNS_HELP = "Turns per session the workload runs (its last turn sets the working set)."
+POOL_TOKENS = typer.Option(None, "--pool-tokens", help="The KV pool in tokens, as the engine "
+                           "logged it (`KV cache size: N tokens`): predicts for a device "
+                           "without booting.")
+BOOT_LOG = typer.Option(None, "--boot-log", help="An engine log to read the KV pool from.")
+ENGINE_URL = typer.Option(None, "--engine-url", help="A running engine: its KV pool from "
+                          "/metrics (blocks x block size).")
+PREFILL_TOK_S = typer.Option(None, "--prefill-tok-s", help="Prefill throughput at this step "
+                             "budget measured at the workload's depth (a calibration figure).")
+DECODE_TOK_S = typer.Option(None, "--decode-tok-s", help="One stream's decode rate under load "
+                            "(with --prefill-tok-s: the step budget's allowance).")
+
+
+def session_shape(workload_name: str, turns: int, max_model_len: int) -> SessionShape:
+    """The preset (or YAML file) fitted to the server as a run of `turns` turns sends it, as
+    the capacity model's plain numbers."""
+    from sm121.bench.agents.workload import TEMPLATE_MARGIN, fit_to_server, load_workload
+
+    w = fit_to_server(load_workload(workload_name), max_model_len, turns)
+    assert w.fitted is not None
+    append = (w.append_tokens.min + w.append_tokens.max) / 2 + w.paste.tokens * w.paste.share
+    reply = (w.output_tokens.min + w.output_tokens.max) / 2
+    return SessionShape(
+        workload=w.name, turns=turns, last_context_tokens=w.fitted.conversation_tokens_max,
+        growth_per_turn_tokens=w.per_turn_tokens(),
+        # a cached turn prefills its new input, the template, and the previous reply as the
+        # chat template re-renders it (its generated blocks may not match token for token)
+        turn_new_tokens=append + reply + TEMPLATE_MARGIN, reply_tokens=reply,
+        think_time_s=(w.think_time_s.min + w.think_time_s.max) / 2,
+        long_job_tokens=w.fitted.background_tokens)
+
+
+def knobs_of(engine_args: dict[str, object], inflight_cap: int | None = None) -> Knobs:
+    from sm121.engines.registry import adapter_of
+
+    flags = adapter_of().scheduler
+    kv_dtype = adapter_of().memory.kv_cache_dtype
+
+    def _int(name: str) -> int | None:
+        value = engine_args.get(name)
+        return int(value) if isinstance(value, int | str) and str(value).isdigit() else None
+
+    dtype = engine_args.get(kv_dtype)
+    return Knobs(max_num_seqs=_int(flags.max_num_seqs), step_budget=_int(flags.batched_tokens),
+                 long_prefill_threshold=_int(flags.long_prefill_threshold),
+                 inflight_cap=inflight_cap, kv_dtype=str(dtype) if dtype else None)
+
+
+def given_pool(pool_tokens: int | None, boot_log: Path | None, engine_url: str | None,
+               block_size: int) -> Pool | None:
+    """The pool from the first source given; None when none was."""
+    if pool_tokens is not None:
+        return Pool(pool_tokens, block_size, "given (--pool-tokens)")
+    if boot_log is not None:
+        from sm121.engines.registry import adapter_of
+
+        if not boot_log.is_file():
+            raise Sm121Error(f"no boot log at {boot_log}", "give the engine's log file")
+        tokens = adapter_of().parse_boot_log_file(boot_log).kv_pool_tokens
+        if tokens is None:
+            raise Sm121Error(f"{boot_log} holds no KV pool line", "give the log of a boot that "
+                             "came up (vLLM logs `KV cache size: N tokens`)")
+        return Pool(tokens, block_size, f"the boot log {boot_log.name}")
+    if engine_url is not None:
+        from sm121.engines.client import kv_pool
+        from sm121.engines.client_sync import SyncEngineClient
+
+        found = kv_pool(SyncEngineClient(engine_url, timeout_s=10).metrics_text())
+        if found is None:
+            raise Sm121Error(f"{engine_url}/metrics does not say its KV pool",
+                             "give --pool-tokens or --boot-log")
+        blocks, size = found
+        return Pool(blocks * size, size, f"{engine_url}/metrics")
+    return None
+
+
+def throughput(prefill_tok_s: float | None, decode_tok_s: float | None) -> Throughput | None:
+    if prefill_tok_s is None or decode_tok_s is None:
+        return None
+    return Throughput(prefill_tok_s, decode_tok_s, "given (--prefill-tok-s, --decode-tok-s)")
+
+
+def slo_ttft(slo: str | None) -> float | None:
+    """The TTFT threshold of an SLO such as ttft_p95=2s (None: no TTFT term)."""
+    from sm121.bench.agents.slo import parse_slo
+
+    return next((t.threshold for t in parse_slo(slo) if t.metric == "ttft"), None)
+
+
+def print_capacity(capacity: Capacity) -> None:
+    console.print(f"[bold]capacity[/]: {capacity.headline()}", highlight=False)
+    for line in capacity.lines()[1:]:
+        console.print(f"  {line}", highlight=False)
+
+
+def capacity_json(c: Capacity) -> dict[str, object]:
+    return {"workload": c.workload, "agents": c.agents, "predicted": c.predicted,
+            "binding": None if c.binding is None else c.binding.value, "margin": c.margin,
+            "pool": None if c.pool is None else {
+                "tokens": c.pool.tokens, "block_size": c.pool.block_size,
+                "source": c.pool.source},
+            "working_set_tokens": c.working_set_tokens,
+            "working_set_blocks": c.working_set_blocks,
+            "allowances": [{"resource": a.resource.value, "agents": a.agents, "how": a.how}
+                           for a in c.allowances],
+            "unknown": [r.value for r in c.unknown], "transient_from": c.transient_from,
+            "headline": c.headline()}
+
+
+def capacity_of(engine_args: dict[str, object], planned_pool: int | None, block_size: int,
+                max_model_len: int, *, workload: str, turns: int, agents: int | None,
+                pool: Pool | None, slo: str | None, rate: Throughput | None) -> Capacity:
+    """The prediction for a rendered profile: `pool` when one was given, else the planner's."""
+    from sm121.memory.capacity import predict
+
+    if pool is None and planned_pool is not None:
+        pool = Pool(planned_pool, block_size, "the memory planner")
+    shape = session_shape(workload, turns, max_model_len)
+    return predict(pool, shape, knobs_of(engine_args), rate, slo_ttft(slo), agents)
+
+
+def parse_capacity_load(text: str) -> tuple[int, str, int | None]:
+    """`agents=24,workload=coding-agent-with-batch[,turns=5]` -> (agents, workload, turns)."""
+    values = dict(part.partition("=")[::2] for part in text.split(","))
+    values = {k.strip(): v.strip() for k, v in values.items()}
+    if not set(values) <= {"agents", "workload", "turns"} or "workload" not in values \
+            or not values.get("agents", "").isdigit() \
+            or not values.get("turns", "0").isdigit():
+        raise Sm121Error(f"--solve {text!r} is not agents=N,workload=W[,turns=T]",
+                         "example: --solve agents=24,workload=coding-agent-with-batch")
+    turns = values.get("turns")
+    return int(values["agents"]), values["workload"], int(turns) if turns else None
