@@ -64,7 +64,8 @@ def knobs_of(engine_args: dict[str, object], inflight_cap: int | None = None) ->
 
 def given_pool(pool_tokens: int | None, boot_log: Path | None, engine_url: str | None,
                block_size: int) -> Pool | None:
-    """The pool from the first source given; None when none was."""
+    """The pool from the first source given; None when none was. `block_size`: the profile's
+    (a running engine says its own)."""
     if pool_tokens is not None:
         return Pool(pool_tokens, block_size, "given (--pool-tokens)")
     if boot_log is not None:

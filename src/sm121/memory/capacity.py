@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from sm121.memory.working_set import WorkingSet, blocks_for, sessions_that_fit
 
@@ -36,7 +36,7 @@ from sm121.memory.working_set import WorkingSet, blocks_for, sessions_that_fit
 STEP_UTILISATION = 0.8
 
 
-class Resource(str, Enum):
+class Resource(StrEnum):
     KV = "KV"
     SEQUENCES = "sequences"
     STEP_BUDGET = "step budget"
@@ -193,11 +193,13 @@ def sequence_allowance(shape: SessionShape, knobs: Knobs) -> Allowance:
 
 
 def _long_step_share(shape: SessionShape, knobs: Knobs, budget: int) -> int:
-    """Tokens of each step the long prefill takes while it runs."""
-    if not shape.long_job_tokens:
-        return 0
+    """Tokens of each step the long prefill takes while it runs, when a threshold under the
+    budget caps it; without one the prefill takes every step, which admission counts (a turn
+    waits for the whole prefill), and the budget is the agents' outside it."""
     threshold = knobs.long_prefill_threshold or 0
-    return budget if threshold <= 0 or threshold >= budget else threshold
+    if not shape.long_job_tokens or threshold <= 0 or threshold >= budget:
+        return 0
+    return threshold
 
 
 def admission_allowance(shape: SessionShape, knobs: Knobs, rate: Throughput | None,

@@ -86,35 +86,37 @@ def judge(evidence: RunEvidence, prediction: Capacity | None = None,
           target: float = GOODPUT_TARGET) -> Verdict:
     """The run's verdict line: "met", or "missed: <resource> (<evidence>)"."""
     e = evidence
-    pred = "" if prediction is None else (
-        f"; predicted {prediction.predicted} ({prediction.binding.value} binds)")
-    keep = {"predicted": None if prediction is None else prediction.predicted,
-            "predicted_binding": None if prediction is None else prediction.binding}
+    predicted = None if prediction is None else prediction.predicted
+    binding = None if prediction is None else prediction.binding
+    pred = "" if predicted is None or binding is None else (
+        f"; predicted {predicted} ({binding.value} binds)")
+
+    def verdict(met: bool | None, resource: Resource | None, line: str) -> Verdict:
+        return Verdict(met, resource, line, predicted, binding)
+
     if e.goodput is None:
-        return Verdict(None, None, f"not judged (no goodput){pred}", **keep)
+        return verdict(None, None, f"not judged (no goodput){pred}")
     kv = evicted(e)
     if e.goodput >= target:
         note = f" ({kv}, within the SLO)" if kv else ""
-        return Verdict(True, None, f"met at {e.agents}: goodput {_pct(e.goodput)}{note}{pred}",
-                       **keep)
+        return verdict(True, None, f"met at {e.agents}: goodput {_pct(e.goodput)}{note}{pred}")
     head = f"missed at {e.agents}: goodput {_pct(e.goodput)}"
     if kv:
-        return Verdict(False, Resource.KV, f"missed: KV ({kv}); {head}{pred}", **keep)
+        return verdict(False, Resource.KV, f"missed: KV ({kv}); {head}{pred}")
     if e.misses and e.misses_during_long is not None and 2 * e.misses_during_long >= e.misses:
-        return Verdict(False, Resource.ADMISSION, (
+        return verdict(False, Resource.ADMISSION, (
             f"missed: admission during the long prefill ({e.misses_during_long} of {e.misses} "
-            f"misses inside its window); {head}{pred}"), **keep)
+            f"misses inside its window); {head}{pred}"))
     if (e.waiting_peak and e.max_num_seqs is not None and e.running_peak is not None
             and e.running_peak >= e.max_num_seqs):
-        return Verdict(False, Resource.SEQUENCES, (
+        return verdict(False, Resource.SEQUENCES, (
             f"missed: sequences ({e.waiting_peak} waiting while max-num-seqs {e.max_num_seqs} "
-            f"ran); {head}{pred}"), **keep)
+            f"ran); {head}{pred}"))
     if e.preemptions is None and e.reuse_mean is None:
-        return Verdict(False, None, f"missed: cause not known (no engine counters); {head}{pred}",
-                       **keep)
-    return Verdict(False, Resource.STEP_BUDGET, (
+        return verdict(False, None, f"missed: cause not known (no engine counters); {head}{pred}")
+    return verdict(False, Resource.STEP_BUDGET, (
         f"missed: step budget (no evictions, no sequence limit: the turns queued in a full "
-        f"engine); {head}{pred}"), **keep)
+        f"engine); {head}{pred}"))
 
 
 def expected_reuse(last_context_tokens: int, turn_new_tokens: float, turns: int,
