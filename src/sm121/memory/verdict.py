@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from sm121.memory.capacity import Capacity, Resource
 
 GOODPUT_TARGET = 0.95  # the cliff: the smallest N with goodput under 95%
-REUSE_DROP = 0.10  # reuse this far under the expected one means prefixes were evicted
+REUSE_DROP = 0.10  # mean reuse this far under the expected one: prefixes were evicted
+TURN_REUSE_DROP = 0.25  # one turn's reuse this far under it: part of a prefix was evicted
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ def evicted(e: RunEvidence) -> str | None:
     expected = e.expected_reuse if e.expected_reuse is not None else 0.95
     if e.reuse_mean is not None and e.reuse_mean < expected - REUSE_DROP:
         signs.append(f"reuse fell to {_pct(e.reuse_mean)} (expected {_pct(expected)})")
+    elif e.reuse_min is not None and e.reuse_min < expected - TURN_REUSE_DROP:
+        # the tail of an idle session's prefix goes first (vLLM frees a request's blocks
+        # last-first), so a small overflow shows as turns that lost part of their prefix
+        signs.append(f"a turn's reuse fell to {_pct(e.reuse_min)} (expected {_pct(expected)})")
     elif (e.reprefill_per_turn is not None and e.turn_new_tokens
           and e.reprefill_per_turn > 2 * e.turn_new_tokens):
         signs.append(f"{e.reprefill_per_turn:,.0f} tokens re-prefilled a turn "

@@ -69,3 +69,13 @@ def test_expected_reuse_of_an_append_only_session():
     # 15K-token first turn, 625 new tokens a turn: about 96% reused after the first turn
     share = expected_reuse(19_684, 625, 5, 15_264, 16)
     assert share is not None and 0.95 < share < 0.98
+
+
+def test_a_small_overflow_shows_as_turns_that_lost_part_of_their_prefix():
+    # CPU testbed, one agent past the pool: mean reuse 94.8% of an expected 98%, min 60%
+    v = judge(RunEvidence(11, 0.879, preemptions=0, reuse_mean=0.948, reuse_min=0.601,
+                          expected_reuse=0.98), PRED)
+    assert v.resource is Resource.KV and "a turn's reuse fell to 60%" in v.line
+    below = judge(RunEvidence(10, 0.90, preemptions=0, reuse_mean=0.98, reuse_min=0.976,
+                              expected_reuse=0.98), PRED)
+    assert below.resource is Resource.STEP_BUDGET  # a miss without evictions is not KV
