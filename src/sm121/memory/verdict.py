@@ -124,16 +124,15 @@ def judge(evidence: RunEvidence, prediction: Capacity | None = None,
         f"engine); {head}{pred}"))
 
 
-def expected_reuse(last_context_tokens: int, turn_new_tokens: float, turns: int,
-                   first_context_tokens: int, block_size: int) -> float | None:
+def expected_reuse(first_prompt_tokens: float, growth_per_turn: float, turn_new_tokens: float,
+                   turns: int, block_size: int) -> float | None:
     """Mean prefix reuse of the turns after the first when nothing is evicted: each turn's
-    cached prefix is the previous turn's context rounded down to whole blocks."""
+    cached prefix is its prompt less what the turn adds, rounded down to whole blocks."""
     if turns < 2:
         return None
-    growth = (last_context_tokens - first_context_tokens) / max(1, turns - 1)
     shares = []
     for turn in range(1, turns):
-        prompt = first_context_tokens + turn * growth
+        prompt = first_prompt_tokens + turn * growth_per_turn
         cached = (prompt - turn_new_tokens) // block_size * block_size
         shares.append(max(0.0, cached / prompt))
     return sum(shares) / len(shares)
