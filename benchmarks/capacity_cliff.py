@@ -29,9 +29,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sm121.cli.capacity import session_shape
+from capacity_evidence import evidence
+
+from sm121.cli.capacity import session_shape, slo_ttft
 from sm121.memory.capacity import Knobs, Pool, predict
-from sm121.memory.verdict import GOODPUT_TARGET, RunEvidence, expected_reuse, judge
+from sm121.memory.verdict import GOODPUT_TARGET, expected_reuse, judge
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS = [HERE / "capacity" / "sessions-9k.yaml", HERE / "capacity" / "sessions-15k.yaml"]
@@ -55,34 +57,6 @@ def boot(sets: list[str], port: int) -> str:
     return found.group(1)
 
 
-def evidence(results: dict[str, Any], agents: int, expected: float | None,
-             turn_new: float) -> RunEvidence:
-    """A run's evidence from its results file (summary, /metrics deltas, per-turn rows)."""
-    s = results["summary"]
-    deltas = s.get("engine_metrics") or {}
-    judged = [t for t in s["by_turn"] if t["turn"] >= s["judged_from_turn"]]
-    reuse = [t["reuse_mean"] for t in judged if t["reuse_mean"] is not None]
-    mins = [t["reuse_min"] for t in judged if t["reuse_min"] is not None]
-    prompts = [t["prompt_tokens_mean"] for t in judged if t["prompt_tokens_mean"]]
-    reprefill = (sum(p * (1 - r) for p, r in zip(prompts, reuse, strict=False)) / len(reuse)
-                 if reuse and len(prompts) == len(reuse) else None)
-    slo = s["slo"]
-    preempt = deltas.get("vllm:num_preemptions_total")
-    return RunEvidence(
-        agents=agents, goodput=slo.get("goodput"),
-        preemptions=None if preempt is None else int(preempt),
-        prefix_hits=_int(deltas.get("vllm:prefix_cache_hits_total")),
-        prefix_queries=_int(deltas.get("vllm:prefix_cache_queries_total")),
-        reuse_mean=sum(reuse) / len(reuse) if reuse else None,
-        reuse_min=min(mins) if mins else None, expected_reuse=expected,
-        reprefill_per_turn=reprefill, turn_new_tokens=turn_new,
-        misses=int(slo["turns"] - slo["good_turns"]))
-
-
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
 def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace) -> dict:
     asked = json.loads(sm121("memory", "plan", "tiny-cpu", "--profile", "agent", *sets,
                              "--solve", f"agents=1,workload={workload},turns={args.turns}",
@@ -95,14 +69,15 @@ def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace)
     expected = expected_reuse(first, shape.growth_per_turn_tokens, shape.turn_new_tokens,
                               args.turns, pool["block_size"])
     held = capacity.predicted or 0
-    runs = []
-    for offset in args.offsets:
-        n = held + offset
+    runs: list[dict[str, Any]] = []
+
+    def run(n: int) -> None:
         out = args.out / f"{workload.stem}-agents-{n}.json"
         sm121("bench", "agents", "--url", url, "-n", str(n), "-t", str(args.turns), "-w",
               str(workload), "--slo", args.slo, "--out", str(out))
         data = json.loads(out.read_text())
-        e = evidence(data, n, expected, shape.turn_new_tokens)
+        e = evidence(data, expected, shape.turn_new_tokens, slo_ttft(args.slo),
+                     args.max_num_seqs)
         v = judge(e, capacity)
         print(f"  {workload.stem} N={n}: {v.line}", flush=True)
         runs.append({"agents": n, "goodput": e.goodput, "verdict": v.line,
@@ -111,6 +86,12 @@ def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace)
                      "preemptions": e.preemptions, "reprefill_per_turn": e.reprefill_per_turn,
                      "last_prompt_tokens": data["summary"]["by_turn"][-1]["prompt_tokens_mean"],
                      "results": out.name})
+
+    for offset in args.offsets:
+        run(held + offset)
+    # no miss yet: go on one agent at a time, to at most 3 past the prediction
+    while all(r["met"] for r in runs) and runs[-1]["agents"] < held + 3:
+        run(runs[-1]["agents"] + 1)
     missed = [r["agents"] for r in runs if r["goodput"] is not None
               and r["goodput"] < GOODPUT_TARGET]
     cliff = min(missed) if missed else None

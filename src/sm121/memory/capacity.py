@@ -238,9 +238,11 @@ def step_allowance(shape: SessionShape, knobs: Knobs, rate: Throughput | None) -
     cycle = shape.think_time_s + shape.reply_tokens / rate.decode_tok_s
     per_agent = (shape.turn_new_tokens + shape.reply_tokens) / cycle
     n = math.floor(STEP_UTILISATION * supply / per_agent) if supply > 0 else 0
+    steps = (f"{share} of {budget} tokens a step while the long job runs" if share < budget
+             else f"steps of {budget} tokens")
     return Allowance(Resource.STEP_BUDGET, n, (
-        f"{STEP_UTILISATION:.0%} of {supply:,.0f} tok/s ({share} of {budget} tokens a step "
-        f"while the long job runs, {rate.source}) / {per_agent:,.0f} tok/s per agent "
+        f"{STEP_UTILISATION:.0%} of {supply:,.0f} tok/s ({steps}, {rate.source}) / "
+        f"{per_agent:,.0f} tok/s per agent "
         f"({shape.turn_new_tokens + shape.reply_tokens:,.0f} tokens a turn every {cycle:.2f} s)"))
 
 

@@ -93,8 +93,9 @@ def judge(evidence: RunEvidence, prediction: Capacity | None = None,
     e = evidence
     predicted = None if prediction is None else prediction.predicted
     binding = None if prediction is None else prediction.binding
+    bound = "at most " if prediction is not None and prediction.unknown else ""
     pred = "" if predicted is None or binding is None else (
-        f"; predicted {predicted} ({binding.value} binds)")
+        f"; predicted {bound}{predicted} ({binding.value} binds)")
 
     def verdict(met: bool | None, resource: Resource | None, line: str) -> Verdict:
         return Verdict(met, resource, line, predicted, binding)

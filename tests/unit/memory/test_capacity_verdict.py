@@ -25,7 +25,7 @@ def test_past_the_cliff_kv_is_named_with_its_evidence():
     assert v.resource is Resource.KV and v.agrees(24)
     assert v.line.startswith("missed: KV (evictions: reuse fell to 64% (expected 95%), "
                              "14 preemptions, KV usage peak 0.99)")
-    assert "predicted 19 (KV binds)" in v.line
+    assert "predicted at most 19 (KV binds)" in v.line
 
 
 def test_preemptions_alone_name_kv():
