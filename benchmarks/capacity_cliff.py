@@ -97,7 +97,7 @@ def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace)
     cliff = min(missed) if missed else None
     below = max((r["agents"] for r in runs if cliff is None or r["agents"] < cliff), default=None)
     predicted_cliff = held + 1
-    return {"workload": workload.stem, "prediction": asked["headline"], "holds": held,
+    return {"workload": workload.stem, "prediction": capacity.headline(), "holds": held,
             "binding": capacity.binding.value if capacity.binding else None,
             "working_set_tokens": shape.last_context_tokens, "pool": pool,
             "expected_reuse": expected, "predicted_cliff": predicted_cliff,

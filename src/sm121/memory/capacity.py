@@ -270,3 +270,15 @@ def pool_for_agents(agents: int, shape: SessionShape, block_size: int) -> int:
     (the KV lever's target: GMU, kv-cache-dtype, nodes)."""
     per = shape.working_set().blocks(block_size)
     return (agents * per + blocks_for(shape.resident_long_tokens, block_size)) * block_size
+
+
+def first_probes(predicted: int, most: int | None = None) -> tuple[int, int]:
+    """The two agent counts a capacity search tests first around a prediction of `predicted`
+    agents held: about 0.9x (which should meet) and about 1.1x, at least one past it (which
+    should miss); a search bisects only where the measurement disagrees."""
+    below = max(1, min(predicted, math.floor(0.9 * predicted)))
+    above = max(predicted + 1, math.ceil(1.1 * predicted))
+    if most is not None:
+        above = min(above, most)
+        below = min(below, max(1, above - 1))
+    return below, above
