@@ -131,6 +131,13 @@ def _plan_capacity(name: str, profile: str | None, cluster: str | None,
         print_plan(both.serve_plan)
         console.print()
     cap.print_capacity(capacity)
+    tuned = both.serve_plan.measured_on if both.serve_plan else None
+    if tuned is not None and capacity.pool is not None:
+        from sm121.memory.capacity import smaller_pool
+
+        if line := smaller_pool(tuned.pool_tokens, tuned.device, tuned.agents,
+                                capacity.pool.tokens):
+            console.print(f"[yellow]warning:[/] {line}", highlight=False)
 
 
 def print_plan(plan: ServePlan) -> None:
@@ -174,6 +181,11 @@ def print_plan(plan: ServePlan) -> None:
     for param, rule in plan.request_policy.params.items():
         console.print(plain(f"request policy: {param}: {rule.action.value} ({rule.reason}); "
                             f"neutral value passes: {rule.neutral}"))
+    if plan.measured_on is not None:
+        m = plan.measured_on
+        held = f", {m.agents} agents" if m.agents is not None else ""
+        console.print(plain(f"tuned on {m.device}: KV pool {m.pool_tokens:,} tokens, workload "
+                            f"{m.workload}{held} (a smaller pool holds fewer agents)"))
     # Each item exactly: its stranger values are quoted where the item is made (plan/trust.py),
     # and nothing in a line is cut (the user allows what they read).
     for item in plan.needs_trust:

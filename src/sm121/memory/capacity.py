@@ -282,3 +282,17 @@ def first_probes(predicted: int, most: int | None = None) -> tuple[int, int]:
         above = min(above, most)
         below = min(below, max(1, above - 1))
     return below, above
+
+
+def smaller_pool(tuned_pool_tokens: int, tuned_device: str, tuned_agents: int | None,
+                 pool_tokens: int) -> str | None:
+    """The warning when the pool at hand is smaller than the one a tuned profile was measured
+    on (an H200 profile on an H100): the agents it held scale down with the pool, when KV
+    binds. None when the pool at hand is as large."""
+    if pool_tokens >= tuned_pool_tokens:
+        return None
+    share = pool_tokens / tuned_pool_tokens
+    held = f" (it held {tuned_agents} agents there)" if tuned_agents is not None else ""
+    return (f"this profile was tuned on {tuned_device} with a KV pool of {tuned_pool_tokens:,} "
+            f"tokens{held}; the pool here is {pool_tokens:,}, {share:.0%} of it: where KV binds "
+            f"it holds {share:.0%} as many sessions (sm121 plan --workload says how many)")

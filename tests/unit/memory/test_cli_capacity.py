@@ -58,3 +58,26 @@ def test_a_bad_solve_names_the_form():
     done = invoke_cli("memory", "plan", "gpu-llama", "--solve", "agents=x,workload=w",
                       check=False)
     assert done.returncode == 2 and "agents=N,workload=W" in done.stdout + done.stderr
+
+
+def test_a_tuned_profile_on_a_smaller_pool_is_warned_about():
+    recipe = FIXTURES / "capacity" / "h200-tuned-recipe.yaml"  # tuned on the H200: 779,312
+    done = invoke_cli("plan", str(recipe), "--profile", "tuned", "--workload",
+                      "coding-agent-with-batch", "--turns", "5", "--agents", "28",
+                      "--boot-log", str(H100_LOG))
+    out = " ".join(done.stdout.split())
+    assert "tuned on NVIDIA H200: KV pool 779,312 tokens, workload coding-agent-with-batch" in out
+    assert "warning: this profile was tuned on NVIDIA H200 with a KV pool of 779,312 tokens " \
+        "(it held 28 agents there); the pool here is 392,032, 50% of it" in out
+    assert "holds at most 19 agents" in out
+    same = invoke_cli("plan", str(recipe), "--profile", "tuned", "--workload",
+                      "coding-agent-with-batch", "--turns", "5", "--boot-log", str(H200_LOG))
+    assert "warning" not in same.stdout  # 782,032: at least the tuned pool
+
+
+def test_a_tuned_profile_record_is_checked_before_it_is_printed(tmp_path):
+    recipe = FIXTURES / "capacity" / "h200-tuned-recipe.yaml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(recipe.read_text().replace("device: NVIDIA H200", "device: \"H200\\x1b[2J\""))
+    done = invoke_cli("plan", str(bad), "--profile", "tuned", check=False)
+    assert done.returncode == 2 and "measured_on" in done.stdout + done.stderr
