@@ -29,11 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from capacity_evidence import evidence
-
-from sm121.cli.capacity import session_shape, slo_ttft
+from sm121.bench.scenarios.agents.capacity import evidence, load_shape, shape_reuse, slo_ttft
+from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.memory.capacity import Knobs, Pool, predict
-from sm121.memory.verdict import GOODPUT_TARGET, expected_reuse, judge
+from sm121.memory.verdict import GOODPUT_TARGET, judge
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS = [HERE / "capacity" / "sessions-9k.yaml", HERE / "capacity" / "sessions-15k.yaml"]
@@ -62,12 +61,10 @@ def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace)
                              "--solve", f"agents=1,workload={workload},turns={args.turns}",
                              "--engine-url", url, "--json"))
     pool = asked["pool"]
-    shape = session_shape(str(workload), args.turns, args.max_model_len)
+    shape = load_shape(str(workload), args.turns, args.max_model_len)
     capacity = predict(Pool(pool["tokens"], pool["block_size"], pool["source"]), shape,
                        Knobs(args.max_num_seqs, args.chunk, None))
-    first = shape.last_context_tokens - args.turns * shape.growth_per_turn_tokens
-    expected = expected_reuse(first, shape.growth_per_turn_tokens, shape.turn_new_tokens,
-                              args.turns, pool["block_size"])
+    expected = shape_reuse(shape, pool["block_size"])
     held = capacity.predicted or 0
     runs: list[dict[str, Any]] = []
 
@@ -76,8 +73,8 @@ def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace)
         sm121("bench", "agents", "--url", url, "-n", str(n), "-t", str(args.turns), "-w",
               str(workload), "--slo", args.slo, "--out", str(out))
         data = json.loads(out.read_text())
-        e = evidence(data, expected, shape.turn_new_tokens, slo_ttft(args.slo),
-                     args.max_num_seqs)
+        e = evidence(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
+                     expected, shape.turn_new_tokens, slo_ttft(args.slo), args.max_num_seqs)
         v = judge(e, capacity)
         print(f"  {workload.stem} N={n}: {v.line}", flush=True)
         runs.append({"agents": n, "goodput": e.goodput, "verdict": v.line,

@@ -14,11 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
-from capacity_evidence import evidence
-
-from sm121.cli.capacity import session_shape, slo_ttft
+from sm121.bench.scenarios.agents.capacity import evidence, load_shape, shape_reuse, slo_ttft
+from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.memory.capacity import Knobs, Pool, predict
-from sm121.memory.verdict import expected_reuse, judge
+from sm121.memory.verdict import judge
 
 
 def main() -> None:
@@ -35,15 +34,14 @@ def main() -> None:
     for path in args.files:
         data = json.loads(path.read_text())
         params, server = data["params"], data["server"]
-        shape = session_shape(params["workload"], params["turns"], server["max_model_len"])
+        shape = load_shape(params["workload"], params["turns"], server["max_model_len"])
         knobs = Knobs(args.max_num_seqs, args.chunk, args.threshold)
         capacity = predict(Pool(args.pool_tokens, args.block_size, "given"), shape, knobs,
                            agents=params["agents"])
-        first = shape.last_context_tokens - shape.turns * shape.growth_per_turn_tokens
-        expected = expected_reuse(first, shape.growth_per_turn_tokens, shape.turn_new_tokens,
-                                  shape.turns, args.block_size)
-        verdict = judge(evidence(data, expected, shape.turn_new_tokens,
-                                 slo_ttft(params["slo"]), args.max_num_seqs), capacity)
+        found = evidence(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
+                         shape_reuse(shape, args.block_size), shape.turn_new_tokens,
+                         slo_ttft(params["slo"]), args.max_num_seqs)
+        verdict = judge(found, capacity)
         rows.append({"file": path.name, "agents": params["agents"], "verdict": verdict.line,
                      "resource": verdict.resource.value if verdict.resource else None,
                      "agrees": verdict.agrees(params["agents"])})

@@ -29,21 +29,10 @@ DECODE_TOK_S = typer.Option(None, "--decode-tok-s", help="One stream's decode ra
 
 def session_shape(workload_name: str, turns: int, max_model_len: int) -> SessionShape:
     """The preset (or YAML file) fitted to the server as a run of `turns` turns sends it, as
-    the capacity model's plain numbers."""
-    from sm121.bench.agents.workload import TEMPLATE_MARGIN, fit_to_server, load_workload
+    the capacity model's plain numbers (bench reads its own presets)."""
+    from sm121.bench.scenarios.agents.capacity import load_shape
 
-    w = fit_to_server(load_workload(workload_name), max_model_len, turns)
-    assert w.fitted is not None
-    append = (w.append_tokens.min + w.append_tokens.max) / 2 + w.paste.tokens * w.paste.share
-    reply = (w.output_tokens.min + w.output_tokens.max) / 2
-    return SessionShape(
-        workload=w.name, turns=turns, last_context_tokens=w.fitted.conversation_tokens_max,
-        growth_per_turn_tokens=w.per_turn_tokens(),
-        # a cached turn prefills its new input, the template, and the previous reply as the
-        # chat template re-renders it (its generated blocks may not match token for token)
-        turn_new_tokens=append + reply + TEMPLATE_MARGIN, reply_tokens=reply,
-        think_time_s=(w.think_time_s.min + w.think_time_s.max) / 2,
-        long_job_tokens=w.fitted.background_tokens)
+    return load_shape(workload_name, turns, max_model_len)
 
 
 def knobs_of(engine_args: dict[str, object], inflight_cap: int | None = None) -> Knobs:
@@ -99,9 +88,9 @@ def throughput(prefill_tok_s: float | None, decode_tok_s: float | None) -> Throu
 
 def slo_ttft(slo: str | None) -> float | None:
     """The TTFT threshold of an SLO such as ttft_p95=2s (None: no TTFT term)."""
-    from sm121.bench.agents.slo import parse_slo
+    from sm121.bench.scenarios.agents.capacity import slo_ttft as threshold
 
-    return next((t.threshold for t in parse_slo(slo) if t.metric == "ttft"), None)
+    return threshold(slo)
 
 
 def print_capacity(capacity: Capacity) -> None:

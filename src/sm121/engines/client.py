@@ -154,9 +154,19 @@ def pool_blocks(metrics_text: str) -> int | None:
 def kv_pool(metrics_text: str) -> tuple[int, int] | None:
     """The running engine's KV pool as (blocks, block size), from its cache-config info
     gauge (vLLM: num_gpu_blocks x block_size); None when the engine does not say."""
-    labels = cache_config(metrics_text)
-    blocks, size = labels.get("num_gpu_blocks", ""), labels.get("block_size", "")
+    return kv_pool_of(cache_config(metrics_text))
+
+
+def kv_pool_of(labels: Mapping[str, Any]) -> tuple[int, int] | None:
+    """kv_pool from cache-config labels already read (a results file keeps them); vLLM 0.21's
+    labels carry no block count."""
+    blocks, size = str(labels.get("num_gpu_blocks", "")), str(labels.get("block_size", ""))
     return (int(blocks), int(size)) if blocks.isdigit() and size.isdigit() else None
+
+
+def block_size_of(labels: Mapping[str, Any]) -> int | None:
+    value = str(labels.get("block_size", ""))
+    return int(value) if value.isdigit() else None
 
 
 async def raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:

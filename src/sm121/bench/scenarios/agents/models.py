@@ -244,6 +244,19 @@ class GapErrors(Open):
     held: int | None = None
 
 
+class CapacityVerdict(Open):
+    """What the run's engine counters say it ran out of, beside the capacity model's
+    prediction for its N (bench/scenarios/agents/capacity.py, docs/capacity.md)."""
+
+    line: str
+    resource: str | None = None  # KV, sequences, step budget, admission ...; None: met
+    met: bool | None = None
+    predicted: int | None = None  # the agents the pool holds (None: not known)
+    binding: str | None = None
+    pool_tokens: int | None = None
+    working_set_tokens: int | None = None
+
+
 class AgentsSummary(Open):
     """A run's summary (`summary.summarize_run`), then what the run adds (engine deltas, wall
     time, a replay's gaps). A file cut short has none (`{}`): every field reads as unset."""
@@ -276,6 +289,7 @@ class AgentsSummary(Open):
     sessions: int | None = None
     gaps: GapErrors | None = None
     late_max_s: float | None = None
+    capacity: CapacityVerdict | None = None
 
 
 # --- across runs -------------------------------------------------------------------------

@@ -131,7 +131,9 @@ def run_plots(bars: list[TurnSample], out: Path, stem: str) -> list[Path]:
 def run_section(run: AgentsRun, stored: AgentsSummary, files: list[Path]) -> list[str]:
     """One run in detail: recomputed from its turns, plus what its stored summary adds (the
     engine's deltas, a replay's gaps)."""
-    return [*summary_lines(summarize_run(run)), *_engine_lines(stored),
+    verdict = [f"**Verdict**: {stored.capacity.line} (docs/capacity.md).", ""] \
+        if stored.capacity is not None else []
+    return [*verdict, *summary_lines(summarize_run(run)), *_engine_lines(stored),
             *_replay_lines(stored), *[f"![{f.stem}]({f.name})" for f in files], ""]
 
 
@@ -259,6 +261,8 @@ def console_lines(summary: AgentsSummary) -> list[str]:
         lines.append(f"background job: TTFT {fmt(background.ttft_s, 's')}; judged agent "
                      f"TTFT p95 during its prefill {fmt(background.ttft_during.p95, 's')}, "
                      f"outside {fmt(background.ttft_outside.p95, 's')}")
+    if summary.capacity is not None:
+        lines.append(f"verdict: {summary.capacity.line}")
     return lines + session_lines(summary)
 
 
