@@ -77,3 +77,12 @@ def test_the_shape_of_a_preset_and_what_it_reuses():
     assert reuse is not None and 0.95 < reuse < 0.98
     assert pool_of({"num_gpu_blocks": "160", "block_size": "128"}).tokens == 20_480
     assert pool_of({"block_size": "16"}) is None
+
+
+def test_the_long_session_preset_binds_on_kv_at_a_few_agents():
+    from sm121.memory.capacity import Pool, Resource, predict
+
+    shape = load_shape("long-session", 6, 131072)  # unscaled in a 128K context
+    assert 55_000 < shape.last_context_tokens < 62_000  # Claude Code sized
+    h100 = predict(Pool(392_032, 16, "H100"), shape, Knobs(41, 4096, 1024))
+    assert (h100.predicted, h100.binding) == (6, Resource.KV)
