@@ -67,7 +67,7 @@ async def server_info(client: BenchClient) -> ServerInfo:
     info.version = await engine.version()
     metrics = await engine.metrics_text()
     if metrics:
-        keep = ("block_size", "enable_prefix_caching", "kv_cache_size_tokens",
+        keep = ("block_size", "num_gpu_blocks", "enable_prefix_caching", "kv_cache_size_tokens",
                 "gpu_memory_utilization", "cache_dtype", "kv_cache_max_concurrency")
         info.cache_config = {k: v for k, v in cache_config(metrics).items() if k in keep}
     info.max_model_len = max_model_len(models, client.model)

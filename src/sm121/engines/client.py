@@ -161,7 +161,12 @@ def kv_pool_of(labels: Mapping[str, Any]) -> tuple[int, int] | None:
     """kv_pool from cache-config labels already read (a results file keeps them); vLLM 0.21's
     labels carry no block count."""
     blocks, size = str(labels.get("num_gpu_blocks", "")), str(labels.get("block_size", ""))
-    return (int(blocks), int(size)) if blocks.isdigit() and size.isdigit() else None
+    tokens = str(labels.get("kv_cache_size_tokens", ""))
+    if not size.isdigit() or int(size) <= 0:
+        return None
+    if blocks.isdigit():
+        return int(blocks), int(size)
+    return (int(tokens) // int(size), int(size)) if tokens.isdigit() else None
 
 
 def block_size_of(labels: Mapping[str, Any]) -> int | None:
