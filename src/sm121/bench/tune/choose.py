@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import median
 
+from pydantic import ValidationError
+
 from sm121.bench.scenarios.agents.models import AgentsAbEntry, RunMetrics
 from sm121.bench.stats import clopper_pearson
 from sm121.bench.tune.candidates import Candidate
@@ -26,7 +28,7 @@ from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
 from sm121.plan.effective import profile_args
 from sm121.recipes.loader import load_recipe
-from sm121.recipes.schema import ArgValue
+from sm121.recipes.schema import ArgValue, MeasuredOn
 
 
 def merged_args(recipe: str, candidate: Candidate) -> dict[str, ArgValue]:
@@ -237,7 +239,20 @@ def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidat
               f"{r.judged_turns} judged turns, 95% interval {_ci(r)}), {request.workload}, "
               f"{request.slo}."]
     return TunedProfile(f"{chosen.name} chosen by sm121 tune for {request.workload} at "
-                        f"{request.slo}: {cap.text}", args, notes, header)
+                        f"{request.slo}: {cap.text}", args, notes, header,
+                        _measured_on(result.device, r, request.workload))
+
+
+def _measured_on(device: str, r: ArmRow, workload: str) -> MeasuredOn | None:
+    """The record plan and serve compare a pool with; None when the boot logged no pool or
+    a name would not pass the recipe's own check (a stranger's device string)."""
+    if not r.kv_tokens:
+        return None
+    try:
+        return MeasuredOn(device=device, pool_tokens=r.kv_tokens, workload=workload,
+                          agents=r.capacity.lo or None)
+    except ValidationError:
+        return None
 
 
 def _tested(r: ArmRow) -> int:
