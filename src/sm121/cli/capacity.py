@@ -35,20 +35,12 @@ def session_shape(workload_name: str, turns: int, max_model_len: int) -> Session
     return load_shape(workload_name, turns, max_model_len)
 
 
-def knobs_of(engine_args: dict[str, object], inflight_cap: int | None = None) -> Knobs:
+def knobs_of(engine_args: dict[str, object]) -> Knobs:
+    from sm121.bench.scenarios.agents.capacity import knobs_from_args
     from sm121.engines.registry import adapter_of
 
-    flags = adapter_of().scheduler
-    kv_dtype = adapter_of().memory.kv_cache_dtype
-
-    def _int(name: str) -> int | None:
-        value = engine_args.get(name)
-        return int(value) if isinstance(value, int | str) and str(value).isdigit() else None
-
-    dtype = engine_args.get(kv_dtype)
-    return Knobs(max_num_seqs=_int(flags.max_num_seqs), step_budget=_int(flags.batched_tokens),
-                 long_prefill_threshold=_int(flags.long_prefill_threshold),
-                 inflight_cap=inflight_cap, kv_dtype=str(dtype) if dtype else None)
+    engine = adapter_of()
+    return knobs_from_args(engine_args, engine.scheduler, engine.memory.kv_cache_dtype)
 
 
 def given_pool(pool_tokens: int | None, boot_log: Path | None, engine_url: str | None,

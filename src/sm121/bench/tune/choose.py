@@ -21,6 +21,7 @@ from sm121.bench.tune.claims import claim
 from sm121.bench.tune.files import AbFile
 from sm121.bench.tune.knobs import effective_step, knobs_of
 from sm121.bench.tune.pick import COST_TARGET, binding
+from sm121.bench.tune.predict import predicted_for
 from sm121.bench.tune.recipe_write import TunedProfile
 from sm121.bench.tune.request import TuneRequest
 from sm121.bench.tune.result import ArmRow, Probe, SittingRecord, TuneResult
@@ -162,6 +163,9 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     for r in table:
         c = by_name[r.name]
         r.kv_tokens, r.differs, r.role = kv.get(r.name), list(c.differs), list(c.role)
+        if (pred := predicted_for(request, samples, r.name)) is not None:
+            r.predicted = pred.predicted
+            r.predicted_binding = pred.binding.value if pred.binding else None
         r.source, r.step = c.source, effective_step(merged_args(request.recipe, c), knobs)
     ranked = rank(table)
     chosen = next((r.name for r in ranked if "defaults" not in r.role), None)

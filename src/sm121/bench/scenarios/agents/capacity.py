@@ -17,6 +17,7 @@ from sm121.bench.scenarios.agents.workload import (
     load_workload,
 )
 from sm121.bench.server import preemptions, prefix_counts
+from sm121.engines.adapter import SchedulerFlags
 from sm121.engines.client import block_size_of, kv_pool_of
 from sm121.memory.capacity import Knobs, Pool, SessionShape, predict
 from sm121.memory.verdict import RunEvidence, expected_reuse, judge
@@ -36,6 +37,19 @@ def session_shape(w: Workload, turns: int) -> SessionShape:
         turn_new_tokens=append + reply + TEMPLATE_MARGIN, reply_tokens=reply,
         think_time_s=(w.think_time_s.min + w.think_time_s.max) / 2,
         long_job_tokens=w.fitted.background_tokens)
+
+
+def knobs_from_args(args: Mapping[str, Any], flags: SchedulerFlags,
+                    kv_dtype_flag: str | None = None) -> Knobs:
+    """A rendered profile's scheduler settings, by the engine's names for them."""
+    def number(name: str) -> int | None:
+        value = args.get(name)
+        return int(value) if isinstance(value, int | str) and str(value).isdigit() else None
+
+    dtype = args.get(kv_dtype_flag) if kv_dtype_flag else None
+    return Knobs(max_num_seqs=number(flags.max_num_seqs), step_budget=number(flags.batched_tokens),
+                 long_prefill_threshold=number(flags.long_prefill_threshold),
+                 kv_dtype=str(dtype) if dtype else None)
 
 
 def load_shape(workload: str, turns: int, max_model_len: int) -> SessionShape:
