@@ -86,3 +86,18 @@ def test_the_long_session_preset_binds_on_kv_at_a_few_agents():
     assert 55_000 < shape.last_context_tokens < 62_000  # Claude Code sized
     h100 = predict(Pool(392_032, 16, "H100"), shape, Knobs(41, 4096, 1024))
     assert (h100.predicted, h100.binding) == (6, Resource.KV)
+
+
+def test_a_runs_verdict_travels_with_its_samples_into_its_headline():
+    from sm121.bench.scenarios.agents.models import CapacityVerdict
+    from sm121.bench.scenarios.agents.summary import headline
+
+    data = json.loads((CPU / "sessions-15k-agents-7.json").read_text())
+    verdict = _verdict(data, POOL)
+    assert verdict is not None
+    samples = [*data["samples"], verdict.model_dump(mode="json")]  # as the run records it
+    run = read_run(samples)
+    assert isinstance(run.capacity, CapacityVerdict) and run.capacity.resource == "KV"
+    metrics = headline(run)
+    assert metrics.verdict == verdict.line and metrics.verdict_resource == "KV"
+    assert headline(read_run(data["samples"])).verdict is None  # a run from before it

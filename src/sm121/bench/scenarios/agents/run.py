@@ -124,7 +124,10 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
         "wall_s": time.monotonic() - plan.t0})
     verdict = run_verdict(run, summary, workload, turns or 0, p.slo,
                           ctx.server.get("cache_config"))
-    return summary.model_copy(update={"capacity": verdict}) if verdict else summary
+    if verdict is None:
+        return summary
+    ctx.add(verdict.model_dump(mode="json"))  # with the run's samples: A/B and sweep keep it
+    return summary.model_copy(update={"capacity": verdict})
 
 
 def _recorder(ctx: Context, total: int) -> Record:
