@@ -107,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--port", type=int, default=18544)
-    parser.add_argument("--blocks", type=int, default=760, help="num-gpu-blocks-override")
+    parser.add_argument("--blocks", type=int, default=724, help="num-gpu-blocks-override")
     parser.add_argument("--chunk", type=int, default=512, help="max-num-batched-tokens")
     parser.add_argument("--max-num-seqs", type=int, default=16)
     parser.add_argument("--max-model-len", type=int, default=32768)
