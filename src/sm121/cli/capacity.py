@@ -15,15 +15,15 @@ from sm121.errors import Sm121Error
 from sm121.memory.capacity import Capacity, Knobs, Pool, SessionShape, Throughput
 
 TURNS_HELP = "Turns per session the workload runs (its last turn sets the working set)."
-POOL_TOKENS = typer.Option(None, "--pool-tokens", help="The KV pool in tokens, as the engine "
+POOL_TOKENS = typer.Option(None, "--pool-tokens", min=1, help="The KV pool in tokens, as the engine "
                            "logged it (`KV cache size: N tokens`): predicts for a device "
                            "without booting.")
 BOOT_LOG = typer.Option(None, "--boot-log", help="An engine log to read the KV pool from.")
 ENGINE_URL = typer.Option(None, "--engine-url", help="A running engine: its KV pool from "
                           "/metrics (blocks x block size).")
-PREFILL_TOK_S = typer.Option(None, "--prefill-tok-s", help="Prefill throughput at this step "
+PREFILL_TOK_S = typer.Option(None, "--prefill-tok-s", min=1.0, help="Prefill throughput at this step "
                              "budget measured at the workload's depth (a calibration figure).")
-DECODE_TOK_S = typer.Option(None, "--decode-tok-s", help="One stream's decode rate under load "
+DECODE_TOK_S = typer.Option(None, "--decode-tok-s", min=0.1, help="One stream's decode rate under load "
                             "(with --prefill-tok-s: the step budget's allowance).")
 
 
