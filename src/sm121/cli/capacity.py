@@ -23,6 +23,9 @@ ENGINE_URL = typer.Option(None, "--engine-url", help="A running engine: its KV p
                           "/metrics (blocks x block size).")
 PREFILL_TOK_S = typer.Option(None, "--prefill-tok-s", min=1.0, help="Prefill throughput at this step "
                              "budget measured at the workload's depth (a calibration figure).")
+MAX_INFLIGHT = typer.Option(None, "--max-inflight", min=1, help="The gateway's in-flight "
+                            "cap in front of the engine (sm121 gateway --max-inflight): it "
+                            "bounds the sequences as max-num-seqs does.")
 DECODE_TOK_S = typer.Option(None, "--decode-tok-s", min=0.1, help="One stream's decode rate under load "
                             "(with --prefill-tok-s: the step budget's allowance).")
 
@@ -107,14 +110,19 @@ def capacity_json(c: Capacity) -> dict[str, object]:
 
 def capacity_of(engine_args: dict[str, object], planned_pool: int | None, block_size: int,
                 max_model_len: int, *, workload: str, turns: int, agents: int | None,
-                pool: Pool | None, slo: str | None, rate: Throughput | None) -> Capacity:
-    """The prediction for a rendered profile: `pool` when one was given, else the planner's."""
+                pool: Pool | None, slo: str | None, rate: Throughput | None,
+                max_inflight: int | None = None) -> Capacity:
+    """The prediction for a rendered profile: `pool` when one was given, else the planner's;
+    `max_inflight`: the gateway's in-flight cap in front of the engine, if any."""
+    from dataclasses import replace
+
     from sm121.memory.capacity import predict
 
     if pool is None and planned_pool is not None:
         pool = Pool(planned_pool, block_size, "the memory planner")
     shape = session_shape(workload, turns, max_model_len)
-    return predict(pool, shape, knobs_of(engine_args), rate, slo_ttft(slo), agents)
+    knobs = replace(knobs_of(engine_args), inflight_cap=max_inflight)
+    return predict(pool, shape, knobs, rate, slo_ttft(slo), agents)
 
 
 def parse_capacity_load(text: str) -> tuple[int, str, int | None]:

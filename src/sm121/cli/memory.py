@@ -55,6 +55,7 @@ def plan_cmd(
     slo: str = typer.Option("ttft_p95=2s", "--slo", help="With workload=: the SLO."),
     prefill_tok_s: float | None = cap.PREFILL_TOK_S,
     decode_tok_s: float | None = cap.DECODE_TOK_S,
+    max_inflight: int | None = cap.MAX_INFLIGHT,
     no_calibration: bool = typer.Option(False, "--no-calibration", help="Ignore observed boots."),
     as_json: bool = JSON,
 ) -> None:
@@ -71,7 +72,7 @@ def plan_cmd(
         _solve_capacity(name, profile, sets, cluster, memory_plan, agents, workload,
                         turns or 6, cap.given_pool(pool_tokens, boot_log, engine_url,
                                                    memory_plan.block_size), slo,
-                        cap.throughput(prefill_tok_s, decode_tok_s), as_json)
+                        cap.throughput(prefill_tok_s, decode_tok_s), as_json, max_inflight)
         return
     if solve_for:
         solution = solve(request, parse_load(solve_for))
@@ -134,14 +135,15 @@ def observed_cmd(name: str = typer.Argument(..., help="Recipe name."),
 def _solve_capacity(name: str, profile: str | None, sets: list[str] | None,
                     cluster: str | None, memory_plan: MemoryPlan, agents: int, workload: str,
                     turns: int, pool: Pool | None, slo: str,
-                    rate: Throughput | None, as_json: bool) -> None:
+                    rate: Throughput | None, as_json: bool,
+                    max_inflight: int | None = None) -> None:
     from sm121.plan.build import build_plan
 
     serve_plan = build_plan(name, profile, cluster, parse_sets(sets), argv_check=False)
     capacity = cap.capacity_of(
         dict(serve_plan.engine_args), memory_plan.pool_tokens, memory_plan.block_size,
         memory_plan.max_model_len, workload=workload, turns=turns, agents=agents, pool=pool,
-        slo=slo, rate=rate)
+        slo=slo, rate=rate, max_inflight=max_inflight)
     if as_json:
         print_json(cap.capacity_json(capacity))
     else:

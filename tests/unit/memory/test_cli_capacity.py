@@ -81,3 +81,8 @@ def test_a_tuned_profile_record_is_checked_before_it_is_printed(tmp_path):
     bad.write_text(recipe.read_text().replace("device: NVIDIA H200", "device: \"H200\\x1b[2J\""))
     done = invoke_cli("plan", str(bad), "--profile", "tuned", check=False)
     assert done.returncode == 2 and "measured_on" in done.stdout + done.stderr
+
+
+def test_the_gateways_in_flight_cap_bounds_the_sequences():
+    c = _capacity("--pool-tokens", "392032", "--max-inflight", "12")
+    assert (c["predicted"], c["binding"]) == (11, "sequences")  # 12 less the long job's one
