@@ -11,6 +11,7 @@ the profile's knobs are given (a results file of vLLM 0.21 does not carry the bl
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for path in args.files:
-        data = json.loads(path.read_text())
+        data = json.loads(gzip.open(path).read() if path.suffix == ".gz" else path.read_text())
         params, server = data["params"], data["server"]
         shape = load_shape(params["workload"], params["turns"], server["max_model_len"])
         knobs = Knobs(args.max_num_seqs, args.chunk, args.threshold)

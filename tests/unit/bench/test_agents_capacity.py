@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import tarfile
@@ -34,8 +35,8 @@ def _verdict(data: dict, cache_config: dict, knobs: Knobs | None = None):
 
 
 def test_the_cpu_cliff_runs_name_kv_past_the_pool_and_nothing_before_it():
-    found = {f.stem: _verdict(json.loads(f.read_text()), POOL)
-             for f in sorted(CPU.glob("sessions-*-agents-*.json"))}
+    found = {f.name.removesuffix(".json.gz"): _verdict(json.loads(gzip.open(f).read()), POOL)
+             for f in sorted(CPU.glob("sessions-*-agents-*.json.gz"))}
     assert found["sessions-15k-agents-6"].met and found["sessions-15k-agents-6"].resource is None
     past = found["sessions-15k-agents-7"]
     assert past.met is False and past.resource == "KV"
@@ -92,7 +93,7 @@ def test_a_runs_verdict_travels_with_its_samples_into_its_headline():
     from sm121.bench.scenarios.agents.models import CapacityVerdict
     from sm121.bench.scenarios.agents.summary import headline
 
-    data = json.loads((CPU / "sessions-15k-agents-7.json").read_text())
+    data = json.loads(gzip.open(CPU / "sessions-15k-agents-7.json.gz").read())
     verdict = _verdict(data, POOL)
     assert verdict is not None
     samples = [*data["samples"], verdict.model_dump(mode="json")]  # as the run records it
