@@ -33,7 +33,8 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for path in args.files:
-        data = json.loads(gzip.open(path).read() if path.suffix == ".gz" else path.read_text())
+        raw = path.read_bytes()
+        data = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
         params, server = data["params"], data["server"]
         shape = load_shape(params["workload"], params["turns"], server["max_model_len"])
         knobs = Knobs(args.max_num_seqs, args.chunk, args.threshold)

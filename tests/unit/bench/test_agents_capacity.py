@@ -25,6 +25,10 @@ H200 = ROOT / "docs" / "results" / "gpu-h200" / "tune-capacity" / "tune-results.
 POOL = {"num_gpu_blocks": "724", "block_size": "128"}  # what the engine's /metrics said
 
 
+def _read(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
 def _verdict(data: dict, cache_config: dict, knobs: Knobs | None = None):
     params = data["params"]
     workload = fit_to_server(load_workload(str(ROOT / "benchmarks" / "capacity" /
@@ -35,7 +39,7 @@ def _verdict(data: dict, cache_config: dict, knobs: Knobs | None = None):
 
 
 def test_the_cpu_cliff_runs_name_kv_past_the_pool_and_nothing_before_it():
-    found = {f.name.removesuffix(".json.gz"): _verdict(json.loads(gzip.open(f).read()), POOL)
+    found = {f.name.removesuffix(".json.gz"): _verdict(_read(f), POOL)
              for f in sorted(CPU.glob("sessions-*-agents-*.json.gz"))}
     assert found["sessions-15k-agents-6"].met and found["sessions-15k-agents-6"].resource is None
     past = found["sessions-15k-agents-7"]
@@ -93,7 +97,7 @@ def test_a_runs_verdict_travels_with_its_samples_into_its_headline():
     from sm121.bench.scenarios.agents.models import CapacityVerdict
     from sm121.bench.scenarios.agents.summary import headline
 
-    data = json.loads(gzip.open(CPU / "sessions-15k-agents-7.json.gz").read())
+    data = _read(CPU / "sessions-15k-agents-7.json.gz")
     verdict = _verdict(data, POOL)
     assert verdict is not None
     samples = [*data["samples"], verdict.model_dump(mode="json")]  # as the run records it
