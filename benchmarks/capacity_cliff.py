@@ -31,6 +31,8 @@ from typing import Any
 
 from sm121.bench.scenarios.agents.capacity import evidence, load_shape, shape_reuse, slo_ttft
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
+from sm121.engines.client import max_model_len
+from sm121.engines.client_sync import SyncEngineClient
 from sm121.memory.capacity import Knobs, Pool, predict
 from sm121.memory.verdict import GOODPUT_TARGET, judge
 
@@ -47,9 +49,9 @@ def sm121(*args: str, timeout: float = 900) -> str:
     return done.stdout
 
 
-def boot(sets: list[str], port: int) -> str:
-    out = sm121("serve", "tiny-cpu", "--profile", "agent", *sets, "--port", str(port),
-                "--timeout", "600")
+def boot(recipe: str, profile: str, sets: list[str], port: int) -> str:
+    out = sm121("serve", recipe, "--profile", profile, *sets, "--port", str(port),
+                "--timeout", "1500")
     found = re.search(r"sm121 stop (\S+)", out)
     if not found:
         raise SystemExit(f"no run id in the serve output:\n{out}")
@@ -57,13 +59,14 @@ def boot(sets: list[str], port: int) -> str:
 
 
 def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace) -> dict:
-    asked = json.loads(sm121("memory", "plan", "tiny-cpu", "--profile", "agent", *sets,
+    asked = json.loads(sm121("memory", "plan", args.recipe, "--profile", args.profile, *sets,
                              "--solve", f"agents=1,workload={workload},turns={args.turns}",
                              "--engine-url", url, "--json"))
     pool = asked["pool"]
-    shape = load_shape(str(workload), args.turns, args.max_model_len)
+    served = max_model_len(SyncEngineClient(url, timeout_s=30).get_json("/v1/models"))
+    shape = load_shape(str(workload), args.turns, int(served or args.max_model_len))
     capacity = predict(Pool(pool["tokens"], pool["block_size"], pool["source"]), shape,
-                       Knobs(args.max_num_seqs, args.chunk, None))
+                       Knobs(args.max_num_seqs, args.chunk, args.threshold or None))
     expected = shape_reuse(shape, pool["block_size"])
     held = capacity.predicted or 0
     runs: list[dict[str, Any]] = []
@@ -107,10 +110,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--port", type=int, default=18544)
-    parser.add_argument("--blocks", type=int, default=724, help="num-gpu-blocks-override")
+    parser.add_argument("--recipe", default="tiny-cpu")
+    parser.add_argument("--profile", default="agent")
+    parser.add_argument("--blocks", type=int, default=724, help="num-gpu-blocks-override "
+                        "(0: the engine sizes its pool itself, as on a GPU)")
     parser.add_argument("--chunk", type=int, default=512, help="max-num-batched-tokens")
+    parser.add_argument("--threshold", type=int, default=0,
+                        help="long-prefill-token-threshold (0: the profile's)")
     parser.add_argument("--max-num-seqs", type=int, default=16)
-    parser.add_argument("--max-model-len", type=int, default=32768)
+    parser.add_argument("--max-model-len", type=int, default=32768, help="0: the recipe's")
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--slo", default="ttft_p95=2s")
     parser.add_argument("--offsets", default="-1,0,1", help="N = the agents the pool holds "
@@ -119,18 +127,21 @@ def main() -> None:
     args = parser.parse_args()
     args.offsets = [int(o) for o in args.offsets.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
-    sets = ["--set", f"num-gpu-blocks-override={args.blocks}", "--set",
-            f"max-num-batched-tokens={args.chunk}", "--set", f"max-num-seqs={args.max_num_seqs}",
-            "--set", f"max-model-len={args.max_model_len}"]
+    values = {"num-gpu-blocks-override": args.blocks, "max-num-batched-tokens": args.chunk,
+              "long-prefill-token-threshold": args.threshold,
+              "max-num-seqs": args.max_num_seqs, "max-model-len": args.max_model_len}
+    sets = [part for name, value in values.items() if value
+            for part in ("--set", f"{name}={value}")]
     started = time.time()
-    run_id = boot(sets, args.port)
+    run_id = boot(args.recipe, args.profile, sets, args.port)
     try:
         found = [measure(Path(w), f"http://127.0.0.1:{args.port}", sets, args)
                  for w in args.workloads.split(",")]
     finally:
         sm121("stop", run_id)
     summary = {"command": " ".join(["benchmarks/capacity_cliff.py", *sys.argv[1:]]),
-               "engine_sets": sets[1::2], "slo": args.slo, "turns": args.turns,
+               "recipe": args.recipe, "profile": args.profile, "engine_sets": sets[1::2],
+               "slo": args.slo, "turns": args.turns,
                "load_average": os.getloadavg(), "wall_s": round(time.time() - started),
                "workloads": found}
     (args.out / "capacity.json").write_text(json.dumps(summary, indent=1) + "\n")
