@@ -118,6 +118,7 @@ class Capacity:
     transient_from: int | None  # past this many agents the long job's window evicts prefixes
     agents: int | None = None  # the N asked about, if any
     slo_ttft_s: float | None = None
+    kv_dtype: str | None = None  # the profile's kv-cache-dtype (None: the model's dtype)
 
     @property
     def margin(self) -> int | None:
@@ -151,6 +152,12 @@ class Capacity:
             out.append(f"past {self.transient_from} agents the long job's own blocks evict idle "
                        "prefixes while it runs: each evicted session re-prefills one turn (a "
                        "transient, not the cliff)")
+        if self.binding is Resource.KV and self.pool is not None:
+            fp8 = "" if (self.kv_dtype or "").startswith("fp8") else (
+                f", kv-cache-dtype fp8 (half the bytes a token: about "
+                f"{sessions_that_fit(2 * self.pool.blocks, 0, self.working_set_blocks or 1)} "
+                "agents, where the engine supports it)")
+            out.append(f"KV levers: a larger pool (GMU, more nodes){fp8}")
         if self.unknown:
             out.append("the prediction is an upper bound: " + ", ".join(
                 r.value for r in self.unknown) + " not known")
@@ -262,7 +269,7 @@ def predict(pool: Pool | None, shape: SessionShape, knobs: Knobs, rate: Throughp
         binding=None if bind is None else bind.resource,
         unknown=tuple(a.resource for a in found if a.agents is None),
         transient_from=transient if transient is not None and transient < (kv.agents or 0)
-        else None, agents=agents, slo_ttft_s=slo_ttft_s)
+        else None, agents=agents, slo_ttft_s=slo_ttft_s, kv_dtype=knobs.kv_dtype)
 
 
 def pool_for_agents(agents: int, shape: SessionShape, block_size: int) -> int:

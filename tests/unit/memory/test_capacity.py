@@ -76,3 +76,11 @@ def test_a_search_tests_either_side_of_the_prediction_first():
     assert first_probes(39, most=40) == (35, 40)  # the H200's, capped at the search's most
     assert first_probes(5) == (4, 6)
     assert first_probes(1) == (1, 2)
+
+
+def test_when_kv_binds_the_levers_say_what_fp8_would_hold():
+    c = predict(Pool(392_032, 16, "given"), SHAPE, TUNED)
+    assert any("kv-cache-dtype fp8 (half the bytes a token: about 39 agents" in line
+               for line in c.lines())
+    on_fp8 = predict(Pool(392_032, 16, "given"), SHAPE, Knobs(41, 4096, 1024, kv_dtype="fp8"))
+    assert not any("fp8" in line for line in on_fp8.lines())
