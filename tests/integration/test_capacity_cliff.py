@@ -1,13 +1,18 @@
 """The capacity model against the cliff it predicts, on the real tiny engine (issue 44): the
 engine's KV pool made small on purpose, two workloads whose sessions end near 9K and 15K
-tokens, `sm121 bench agents` at the prediction and one agent on either side (more past it when
-it still meets the SLO). What is asserted is what the model claims: the measured cliff (the
-smallest N tested with goodput under 95%) lies within 15% of the predicted one, bracketed to
-within 2 agents, and each run's verdict names the resource vLLM's counters show: none that
-says KV up to the predicted N, KV for every miss past it. Timings are not asserted.
+tokens, `sm121 bench agents` at the prediction and one agent on either side (more past it while
+the runs still meet the SLO).
 
-It runs benchmarks/capacity_cliff.py, the command of the committed run
-(docs/results/cpu-testbed/capacity/), on its own engine: about 6 minutes here."""
+What is asserted is what the pool decides on any machine: up to the predicted N no run evicts
+(its judged turns reuse what the workload reuses when nothing is evicted) and none gets a KV
+verdict; from one agent past it every run evicts (a turn loses a quarter of its prefix or
+more), and every miss there is named KV. The goodput cliff follows at the predicted cliff or
+within two agents of it: how many evicting agents the SLO survives is what a re-prefill costs
+against it, which on this shared machine moves with its load (docs/results/cpu-testbed/
+capacity: +9.1% and 0% at load 12-20, +18.2% and +14.3% at load 5-7). Timings are not asserted.
+
+It runs benchmarks/capacity_cliff.py, the command of the committed run, on its own engine:
+3-5 minutes here."""
 
 from __future__ import annotations
 
@@ -39,12 +44,16 @@ def test_the_measured_cliff_lies_where_the_pool_predicts(sm121_home, tmp_path):
     assert found[0]["holds"] > found[1]["holds"]  # longer sessions: fewer agents
     for w in found:
         assert w["binding"] == "KV", w["prediction"]
+        evicting = w["expected_reuse"] - 0.25  # memory/verdict.py's one-turn rule
         for r in w["runs"]:
             if r["agents"] <= w["holds"]:
-                assert r["resource"] != "KV", r["verdict"]  # no KV verdict before the N
-            elif not r["met"]:
-                assert r["resource"] == "KV", r["verdict"]  # a KV verdict past it
+                assert r["resource"] != "KV", r["verdict"]  # no KV verdict up to the N
+                assert r["reuse_min"] > evicting, r  # and no evictions
+            else:
+                assert r["reuse_min"] < evicting, r  # evictions from one agent past it
+                if not r["met"]:
+                    assert r["resource"] == "KV", r["verdict"]  # a KV verdict past it
         low, cliff = w["bracket"]
         assert cliff is not None, f"no miss up to 3 agents past the prediction: {w['runs']}"
         assert low is not None and cliff - low <= 2
-        assert abs(cliff - w["predicted_cliff"]) <= 0.15 * w["predicted_cliff"], w
+        assert w["predicted_cliff"] <= cliff <= w["predicted_cliff"] + 2, w
