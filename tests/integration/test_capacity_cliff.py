@@ -1,15 +1,17 @@
 """The capacity model against the cliff it predicts, on the real tiny engine (issue 44): the
 engine's KV pool made small on purpose, two workloads whose sessions end near 9K and 15K
 tokens, `sm121 bench agents` at the prediction and one agent on either side (more past it while
-the runs still meet the SLO).
+the runs still meet the SLO, to at most three past it).
 
 What is asserted is what the pool decides on any machine: up to the predicted N no run evicts
 (its judged turns reuse what the workload reuses when nothing is evicted) and none gets a KV
 verdict; from one agent past it every run evicts (a turn loses a quarter of its prefix or
-more), and every miss there is named KV. The goodput cliff follows at the predicted cliff or
-within two agents of it: how many evicting agents the SLO survives is what a re-prefill costs
-against it, which on this shared machine moves with its load (docs/results/cpu-testbed/
-capacity: +9.1% and 0% at load 12-20, +18.2% and +14.3% at load 5-7). Timings are not asserted.
+more), and every miss there is named KV. Where the goodput falls below 95% within the runs, it
+falls at the predicted cliff or within two agents of it. How many evicting agents the SLO
+survives is what a re-prefill costs against it, and on this shared machine that moves with the
+load (docs/results/cpu-testbed/capacity: +9.1% and 0% at load 12-20, +18.2% and +14.3% at load
+5-7; on an idle machine the 9K sessions held the 2 s SLO at 13 agents with 9% reuse). Timings
+are not asserted.
 
 It runs benchmarks/capacity_cliff.py, the command of the committed run, on its own engine:
 3-5 minutes here."""
@@ -53,7 +55,8 @@ def test_the_measured_cliff_lies_where_the_pool_predicts(sm121_home, tmp_path):
                 assert r["reuse_min"] < evicting, r  # evictions from one agent past it
                 if not r["met"]:
                     assert r["resource"] == "KV", r["verdict"]  # a KV verdict past it
+        assert any(r["agents"] == w["predicted_cliff"] for r in w["runs"])  # onset tested
         low, cliff = w["bracket"]
-        assert cliff is not None, f"no miss up to 3 agents past the prediction: {w['runs']}"
-        assert low is not None and cliff - low <= 2
-        assert w["predicted_cliff"] <= cliff <= w["predicted_cliff"] + 2, w
+        if cliff is not None:  # the SLO fell within the runs
+            assert low is not None and cliff - low <= 2
+            assert w["predicted_cliff"] <= cliff <= w["predicted_cliff"] + 2, w
