@@ -89,9 +89,13 @@ def slo_ttft(slo: str | None) -> float | None:
 
 
 def print_capacity(capacity: Capacity) -> None:
-    console.print(f"[bold]capacity[/]: {capacity.headline()}", highlight=False)
+    """The prediction's lines; a workload file's name and a pool's source are the user's
+    strings, so every line goes through the one display function."""
+    from sm121.display import plain
+
+    console.print(plain(f"capacity: {capacity.headline()}"))
     for line in capacity.lines()[1:]:
-        console.print(f"  {line}", highlight=False)
+        console.print(plain(f"  {line}"))
 
 
 def capacity_json(c: Capacity) -> dict[str, object]:

@@ -139,7 +139,7 @@ def _plan_capacity(name: str, profile: str | None, cluster: str | None,
 
         if line := smaller_pool(tuned.pool_tokens, tuned.device, tuned.agents,
                                 capacity.pool.tokens):
-            console.print(f"[yellow]warning:[/] {line}", highlight=False)
+            console.print(plain(f"warning: {line}", style="yellow"))
 
 
 def print_plan(plan: ServePlan) -> None:
@@ -171,12 +171,12 @@ def print_plan(plan: ServePlan) -> None:
     if plan.hooks.before_serve or plan.hooks.after_ready:
         console.print()
         console.print(plain(f"hooks: before_serve {list(plan.hooks.before_serve)}, "
-                            f"after_ready {list(plan.hooks.after_ready)}", limit=None))
+                            f"after_ready {list(plan.hooks.after_ready)}"))
     probe = plan.readiness
     console.print()
     console.print(plain(f"readiness: POST {probe.url}/v1/completions model={probe.model} "
                         f"max_tokens={probe.max_tokens} (token count checked), timeout "
-                        f"{probe.timeout_s:.0f} s", limit=None))
+                        f"{probe.timeout_s:.0f} s"))
     if probe.tools:
         console.print("  then POST /v1/chat/completions with a tool (an agent profile must "
                       "accept tool calls)")
@@ -191,6 +191,6 @@ def print_plan(plan: ServePlan) -> None:
     # Each item exactly: its stranger values are quoted where the item is made (plan/trust.py),
     # and nothing in a line is cut (the user allows what they read).
     for item in plan.needs_trust:
-        console.print(plain(f"allowed by --trust: {item}", limit=None))
+        console.print(plain(f"allowed by --trust: {item}"))
     for finding in plan.findings:
         console.print(plain(finding.render(), limit=None, style="yellow", keep_newlines=True))

@@ -66,7 +66,9 @@ def warn_smaller_pool(run: RunInfo, plan: ServePlan) -> None:
     if tuned is None or pool is None:
         return
     if (line := smaller_pool(tuned.pool_tokens, tuned.device, tuned.agents, pool)) is not None:
-        console.print(f"[yellow]warning:[/] {line}", highlight=False)
+        from sm121.display import plain
+
+        console.print(plain(f"warning: {line}", style="yellow"))
 
 
 def start_gateway_for(run: RunInfo, plan: ServePlan, port: int) -> str:
