@@ -3,6 +3,8 @@ counters (read before and after a measurement, so deltas belong to it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sm121.bench.client import BenchClient
 from sm121.bench.result_models import ServerInfo
 from sm121.engines.client import EngineClient, cache_config, max_model_len
@@ -26,13 +28,23 @@ def spec_acceptance(deltas: dict[str, float]) -> float | None:
     return accepted / drafted if drafted and accepted is not None else None
 
 
+def preemptions(deltas: Mapping[str, float]) -> float | None:
+    """Preemptions over the run, by the engine's name for them."""
+    return _first(deltas, _NAMES.preemptions)
+
+
+def prefix_counts(deltas: Mapping[str, float]) -> tuple[float | None, float | None]:
+    """(hits, queries) of the prefix cache over the run, in tokens."""
+    return _first(deltas, _NAMES.prefix_hits), _first(deltas, _NAMES.prefix_queries)
+
+
 def prefix_reuse(deltas: dict[str, float]) -> float | None:
     queries = _first(deltas, _NAMES.prefix_queries)
     hits = _first(deltas, _NAMES.prefix_hits)
     return hits / queries if queries and hits is not None else None
 
 
-def _first(deltas: dict[str, float], names: tuple[str, ...]) -> float | None:
+def _first(deltas: Mapping[str, float], names: tuple[str, ...]) -> float | None:
     """The value of the first of an engine's names for one thing that was recorded."""
     return next((deltas[name] for name in names if name in deltas), None)
 
@@ -55,7 +67,7 @@ async def server_info(client: BenchClient) -> ServerInfo:
     info.version = await engine.version()
     metrics = await engine.metrics_text()
     if metrics:
-        keep = ("block_size", "enable_prefix_caching", "kv_cache_size_tokens",
+        keep = ("block_size", "num_gpu_blocks", "enable_prefix_caching", "kv_cache_size_tokens",
                 "gpu_memory_utilization", "cache_dtype", "kv_cache_max_concurrency")
         info.cache_config = {k: v for k, v in cache_config(metrics).items() if k in keep}
     info.max_model_len = max_model_len(models, client.model)

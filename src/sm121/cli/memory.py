@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 from rich.table import Table
 
+from sm121.cli import capacity as cap
 from sm121.cli.options import CLUSTER, JSON, NODE_GIB, PROFILE, SET
 from sm121.cli.output import console, parse_sets, print_json
 from sm121.display import plain
 from sm121.errors import Sm121Error
 from sm121.findings import errors
 from sm121.memory.budget import GIB
+from sm121.memory.capacity import Pool, Throughput
 from sm121.memory.model import GB10_ASSUMED, MemoryPlan, NodeMemory
 from sm121.memory.planner import plan_memory
 from sm121.memory.solve import Solution, parse_load, solve
@@ -41,7 +45,17 @@ def plan_cmd(
     kv_space: float | None = typer.Option(None, "--kv-space", help="An explicit KV size in "
                                           "GiB (as VLLM_CPU_KVCACHE_SPACE / kv-cache-memory-bytes)."),
     solve_for: str | None = typer.Option(None, "--solve", help="agents=N,context=N[k|m]: the "
-                                         "GMU and max-model-len that serve this load."),
+                                         "GMU and max-model-len that serve this load; "
+                                         "agents=N,workload=W[,turns=T]: how many agents of "
+                                         "the workload the pool holds and which resource "
+                                         "binds (docs/capacity.md)."),
+    pool_tokens: int | None = cap.POOL_TOKENS,
+    boot_log: Path | None = cap.BOOT_LOG,
+    engine_url: str | None = cap.ENGINE_URL,
+    slo: str = typer.Option("ttft_p95=2s", "--slo", help="With workload=: the SLO."),
+    prefill_tok_s: float | None = cap.PREFILL_TOK_S,
+    decode_tok_s: float | None = cap.DECODE_TOK_S,
+    max_inflight: int | None = cap.MAX_INFLIGHT,
     no_calibration: bool = typer.Option(False, "--no-calibration", help="Ignore observed boots."),
     as_json: bool = JSON,
 ) -> None:
@@ -52,6 +66,14 @@ def plan_cmd(
         node=node_memory(cluster, node_gib), weights_gib=weights_gib,
         kv_bytes=int(kv_space * GIB) if kv_space is not None else None,
         calibrate=not no_calibration)
+    if solve_for and "workload=" in solve_for:
+        agents, workload, turns = cap.parse_capacity_load(solve_for)
+        memory_plan = plan_memory(request)
+        _solve_capacity(name, profile, sets, cluster, memory_plan, agents, workload,
+                        turns or 6, cap.given_pool(pool_tokens, boot_log, engine_url,
+                                                   memory_plan.block_size), slo,
+                        cap.throughput(prefill_tok_s, decode_tok_s), as_json, max_inflight)
+        return
     if solve_for:
         solution = solve(request, parse_load(solve_for))
         print_json(solution) if as_json else print_solution(solution)
@@ -108,6 +130,26 @@ def observed_cmd(name: str = typer.Argument(..., help="Recipe name."),
                       _fmt(o.kv_gib), f"{o.pool_tokens:,}" if o.pool_tokens else "-",
                       _fmt(o.batched_tokens), ", ".join(o.assumed) or "-")
     console.print(table)
+
+
+def _solve_capacity(name: str, profile: str | None, sets: list[str] | None,
+                    cluster: str | None, memory_plan: MemoryPlan, agents: int, workload: str,
+                    turns: int, pool: Pool | None, slo: str,
+                    rate: Throughput | None, as_json: bool,
+                    max_inflight: int | None = None) -> None:
+    from sm121.plan.build import build_plan
+
+    serve_plan = build_plan(name, profile, cluster, parse_sets(sets), argv_check=False)
+    capacity = cap.capacity_of(
+        dict(serve_plan.engine_args), memory_plan.pool_tokens, memory_plan.block_size,
+        memory_plan.max_model_len, workload=workload, turns=turns, agents=agents, pool=pool,
+        slo=slo, rate=rate, max_inflight=max_inflight)
+    if as_json:
+        print_json(cap.capacity_json(capacity))
+    else:
+        cap.print_capacity(capacity)
+    if capacity.margin is not None and capacity.margin < 0:
+        raise typer.Exit(1)
 
 
 def print_memory_plan(plan: MemoryPlan) -> None:

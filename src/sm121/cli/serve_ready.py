@@ -22,6 +22,7 @@ def after_ready(run: RunInfo, plan: ServePlan, gateway_port: int | None,
     if gateway_port is not None:
         url = start_gateway_for(run, plan, gateway_port)
         print_summary(run, url)
+        warn_smaller_pool(run, plan)
         console.print(f"gateway (request policy, admission, metrics at {url}/metrics):\n"
                       f"  {url}/v1  (agents should use this URL)\n"
                       f"more engines behind it: sm121 serve ... --gateway-join {run.run_id}",
@@ -30,6 +31,7 @@ def after_ready(run: RunInfo, plan: ServePlan, gateway_port: int | None,
                       markup=False)
         return
     print_summary(run)
+    warn_smaller_pool(run, plan)
     if join is not None:
         join_gateway(run, plan, join)
 
@@ -54,6 +56,19 @@ def admission_verdict(url: str, wait_s: float = 3.0) -> str:
             break
         time.sleep(0.3)
     return why + f" (sm121 gateway sessions --url {url})"
+
+
+def warn_smaller_pool(run: RunInfo, plan: ServePlan) -> None:
+    """A tuned profile on a smaller pool than it was measured on holds fewer agents."""
+    from sm121.memory.capacity import smaller_pool
+
+    tuned, pool = plan.measured_on, run.boot.kv_pool_tokens
+    if tuned is None or pool is None:
+        return
+    if (line := smaller_pool(tuned.pool_tokens, tuned.device, tuned.agents, pool)) is not None:
+        from sm121.display import plain
+
+        console.print(plain(f"warning: {line}", style="yellow"))
 
 
 def start_gateway_for(run: RunInfo, plan: ServePlan, port: int) -> str:

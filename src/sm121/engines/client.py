@@ -151,6 +151,29 @@ def pool_blocks(metrics_text: str) -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
+def kv_pool(metrics_text: str) -> tuple[int, int] | None:
+    """The running engine's KV pool as (blocks, block size), from its cache-config info
+    gauge (vLLM: num_gpu_blocks x block_size); None when the engine does not say."""
+    return kv_pool_of(cache_config(metrics_text))
+
+
+def kv_pool_of(labels: Mapping[str, Any]) -> tuple[int, int] | None:
+    """kv_pool from cache-config labels already read (a results file keeps them); vLLM 0.21's
+    labels carry no block count."""
+    blocks, size = str(labels.get("num_gpu_blocks", "")), str(labels.get("block_size", ""))
+    tokens = str(labels.get("kv_cache_size_tokens", ""))
+    if not size.isdigit() or int(size) <= 0:
+        return None
+    if blocks.isdigit():
+        return int(blocks), int(size)
+    return (int(tokens) // int(size), int(size)) if tokens.isdigit() else None
+
+
+def block_size_of(labels: Mapping[str, Any]) -> int | None:
+    value = str(labels.get("block_size", ""))
+    return int(value) if value.isdigit() else None
+
+
 async def raise_for_status(response: aiohttp.ClientResponse, label: str) -> None:
     """An answer other than 200 as an EngineError naming the status and the body; a 401/403
     says at once that the key is missing or wrong (waiting or retrying cannot fix it)."""

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from sm121.engines.adapter import EngineAdapter
 from sm121.engines.registry import adapter_of
 from sm121.findings import Finding
-from sm121.recipes.schema import ArgValue, Hooks, RequestPolicy, RestartPolicy
+from sm121.recipes.schema import ArgValue, Hooks, MeasuredOn, RequestPolicy, RestartPolicy
 
 # By the name's last word: HF_TOKEN, VLLM_API_KEY, AWS_SECRET_ACCESS_KEY are secrets;
 # TOKENIZERS_PARALLELISM or NCCL_IB_GID_INDEX are settings the engine needs in its env.
@@ -94,6 +94,8 @@ class ServePlan(Frozen):
     recipe_source: str = ""
     recipe_spec: dict[str, Any] | None = None
     restart: RestartPolicy | None = None  # supervised: a watchdog restarts a dead engine
+    # A tuned profile's record of the device, pool and workload its capacity was measured on
+    measured_on: MeasuredOn | None = None
     # What this recipe, not being built in, asks to run or expose (plan/trust.py); plan and
     # serve refuse without --trust when it is not empty.
     needs_trust: list[str] = []

@@ -107,6 +107,7 @@ def render_plan(request: PlanRequest) -> ServePlan:
         ),
         request_policy=recipe.request_policy,
         restart=recipe.restart,
+        measured_on=recipe.profiles[profile].measured_on if profile else None,
         findings=findings,
         recipe_source=source,
         recipe_spec=_kept_recipe(recipe),

@@ -233,6 +233,22 @@ class Hooks(Strict):
     custom: dict[str, str] = {}
 
 
+# A device's or a workload's name as a tuned profile records it: printable words only, since
+# plan and serve print it.
+_LABEL = r"^[A-Za-z0-9][A-Za-z0-9 ._,:()/+-]{0,119}$"
+
+
+class MeasuredOn(Strict):
+    """Where a tuned profile's capacity was measured (`sm121 tune` writes it): its agents hold
+    for that KV pool, and on a smaller pool fewer do, so plan and serve compare the pool at
+    hand with this one."""
+
+    device: str = Field(pattern=_LABEL, description="The device it was measured on.")
+    pool_tokens: int = Field(ge=1, description="The engine's KV pool in tokens there.")
+    workload: str = Field(pattern=_LABEL, description="The workload it was measured for.")
+    agents: int | None = Field(None, ge=0, description="The agents it held there (N*).")
+
+
 class Profile(Strict):
     purpose: str = Field(description="One line: what this profile is for.")
     args: dict[str, ArgValue] = {}
@@ -240,6 +256,7 @@ class Profile(Strict):
     # Replaces the recipe's hooks for this profile (the recipe's custom commands stay
     # defined), so two profiles that differ only in a hook can be A/B'd.
     hooks: Hooks | None = None
+    measured_on: MeasuredOn | None = None
 
     @field_validator("args")
     @classmethod

@@ -24,7 +24,7 @@ import sm121
 
 MEMORY = Path(sm121.__file__).resolve().parent / "memory"
 
-PURE_STDLIB = {"__future__", "math", "statistics", "re", "dataclasses", "typing",
+PURE_STDLIB = {"__future__", "math", "statistics", "re", "dataclasses", "typing", "enum",
                "collections.abc"}
 PURE_SM121 = {
     "sm121.errors", "sm121.findings",

@@ -38,7 +38,10 @@ def test_the_h200_sitting_chooses_the_arm_that_holds_the_most_agents(tmp_path):
     assert chosen == "chunk-4096"  # ties chunk-8192 on capacity and goodput; costs less
     assert state["result"]["device"].startswith("NVIDIA H200")
     assert "written" not in state  # --no-write: the profile written on the device is stale
+    # each arm's prediction from its own pool beside its measured bracket (issue 44)
+    assert table["chunk-4096"]["predicted"] == 39 and table["chunk-4096"]["predicted_binding"] == "KV"
     report = (out / "report.md").read_text()
+    assert "| 28 <= N* < 40 (predicted 39: KV binds) |" in report
     assert "NVIDIA H200" in report.splitlines()[2]
     assert "Chosen: **chunk-4096**. Its long prefill costs 16.1% in situ, over the 5% " \
            "bound: the best arm within it, reference, holds N* < 4" in report

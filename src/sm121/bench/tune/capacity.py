@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sm121.bench.tune.result import CapacityRecord
+from sm121.memory.capacity import first_probes
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,19 @@ def bracket(outcomes: Iterable[tuple[int, bool]]) -> Bracket:
                                        for n, met in tested))
 
 
-def next_probe(outcomes: Iterable[tuple[int, bool]], largest: int, resolution: int = 1
-               ) -> int | None:
+def next_probe(outcomes: Iterable[tuple[int, bool]], largest: int, resolution: int = 1,
+               predicted: int | None = None) -> int | None:
     """The next N to run on this boot, or None when the bracket is as narrow as asked
-    (hi - lo <= resolution) or met at `largest`, the most this boot's max-num-seqs holds."""
+    (hi - lo <= resolution) or met at `largest`, the most this boot's max-num-seqs holds.
+    With a prediction (the agents the arm's pool should hold), about 0.9x and 1.1x of it
+    come first, each while it still lies inside the bracket; bisection goes on only where
+    the measurement disagrees."""
     found = bracket(outcomes)
     tried = {n for n, _ in found.tested}
+    if predicted is not None and predicted > 0:
+        for n in first_probes(predicted, most=largest):
+            if n not in tried and n > found.lo and (found.hi is None or n < found.hi):
+                return n
     if found.hi is None:
         return largest if found.lo < largest and largest not in tried else None
     if found.hi - found.lo <= max(1, resolution):

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import median
 
+from pydantic import ValidationError
+
 from sm121.bench.scenarios.agents.models import AgentsAbEntry, RunMetrics
 from sm121.bench.stats import clopper_pearson
 from sm121.bench.tune.candidates import Candidate
@@ -19,6 +21,7 @@ from sm121.bench.tune.claims import claim
 from sm121.bench.tune.files import AbFile
 from sm121.bench.tune.knobs import effective_step, knobs_of
 from sm121.bench.tune.pick import COST_TARGET, binding
+from sm121.bench.tune.predict import predicted_for
 from sm121.bench.tune.recipe_write import TunedProfile
 from sm121.bench.tune.request import TuneRequest
 from sm121.bench.tune.result import ArmRow, Probe, SittingRecord, TuneResult
@@ -26,7 +29,7 @@ from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
 from sm121.plan.effective import profile_args
 from sm121.recipes.loader import load_recipe
-from sm121.recipes.schema import ArgValue
+from sm121.recipes.schema import ArgValue, MeasuredOn
 
 
 def merged_args(recipe: str, candidate: Candidate) -> dict[str, ArgValue]:
@@ -160,6 +163,9 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     for r in table:
         c = by_name[r.name]
         r.kv_tokens, r.differs, r.role = kv.get(r.name), list(c.differs), list(c.role)
+        if (pred := predicted_for(request, samples, r.name)) is not None:
+            r.predicted = pred.predicted
+            r.predicted_binding = pred.binding.value if pred.binding else None
         r.source, r.step = c.source, effective_step(merged_args(request.recipe, c), knobs)
     ranked = rank(table)
     chosen = next((r.name for r in ranked if "defaults" not in r.role), None)
@@ -237,7 +243,20 @@ def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidat
               f"{r.judged_turns} judged turns, 95% interval {_ci(r)}), {request.workload}, "
               f"{request.slo}."]
     return TunedProfile(f"{chosen.name} chosen by sm121 tune for {request.workload} at "
-                        f"{request.slo}: {cap.text}", args, notes, header)
+                        f"{request.slo}: {cap.text}", args, notes, header,
+                        _measured_on(result.device, r, request.workload))
+
+
+def _measured_on(device: str, r: ArmRow, workload: str) -> MeasuredOn | None:
+    """The record plan and serve compare a pool with; None when the boot logged no pool or
+    a name would not pass the recipe's own check (a stranger's device string)."""
+    if not r.kv_tokens:
+        return None
+    try:
+        return MeasuredOn(device=device, pool_tokens=r.kv_tokens, workload=workload,
+                          agents=r.capacity.lo or None)
+    except ValidationError:
+        return None
 
 
 def _tested(r: ArmRow) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sm121.errors import Sm121Error
 from sm121.recipes.loader import parse_yaml, user_recipes_dir, validate_model
-from sm121.recipes.schema import ArgValue, Recipe
+from sm121.recipes.schema import ArgValue, MeasuredOn, Recipe
 
 PROFILE = "tuned"
 BEGIN = "# sm121 tune: begin (written by `sm121 tune`; a rerun replaces this block)"
@@ -31,6 +31,7 @@ class TunedProfile:
     args: dict[str, ArgValue]
     comments: dict[str, str]  # arg -> what measured it (one line)
     header: list[str]  # lines above the profile: conditions, date, report
+    measured_on: MeasuredOn | None = None  # the device, pool and workload it holds for
 
 
 def _one_line(text: str) -> str:
@@ -48,8 +49,12 @@ def _value(value: ArgValue) -> str:
 def block(profile: TunedProfile, indent: str = "  ") -> list[str]:
     inner, deeper = indent * 2, indent * 3
     lines = [f"{indent}{BEGIN}"] + [f"{indent}# {_one_line(h)}" for h in profile.header]
-    lines += [f"{indent}{PROFILE}:", f"{inner}purpose: {json.dumps(_one_line(profile.purpose))}",
-              f"{inner}args:"]
+    lines += [f"{indent}{PROFILE}:", f"{inner}purpose: {json.dumps(_one_line(profile.purpose))}"]
+    if profile.measured_on is not None:  # JSON is YAML: one flow mapping
+        lines += [f"{inner}# where its capacity was measured: a smaller pool holds fewer agents",
+                  f"{inner}measured_on: "
+                  f"{json.dumps(profile.measured_on.model_dump(exclude_none=True))}"]
+    lines.append(f"{inner}args:")
     for name, value in profile.args.items():
         if name in profile.comments:
             lines.append(f"{deeper}# {_one_line(profile.comments[name])}")

@@ -30,6 +30,13 @@ def _ci(row: ArmRow) -> str:
     return f"[{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "-"
 
 
+def _predicted(row: ArmRow) -> str:
+    """The capacity model's prediction beside the measured bracket (docs/capacity.md)."""
+    if row.predicted is None:
+        return ""
+    return f" (predicted {row.predicted}: {row.predicted_binding or '?'} binds)"
+
+
 def _tested(row: ArmRow) -> str:
     return ", ".join(f"{n} {'met' if met else 'missed'}" for n, met in row.capacity.tested)
 
@@ -52,7 +59,7 @@ def arms_section(state: TuneRecord) -> list[str]:
         mark = " (chosen)" if r.name == result.chosen else ""
         lines.append(
             f"| {r.name}{mark} | {', '.join(r.differs) or '(baseline)'} | "
-            f"{r.capacity.text} | {_tested(r)} | {_pct(r.goodput)} "
+            f"{r.capacity.text}{_predicted(r)} | {_tested(r)} | {_pct(r.goodput)} "
             f"({r.good_turns}/{r.judged_turns}, {_ci(r)}) | "
             f"{_n(r.ttft_p95_judged_s, '.3f')} | "
             f"{_n(r.ttft_p95_during_background_s, '.3f')} | {_n(r.decode_p50, '.1f')} | "

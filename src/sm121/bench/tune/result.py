@@ -89,6 +89,9 @@ class ArmRow(BaseModel):
         """The boots whose exclusive long prefill gave a first token (the median's)."""
         return sum(1 for e in self.exclusive if e.ttft_s is not None)
     kv_tokens: int | None = None
+    # the capacity model's prediction from the arm's own pool (bench/tune/predict.py)
+    predicted: int | None = None
+    predicted_binding: str | None = None
     differs: list[str] = Field(default_factory=list)
     role: list[str] = Field(default_factory=list)
     source: str = ""

@@ -26,6 +26,7 @@ from sm121.bench.tune.confirm import finalists, next_boot, second_n
 from sm121.bench.tune.exclusive import measure_exclusive
 from sm121.bench.tune.files import AbFile, KneeFile
 from sm121.bench.tune.knobs import knobs_of
+from sm121.bench.tune.predict import predicted_for
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
 from sm121.bench.tune.request import TuneRequest, agent_params
@@ -300,13 +301,18 @@ def _exclusive(request: TuneRequest, state: TuneState, boot: Boot, name: str,
 def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: Boot,
             name: str, probes: int, say: Say) -> None:
     """The capacity bisection on this boot: one agents run per N, at most `probes` of them,
-    each only when the budget still holds it."""
+    each only when the budget still holds it; about 0.9x and 1.1x of the arm's predicted
+    capacity first (bench/tune/predict.py), when its pool is known."""
+    pred = predicted_for(request, AbFile.model_validate(results.data).samples, name)
+    if pred is not None:
+        say(f"  {name}: predicted: {pred.headline()}")
     for _ in range(probes):
         done = state.sweep(name)
         found = capacity(AbFile.model_validate(results.data).samples, name, request.agents, done)
         if not found.tested:
             return  # no verdict at the target N (its runs failed)
-        n = next_probe(found.tested, request.largest_n, resolution_for(request.agents))
+        n = next_probe(found.tested, request.largest_n, resolution_for(request.agents),
+                       pred.predicted if pred is not None else None)
         if n is None:
             break
         est = _estimates(request, None, AbFile.model_validate(results.data))

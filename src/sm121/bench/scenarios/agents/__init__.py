@@ -5,4 +5,5 @@ their results files."""
 
 # The modules other packages may import (tests/unit/architecture/test_wings.py holds it);
 # the rest are this package's own.
-PUBLIC = ("apis", "models", "params", "scenario", "sessions", "slo", "sweep", "texts")
+PUBLIC = ("apis", "capacity", "models", "params", "scenario", "sessions", "slo", "sweep",
+          "texts")  # capacity: the run's verdict and the workload's numbers (cli, tune)

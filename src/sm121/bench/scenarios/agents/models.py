@@ -102,7 +102,22 @@ class TurnSample(Open):
         return self.model_dump(exclude_unset=True)
 
 
-AgentsSample = Annotated[RunConfig | TurnSample, Field(discriminator="kind")]
+class CapacityVerdict(Open):
+    """What the run's engine counters say it ran out of, beside the capacity model's
+    prediction for its N (bench/scenarios/agents/capacity.py, docs/capacity.md). Recorded
+    as the run's last sample, so an A/B's or a sweep's entries carry it with their runs."""
+
+    kind: Literal["capacity"] = "capacity"
+    line: str
+    resource: str | None = None  # KV, sequences, step budget, admission ...; None: met
+    met: bool | None = None
+    predicted: int | None = None  # the agents the pool holds (None: not known)
+    binding: str | None = None
+    pool_tokens: int | None = None
+    working_set_tokens: int | None = None
+
+
+AgentsSample = Annotated[RunConfig | TurnSample | CapacityVerdict, Field(discriminator="kind")]
 
 
 class AgentsRun(BaseModel):
@@ -112,6 +127,7 @@ class AgentsRun(BaseModel):
     turns: list[TurnSample]
     background: TurnSample | None = None
     bars: list[TurnSample] = []  # the turns and the background job in recorded order
+    capacity: CapacityVerdict | None = None  # the run's verdict, once it ended
 
 
 def read_run(samples: Sequence[BaseModel | dict[str, Any]]) -> AgentsRun:
@@ -119,6 +135,7 @@ def read_run(samples: Sequence[BaseModel | dict[str, Any]]) -> AgentsRun:
     other kinds (a scenario's own records) are left out."""
     config: RunConfig | None = None
     bars: list[TurnSample] = []
+    verdict: CapacityVerdict | None = None
     for sample in samples:
         record = sample.model_dump(exclude_unset=True) if isinstance(sample, BaseModel) \
             else sample
@@ -127,9 +144,11 @@ def read_run(samples: Sequence[BaseModel | dict[str, Any]]) -> AgentsRun:
             config = RunConfig.model_validate(record)
         elif kind in ("turn", "background"):
             bars.append(TurnSample.model_validate(record))
+        elif kind == "capacity":
+            verdict = CapacityVerdict.model_validate(record)
     return AgentsRun(config=config or RunConfig(), turns=[b for b in bars if b.kind == "turn"],
                      background=next((b for b in bars if b.kind == "background"), None),
-                     bars=bars)
+                     bars=bars, capacity=verdict)
 
 
 # --- the summary -------------------------------------------------------------------------
@@ -276,6 +295,7 @@ class AgentsSummary(Open):
     sessions: int | None = None
     gaps: GapErrors | None = None
     late_max_s: float | None = None
+    capacity: CapacityVerdict | None = None
 
 
 # --- across runs -------------------------------------------------------------------------
@@ -299,6 +319,9 @@ class RunMetrics(Open):
     # the counts behind goodput, for its binomial (Clopper-Pearson) interval
     judged_turns: int | None = None
     good_turns: int | None = None
+    # the run's capacity verdict (docs/capacity.md): its line and the resource it names
+    verdict: str | None = None
+    verdict_resource: str | None = None
     slo_terms: dict[str, float | None] = Field(default_factory=dict)
 
     def judged_ttft_p95(self) -> float | None:

@@ -131,7 +131,9 @@ def run_plots(bars: list[TurnSample], out: Path, stem: str) -> list[Path]:
 def run_section(run: AgentsRun, stored: AgentsSummary, files: list[Path]) -> list[str]:
     """One run in detail: recomputed from its turns, plus what its stored summary adds (the
     engine's deltas, a replay's gaps)."""
-    return [*summary_lines(summarize_run(run)), *_engine_lines(stored),
+    verdict = [f"**Verdict**: {stored.capacity.line} (docs/capacity.md).", ""] \
+        if stored.capacity is not None else []
+    return [*verdict, *summary_lines(summarize_run(run)), *_engine_lines(stored),
             *_replay_lines(stored), *[f"![{f.stem}]({f.name})" for f in files], ""]
 
 
@@ -163,17 +165,22 @@ def ab_section(ab: AgentsAb, files: list[Path]) -> list[str]:
     entries = ab.samples
     for entry in entries:
         if entry.error:
-            rows.append([entry.profile, str(entry.rep + 1), "failed", "-", "-", "-", "-", "-"])
+            rows.append([entry.profile, str(entry.rep + 1), "failed", "-", "-", "-", "-", "-",
+                         "-"])
             continue
         m = entry.metrics
         rows.append([entry.profile, str(entry.rep + 1), fmt(m.goodput, "pct"),
                      fmt(m.ttft_p50_s, "s"), fmt(m.ttft_p95_s, "s"),
                      fmt(m.ttft_p95_judged_s, "s"), fmt(m.ttft_p95_during_background_s, "s"),
-                     fmt(m.background_ttft_s, "s")])
+                     fmt(m.background_ttft_s, "s"), _verdict(m)])
+    judged = any(not e.error and e.metrics.verdict for e in entries)
+    if not judged:  # runs measured before the verdict existed: the table as it was
+        rows = [r[:-1] for r in rows]
     lines += ["Per repetition (in run order):", ""]
     lines += _table(["profile", "rep", "goodput", "TTFT p50", "TTFT p95 (all)",
                      "TTFT p95 (judged)", "judged TTFT p95 during background",
-                     "background TTFT"], rows)
+                     "background TTFT"] + (["verdict (docs/capacity.md)"] if judged else []),
+                    rows)
     lines += [f"Failed: rep {e.rep + 1} {e.profile}: {e.error}" for e in entries if e.error]
     served: dict[str, dict[str, ArgValue]] = {}
     for entry in entries:
@@ -184,6 +191,11 @@ def ab_section(ab: AgentsAb, files: list[Path]) -> list[str]:
                                  if k.startswith(("max-num", "long-prefill", "tool")))
         for p, args in served.items()]
     return lines + [""] + [f"![{f.stem}]({f.name})" for f in files] + [""]
+
+
+def _verdict(m: RunMetrics) -> str:
+    """A run's capacity verdict in a table cell (runs measured before it existed: "-")."""
+    return m.verdict.split(";")[0] if m.verdict else "-"
 
 
 def _points(sweep: AgentsSweep) -> list[tuple[int, RunMetrics]]:
@@ -200,10 +212,12 @@ def sweep_section(sweep: AgentsSweep, files: list[Path]) -> list[str]:
     # a file written before the sweep judged its N has no such key
     largest = held.get("largest_n", "-")
     lines = [f"Largest N meeting `{held.get('slo')}`: **{largest}**.", ""]
-    lines += _table(["N", "goodput", "SLO met", "TTFT p50", "TTFT p95", "decode p50"], [
+    judged = any(p.verdict for _, p in points)  # else a sweep from before the verdict
+    lines += _table(["N", "goodput", "SLO met", "TTFT p50", "TTFT p95", "decode p50"]
+                    + (["verdict (docs/capacity.md)"] if judged else []), [
         [str(n), fmt(p.goodput, "pct"), "yes" if p.slo_met else "no",
          fmt(p.ttft_p50_s, "s"), fmt(p.ttft_p95_s, "s"), fmt(p.decode_p50)]
-        for n, p in points])
+        + ([_verdict(p)] if judged else []) for n, p in points])
     return lines + [f"![{f.stem}]({f.name})" for f in files] + [""]
 
 
@@ -259,6 +273,8 @@ def console_lines(summary: AgentsSummary) -> list[str]:
         lines.append(f"background job: TTFT {fmt(background.ttft_s, 's')}; judged agent "
                      f"TTFT p95 during its prefill {fmt(background.ttft_during.p95, 's')}, "
                      f"outside {fmt(background.ttft_outside.p95, 's')}")
+    if summary.capacity is not None:
+        lines.append(f"verdict: {summary.capacity.line}")
     return lines + session_lines(summary)
 
 

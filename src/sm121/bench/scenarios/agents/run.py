@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.client import BenchClient
 from sm121.bench.runner import Context, run_together
+from sm121.bench.scenarios.agents.capacity import run_verdict
 from sm121.bench.scenarios.agents.conversation import tool_definitions, tools_as_text
 from sm121.bench.scenarios.agents.messages import ToolSpec, user, wire
 from sm121.bench.scenarios.agents.models import AgentsSummary, TurnSample, read_run
@@ -117,10 +118,16 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
                                    workload.background.delay_s))
     await run_together(*jobs)
     deltas = counter_deltas(before, await read_counters(client))
-    summary = summarize_run(read_run(ctx.results.data["samples"]), p.slo)
-    return summary.model_copy(update={"engine_metrics": deltas,
-                                      "prefix_reuse_metrics": prefix_reuse(deltas),
-                                      "wall_s": time.monotonic() - plan.t0})
+    run = read_run(ctx.results.data["samples"])
+    summary = summarize_run(run, p.slo).model_copy(update={
+        "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
+        "wall_s": time.monotonic() - plan.t0})
+    verdict = run_verdict(run, summary, workload, turns or 0, p.slo,
+                          ctx.server.get("cache_config"))
+    if verdict is None:
+        return summary
+    ctx.add(verdict.model_dump(mode="json"))  # with the run's samples: A/B and sweep keep it
+    return summary.model_copy(update={"capacity": verdict})
 
 
 def _recorder(ctx: Context, total: int) -> Record:

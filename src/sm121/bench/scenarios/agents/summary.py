@@ -168,5 +168,7 @@ def headline(run: AgentsRun) -> RunMetrics:
         background_ttft_s=background.ttft_s if background else None,
         background_prompt_tokens=background.prompt_tokens if background else None,
         judged_turns=slo.turns, good_turns=slo.good_turns,
-        slo_terms={r.term: r.observed for r in slo.terms})
+        slo_terms={r.term: r.observed for r in slo.terms},
+        verdict=run.capacity.line if run.capacity else None,
+        verdict_resource=run.capacity.resource if run.capacity else None)
 

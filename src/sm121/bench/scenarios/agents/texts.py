@@ -3,9 +3,10 @@ sweep` (imported by the CLI when its command table is built: nothing heavy here)
 
 SLO_HELP = ("SLO terms METRIC_pQ=VALUE, comma-separated; metrics ttft, e2e, itl (s or ms) "
             "and decode (tok/s). Goodput = share of turns meeting every term.")
-WORKLOAD_HELP = ("A preset (coding-agent, coding-agent-with-batch, timestamp-first) or a YAML "
-                 "file: system_prompt_tokens, task_tokens, tools {count, tokens_each, "
-                 "placement}, append_tokens, output_tokens, think_time_s (a number or [min, "
-                 "max]), paste {share, tokens}, timestamp_first, background {prompt_tokens, "
-                 "context_share, output_tokens, delay_s}, context_share, seed; `preset: NAME` "
-                 "starts from a preset. Token sizes shrink to fit the server's max-model-len.")
+WORKLOAD_HELP = ("A preset (coding-agent, coding-agent-with-batch, timestamp-first, "
+                 "long-session) or a YAML file: system_prompt_tokens, task_tokens, tools "
+                 "{count, tokens_each, placement}, append_tokens, output_tokens, think_time_s "
+                 "(a number or [min, max]), paste {share, tokens}, timestamp_first, background "
+                 "{prompt_tokens, context_share, output_tokens, delay_s}, context_share, seed; "
+                 "`preset: NAME` starts from a preset. Token sizes shrink to fit the server's "
+                 "max-model-len.")

@@ -1,0 +1,155 @@
+"""The capacity model against a measured cliff, on the CPU testbed (issue 44).
+
+Boots the tiny engine with a KV pool made small on purpose (`num-gpu-blocks-override`: the
+tiny model's bytes per token are so small that VLLM_CPU_KVCACHE_SPACE's whole GiB would hold
+millions of tokens) and a 512-token step (a re-prefilled context then costs many engine steps,
+as a large model's does on a GPU, where a cached turn costs one). For each workload it asks
+`sm121 memory plan --solve agents=N,workload=W --engine-url` for the prediction (the pool read
+from the engine's /metrics), runs `sm121 bench agents` at the predicted N plus each offset,
+judges every run (memory/verdict.py, from the run's /metrics deltas and per-turn reuse) and
+writes what it found: the measured cliff (the smallest N tested with goodput under 95%), its
+bracket, and the error against the predicted cliff (one agent past what the pool holds).
+
+    PYTHONPATH=src nice -n 5 .venv/bin/python benchmarks/capacity_cliff.py \\
+        --out docs/results/cpu-testbed/capacity
+
+A shared 2-core machine is noisy: timings differ run to run; the verdicts and the bracket
+are what the integration test (tests/integration/test_capacity_cliff.py) asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sm121.bench.scenarios.agents.capacity import evidence, load_shape, shape_reuse, slo_ttft
+from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
+from sm121.engines.client import max_model_len
+from sm121.engines.client_sync import SyncEngineClient
+from sm121.memory.capacity import Knobs, Pool, predict
+from sm121.memory.verdict import GOODPUT_TARGET, judge
+
+HERE = Path(__file__).resolve().parent
+WORKLOADS = [HERE / "capacity" / "sessions-9k.yaml", HERE / "capacity" / "sessions-15k.yaml"]
+SM121 = [sys.executable, "-m", "sm121.cli.main"]
+
+
+def sm121(*args: str, timeout: float = 900) -> str:
+    done = subprocess.run([*SM121, *args], capture_output=True, text=True, timeout=timeout)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"sm121 {' '.join(args)} failed ({done.returncode}):\n"
+                         f"{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def boot(recipe: str, profile: str, sets: list[str], port: int) -> str:
+    out = sm121("serve", recipe, "--profile", profile, *sets, "--port", str(port),
+                "--timeout", "1500")
+    found = re.search(r"sm121 stop (\S+)", out)
+    if not found:
+        raise SystemExit(f"no run id in the serve output:\n{out}")
+    return found.group(1)
+
+
+def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace) -> dict:
+    asked = json.loads(sm121("memory", "plan", args.recipe, "--profile", args.profile, *sets,
+                             "--solve", f"agents=1,workload={workload},turns={args.turns}",
+                             "--engine-url", url, "--json"))
+    pool = asked["pool"]
+    served = max_model_len(SyncEngineClient(url, timeout_s=30).get_json("/v1/models"))
+    shape = load_shape(str(workload), args.turns, int(served or args.max_model_len))
+    capacity = predict(Pool(pool["tokens"], pool["block_size"], pool["source"]), shape,
+                       Knobs(args.max_num_seqs, args.chunk, args.threshold or None))
+    expected = shape_reuse(shape, pool["block_size"])
+    held = capacity.predicted or 0
+    runs: list[dict[str, Any]] = []
+
+    def run(n: int) -> None:
+        out = args.out / f"{workload.stem}-agents-{n}.json"
+        sm121("bench", "agents", "--url", url, "-n", str(n), "-t", str(args.turns), "-w",
+              str(workload), "--slo", args.slo, "--out", str(out))
+        data = json.loads(out.read_text())
+        e = evidence(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
+                     expected, shape.turn_new_tokens, slo_ttft(args.slo), args.max_num_seqs)
+        v = judge(e, capacity)
+        print(f"  {workload.stem} N={n}: {v.line}", flush=True)
+        runs.append({"agents": n, "goodput": e.goodput, "verdict": v.line,
+                     "resource": None if v.resource is None else v.resource.value,
+                     "met": v.met, "reuse_mean": e.reuse_mean, "reuse_min": e.reuse_min,
+                     "preemptions": e.preemptions, "reprefill_per_turn": e.reprefill_per_turn,
+                     "last_prompt_tokens": data["summary"]["by_turn"][-1]["prompt_tokens_mean"],
+                     "results": out.name})
+
+    for offset in args.offsets:
+        run(held + offset)
+    # no miss yet: go on one agent at a time, to at most 3 past the prediction
+    while all(r["met"] for r in runs) and runs[-1]["agents"] < held + 3:
+        run(runs[-1]["agents"] + 1)
+    missed = [r["agents"] for r in runs if r["goodput"] is not None
+              and r["goodput"] < GOODPUT_TARGET]
+    cliff = min(missed) if missed else None
+    below = max((r["agents"] for r in runs if cliff is None or r["agents"] < cliff), default=None)
+    predicted_cliff = held + 1
+    return {"workload": workload.stem, "prediction": capacity.headline(), "holds": held,
+            "binding": capacity.binding.value if capacity.binding else None,
+            "working_set_tokens": shape.last_context_tokens, "pool": pool,
+            "expected_reuse": expected, "predicted_cliff": predicted_cliff,
+            "measured_cliff": cliff, "bracket": [below, cliff],
+            "error_pct": None if cliff is None else
+            round(100 * (cliff - predicted_cliff) / predicted_cliff, 1), "runs": runs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--port", type=int, default=18544)
+    parser.add_argument("--recipe", default="tiny-cpu")
+    parser.add_argument("--profile", default="agent")
+    parser.add_argument("--blocks", type=int, default=724, help="num-gpu-blocks-override "
+                        "(0: the engine sizes its pool itself, as on a GPU)")
+    parser.add_argument("--chunk", type=int, default=512, help="max-num-batched-tokens")
+    parser.add_argument("--threshold", type=int, default=0,
+                        help="long-prefill-token-threshold (0: the profile's)")
+    parser.add_argument("--max-num-seqs", type=int, default=16)
+    parser.add_argument("--max-model-len", type=int, default=32768, help="0: the recipe's")
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--slo", default="ttft_p95=2s")
+    parser.add_argument("--offsets", default="-1,0,1", help="N = the agents the pool holds "
+                        "plus each offset")
+    parser.add_argument("--workloads", default=",".join(str(w) for w in WORKLOADS))
+    args = parser.parse_args()
+    args.offsets = [int(o) for o in args.offsets.split(",")]
+    args.out.mkdir(parents=True, exist_ok=True)
+    values = {"num-gpu-blocks-override": args.blocks, "max-num-batched-tokens": args.chunk,
+              "long-prefill-token-threshold": args.threshold,
+              "max-num-seqs": args.max_num_seqs, "max-model-len": args.max_model_len}
+    sets = [part for name, value in values.items() if value
+            for part in ("--set", f"{name}={value}")]
+    started = time.time()
+    run_id = boot(args.recipe, args.profile, sets, args.port)
+    try:
+        found = [measure(Path(w), f"http://127.0.0.1:{args.port}", sets, args)
+                 for w in args.workloads.split(",")]
+    finally:
+        sm121("stop", run_id)
+    summary = {"command": " ".join(["benchmarks/capacity_cliff.py", *sys.argv[1:]]),
+               "recipe": args.recipe, "profile": args.profile, "engine_sets": sets[1::2],
+               "slo": args.slo, "turns": args.turns,
+               "load_average": os.getloadavg(), "wall_s": round(time.time() - started),
+               "workloads": found}
+    (args.out / "capacity.json").write_text(json.dumps(summary, indent=1) + "\n")
+    for w in found:
+        print(f"{w['workload']}: {w['prediction']}\n  predicted cliff {w['predicted_cliff']}, "
+              f"measured {w['measured_cliff']} (bracket {w['bracket']}), error "
+              f"{w['error_pct']}%")
+
+
+if __name__ == "__main__":
+    main()

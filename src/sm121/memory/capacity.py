@@ -1,0 +1,305 @@
+"""How many agents a pool, a profile and a workload allow, and which resource binds.
+
+Three resources, each counted on its own, the smallest binds (DOMAIN.md, "Agent capacity is a
+memory question first"):
+- KV: every session's working set (its context at its last turn, in blocks) must stay in the
+  pool between its turns, beside what long jobs hold for the whole run. Past that, idle
+  sessions' prefixes are evicted, every turn re-prefills its whole context, preemptions start
+  and all sessions slow down together. A one-shot background job holds its blocks only while
+  it runs: past `(pool - job) / working set` agents, idle prefixes are evicted once during it
+  (each evicted session re-prefills one turn), a transient the model reports beside the
+  prediction, not as the cliff (the H100 held 16 agents at 100% with 0 preemptions where the
+  job's window alone allows 14; its reuse dipped to 49% during the job).
+- sequences: max-num-seqs less the long jobs' own sequences (an agent has one request in
+  flight at a time), and the gateway's in-flight cap where one is set.
+- the step budget: what the agents' turns (new tokens plus the reply) ask of the engine per
+  second against what it serves beside the long job's chunk, from a throughput figure measured
+  at the workload's depth; and admission during the long prefill, which without a per-request
+  threshold below the step budget waits for the whole prefill. Without a measured figure the
+  model says "not known" rather than guess.
+
+The model takes plain numbers: the CLI and bench read them from the workload preset
+(memory/ must not import bench/). Pure, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sm121.memory.working_set import WorkingSet, blocks_for, sessions_that_fit
+
+# Share of the engine's measured throughput the agents may ask for before queueing pushes their
+# turns' TTFT past the SLO (an M/D/1-like queue's wait grows fast past 0.8): an assumption, said
+# in every result that uses it.
+STEP_UTILISATION = 0.8
+
+
+class Resource(StrEnum):
+    KV = "KV"
+    SEQUENCES = "sequences"
+    STEP_BUDGET = "step budget"
+    ADMISSION = "admission during the long prefill"
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The engine's KV pool: from vLLM's /metrics, a boot log, the planner, or given."""
+
+    tokens: int
+    block_size: int
+    source: str  # said in the result: "vLLM's /metrics", "boot log ...", "the planner", "given"
+
+    @property
+    def blocks(self) -> int:
+        return self.tokens // self.block_size
+
+
+@dataclass(frozen=True)
+class SessionShape:
+    """The workload's facts the model needs, as plain numbers (read from a preset by the caller)."""
+
+    workload: str
+    turns: int
+    last_context_tokens: int  # a session's context after its last turn: its working set
+    growth_per_turn_tokens: float  # what one turn adds (the new input, the reply, template)
+    turn_new_tokens: float  # what a turn prefills when its prefix is cached (mean)
+    reply_tokens: float  # a turn's reply (mean)
+    think_time_s: float  # between a reply and the next turn (mean)
+    long_job_tokens: int | None = None  # a one-shot background job's prompt, None: no job
+    resident_long_tokens: int = 0  # long jobs held for the whole run (none in the presets)
+
+    def working_set(self) -> WorkingSet:
+        return WorkingSet(prompt_tokens=self.last_context_tokens)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The profile's scheduler settings the model reads (None: the engine's default)."""
+
+    max_num_seqs: int | None
+    step_budget: int | None  # max-num-batched-tokens
+    long_prefill_threshold: int | None  # long-prefill-token-threshold; None or 0: none
+    inflight_cap: int | None = None  # the gateway's in-flight cap, where one is set
+    kv_dtype: str | None = None  # said in the result (the lever: fp8 halves a working set)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """The engine's prefill throughput at this step budget, measured at the workload's depth
+    (the knee is short-context: DOMAIN.md prices a prefill at its own depth), and one stream's
+    decode rate under load. A calibration figure: it calibrates only the stack it came from."""
+
+    prefill_tok_s: float
+    decode_tok_s: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Allowance:
+    resource: Resource
+    agents: int | None  # None: not known
+    how: str  # the arithmetic, or why it is not known
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The prediction: the agents each resource allows, the binding one and the margin."""
+
+    workload: str
+    pool: Pool | None  # None: not known (the KV allowance is not known)
+    working_set_tokens: int
+    working_set_blocks: int | None
+    allowances: tuple[Allowance, ...]
+    predicted: int | None  # the smallest known allowance; None: none is known
+    binding: Resource | None
+    unknown: tuple[Resource, ...]  # allowances not known: the prediction is an upper bound
+    transient_from: int | None  # past this many agents the long job's window evicts prefixes
+    agents: int | None = None  # the N asked about, if any
+    slo_ttft_s: float | None = None
+    kv_dtype: str | None = None  # the profile's kv-cache-dtype (None: the model's dtype)
+
+    @property
+    def margin(self) -> int | None:
+        """Agents to spare at the N asked about (negative: short by that many)."""
+        if self.agents is None or self.predicted is None:
+            return None
+        return self.predicted - self.agents
+
+    def allowance(self, resource: Resource) -> Allowance:
+        return next(a for a in self.allowances if a.resource is resource)
+
+    def headline(self) -> str:
+        if self.predicted is None or self.binding is None:
+            return (f"how many agents of {self.workload} this profile holds is not known: "
+                    "no resource's allowance is")
+        bound = "at most" if self.unknown else "about"
+        line = (f"holds {bound} {self.predicted} agents of {self.workload} "
+                f"({self.binding.value} binds: {self.allowance(self.binding).how})")
+        if self.agents is not None:
+            margin = self.margin or 0
+            line += (f"; {self.agents} asked: {margin} to spare" if margin >= 0
+                     else f"; {self.agents} asked: {-margin} too many")
+        return line
+
+    def lines(self) -> list[str]:
+        out = [self.headline()]
+        for a in self.allowances:
+            count = "not known" if a.agents is None else f"allows {a.agents}"
+            out.append(f"{a.resource.value}: {count}: {a.how}")
+        if self.transient_from is not None:
+            out.append(f"past {self.transient_from} agents the long job's own blocks evict idle "
+                       "prefixes while it runs: each evicted session re-prefills one turn (a "
+                       "transient, not the cliff)")
+        if self.binding is Resource.KV and self.pool is not None:
+            fp8 = "" if (self.kv_dtype or "").startswith("fp8") else (
+                f", kv-cache-dtype fp8 (half the bytes a token: about "
+                f"{sessions_that_fit(2 * self.pool.blocks, 0, self.working_set_blocks or 1)} "
+                "agents, where the engine supports it)")
+            out.append(f"KV levers: a larger pool (GMU, more nodes){fp8}")
+        if self.unknown:
+            out.append("the prediction is an upper bound: " + ", ".join(
+                r.value for r in self.unknown) + " not known")
+        return out
+
+
+def kv_allowance(pool: Pool | None, shape: SessionShape) -> tuple[Allowance, int | None]:
+    """KV: (pool - resident long jobs) / working set, in blocks; and where the one-shot job's
+    window starts evicting (None: no job)."""
+    if pool is None:
+        return Allowance(Resource.KV, None, f"{shape.last_context_tokens:,} tokens per "
+                         "session, but the pool in tokens is not known (no bytes per token for "
+                         "this model here: give --pool-tokens, --boot-log or --engine-url)"), None
+    per = shape.working_set().blocks(pool.block_size)
+    resident = blocks_for(shape.resident_long_tokens, pool.block_size)
+    n = sessions_that_fit(pool.blocks, resident, per)
+    held = f" - {shape.resident_long_tokens:,} held by long jobs" if resident else ""
+    how = (f"{pool.tokens:,} tokens{held} / {shape.last_context_tokens:,} per session "
+           f"= {pool.blocks:,}{f' - {resident:,}' if resident else ''} / {per:,} blocks of "
+           f"{pool.block_size}; pool from {pool.source}")
+    transient = None
+    if shape.long_job_tokens:
+        job = blocks_for(shape.long_job_tokens, pool.block_size)
+        transient = sessions_that_fit(pool.blocks, resident + job, per)
+    return Allowance(Resource.KV, n, how), transient
+
+
+def sequence_allowance(shape: SessionShape, knobs: Knobs) -> Allowance:
+    jobs = 1 if shape.long_job_tokens else 0
+    if knobs.max_num_seqs is None:
+        return Allowance(Resource.SEQUENCES, None, "max-num-seqs not set (the engine's "
+                         "default depends on the device)")
+    n = knobs.max_num_seqs - jobs
+    how = f"max-num-seqs {knobs.max_num_seqs}" + (" less the long job's one" if jobs else "")
+    if knobs.inflight_cap is not None and knobs.inflight_cap - jobs < n:
+        n = knobs.inflight_cap - jobs
+        how = f"the gateway's in-flight cap {knobs.inflight_cap}" + (
+            " less the long job's one" if jobs else "")
+    return Allowance(Resource.SEQUENCES, max(0, n), how)
+
+
+def _long_step_share(shape: SessionShape, knobs: Knobs, budget: int) -> int:
+    """Tokens of each step the long prefill takes while it runs, when a threshold under the
+    budget caps it; without one the prefill takes every step, which admission counts (a turn
+    waits for the whole prefill), and the budget is the agents' outside it."""
+    threshold = knobs.long_prefill_threshold or 0
+    if not shape.long_job_tokens or threshold <= 0 or threshold >= budget:
+        return 0
+    return threshold
+
+
+def admission_allowance(shape: SessionShape, knobs: Knobs, rate: Throughput | None,
+                        slo_ttft_s: float | None) -> Allowance | None:
+    """During the long prefill, without a threshold under the step budget, vLLM schedules the
+    running prefill first and a turn waits for all of it. None: no limit of its own (no long
+    job; a threshold under the step budget, whose share the step budget counts; or a prefill
+    short enough to wait for)."""
+    if not shape.long_job_tokens:
+        return None
+    budget = knobs.step_budget or 0
+    if budget and 0 < (knobs.long_prefill_threshold or 0) < budget:
+        return None
+    if rate is None or slo_ttft_s is None:
+        return Allowance(Resource.ADMISSION, None, "no threshold under the step budget: a turn "
+                         "that meets the long prefill waits for it; how long is not known "
+                         "without a throughput figure")
+    wait = shape.long_job_tokens / rate.prefill_tok_s
+    if wait <= slo_ttft_s:
+        return None
+    return Allowance(Resource.ADMISSION, 0, f"no threshold under the step budget: a turn that "
+                     f"meets the {shape.long_job_tokens:,}-token prefill waits about {wait:.1f} "
+                     f"s ({rate.prefill_tok_s:,.0f} tok/s, {rate.source}) against the SLO's "
+                     f"{slo_ttft_s:g} s")
+
+
+def step_allowance(shape: SessionShape, knobs: Knobs, rate: Throughput | None) -> Allowance:
+    """The agents' token demand against what the engine serves them beside the long job."""
+    budget = knobs.step_budget
+    if rate is None or budget is None:
+        return Allowance(Resource.STEP_BUDGET, None, "no throughput figure at the workload's "
+                         "depth for this step budget (a calibration boot or --prefill-tok-s "
+                         "and --decode-tok-s give it)")
+    share = budget - _long_step_share(shape, knobs, budget)
+    supply = rate.prefill_tok_s * share / budget
+    cycle = shape.think_time_s + shape.reply_tokens / rate.decode_tok_s
+    per_agent = (shape.turn_new_tokens + shape.reply_tokens) / cycle
+    n = math.floor(STEP_UTILISATION * supply / per_agent) if supply > 0 else 0
+    steps = (f"{share} of {budget} tokens a step while the long job runs" if share < budget
+             else f"steps of {budget} tokens")
+    return Allowance(Resource.STEP_BUDGET, n, (
+        f"{STEP_UTILISATION:.0%} of {supply:,.0f} tok/s ({steps}, {rate.source}) / "
+        f"{per_agent:,.0f} tok/s per agent "
+        f"({shape.turn_new_tokens + shape.reply_tokens:,.0f} tokens a turn every {cycle:.2f} s)"))
+
+
+def predict(pool: Pool | None, shape: SessionShape, knobs: Knobs, rate: Throughput | None = None,
+            slo_ttft_s: float | None = None, agents: int | None = None) -> Capacity:
+    """The agents each resource allows; the smallest known one is the prediction."""
+    kv, transient = kv_allowance(pool, shape)
+    found = [kv, sequence_allowance(shape, knobs), step_allowance(shape, knobs, rate)]
+    if (admission := admission_allowance(shape, knobs, rate, slo_ttft_s)) is not None:
+        found.append(admission)
+    known = [a for a in found if a.agents is not None]
+    bind = min(known, key=lambda a: a.agents or 0) if known else None
+    return Capacity(
+        workload=shape.workload, pool=pool, working_set_tokens=shape.last_context_tokens,
+        working_set_blocks=None if pool is None else shape.working_set().blocks(pool.block_size),
+        allowances=tuple(found), predicted=None if bind is None else bind.agents,
+        binding=None if bind is None else bind.resource,
+        unknown=tuple(a.resource for a in found if a.agents is None),
+        transient_from=transient if transient is not None and transient < (kv.agents or 0)
+        else None, agents=agents, slo_ttft_s=slo_ttft_s, kv_dtype=knobs.kv_dtype)
+
+
+def pool_for_agents(agents: int, shape: SessionShape, block_size: int) -> int:
+    """The pool in tokens that holds `agents` sessions' working sets and the resident jobs
+    (the KV lever's target: GMU, kv-cache-dtype, nodes)."""
+    per = shape.working_set().blocks(block_size)
+    return (agents * per + blocks_for(shape.resident_long_tokens, block_size)) * block_size
+
+
+def first_probes(predicted: int, most: int | None = None) -> tuple[int, int]:
+    """The two agent counts a capacity search tests first around a prediction of `predicted`
+    agents held: about 0.9x (which should meet) and about 1.1x, at least one past it (which
+    should miss); a search bisects only where the measurement disagrees."""
+    below = max(1, min(predicted, math.floor(0.9 * predicted)))
+    above = max(predicted + 1, math.ceil(1.1 * predicted))
+    if most is not None:
+        above = min(above, most)
+        below = min(below, max(1, above - 1))
+    return below, above
+
+
+def smaller_pool(tuned_pool_tokens: int, tuned_device: str, tuned_agents: int | None,
+                 pool_tokens: int) -> str | None:
+    """The warning when the pool at hand is smaller than the one a tuned profile was measured
+    on (an H200 profile on an H100): the agents it held scale down with the pool, when KV
+    binds. None when the pool at hand is as large."""
+    if pool_tokens >= tuned_pool_tokens:
+        return None
+    share = pool_tokens / tuned_pool_tokens
+    held = f" (it held {tuned_agents} agents there)" if tuned_agents is not None else ""
+    return (f"this profile was tuned on {tuned_device} with a KV pool of {tuned_pool_tokens:,} "
+            f"tokens{held}; the pool here is {pool_tokens:,}, {share:.0%} of it: where KV binds "
+            f"it holds {share:.0%} as many sessions (sm121 plan --workload says how many)")

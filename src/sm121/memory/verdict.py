@@ -1,0 +1,139 @@
+"""An agents run's verdict: met, or which resource the engine's own counters say it ran out of.
+
+From the run's /metrics deltas (preemptions, prefix-cache hits and queries), its peaks (KV
+usage, waiting and running requests), the client's per-turn reuse and re-prefilled tokens, the
+judged turns that missed the SLO during the long prefill, the goodput, and the capacity model's
+prediction for that N. The order of the checks is the order of the evidence's strength:
+- KV: preemptions, or prefix reuse well under what the workload reuses when nothing is evicted
+  (an idle session's prefix was evicted: its turn re-prefilled its whole context);
+- admission during the long prefill: most misses fell inside the long job's prefill window;
+- sequences: requests waited while max-num-seqs were running;
+- else the step budget: the agents' own turns queued in a full engine.
+Pure, no I/O; bench reads the numbers and prints the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sm121.memory.capacity import Capacity, Resource
+
+GOODPUT_TARGET = 0.95  # the issue's cliff: the smallest N with goodput under 95%
+REUSE_DROP = 0.10  # mean reuse this far under the expected one: prefixes were evicted
+TURN_REUSE_DROP = 0.25  # one turn's reuse this far under it: part of a prefix was evicted
+
+
+@dataclass(frozen=True)
+class RunEvidence:
+    """What one run showed; None where it was not measured."""
+
+    agents: int
+    goodput: float | None
+    preemptions: int | None = None  # vllm num_preemptions delta over the run
+    prefix_hits: int | None = None  # prefix-cache hits delta (tokens)
+    prefix_queries: int | None = None  # prefix-cache queries delta (tokens)
+    reuse_mean: float | None = None  # the client's cached/prompt after the first turn, mean
+    reuse_min: float | None = None
+    expected_reuse: float | None = None  # what the workload reuses when nothing is evicted
+    kv_usage_peak: float | None = None  # 0..1
+    waiting_peak: int | None = None
+    running_peak: int | None = None
+    max_num_seqs: int | None = None
+    reprefill_per_turn: float | None = None  # judged turns' prompt - cached tokens, mean
+    turn_new_tokens: float | None = None  # what a turn prefills when its prefix is cached
+    misses: int | None = None  # judged turns over the SLO
+    misses_during_long: int | None = None  # of those, inside the long prefill's window
+
+
+@dataclass(frozen=True)
+class Verdict:
+    met: bool | None  # None: not judged
+    resource: Resource | None  # the resource the evidence names (None: met or not known)
+    line: str
+    predicted: int | None = None
+    predicted_binding: Resource | None = None
+
+    def agrees(self, agents: int) -> bool | None:
+        """The run agrees with the prediction: met at or below it, missed past it."""
+        if self.met is None or self.predicted is None:
+            return None
+        return self.met == (agents <= self.predicted)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def evicted(e: RunEvidence) -> str | None:
+    """The KV evidence, said as it will be printed; None when there is none."""
+    signs: list[str] = []
+    expected = e.expected_reuse if e.expected_reuse is not None else 0.95
+    if e.reuse_mean is not None and e.reuse_mean < expected - REUSE_DROP:
+        signs.append(f"reuse fell to {_pct(e.reuse_mean)} (expected {_pct(expected)})")
+    elif e.reuse_min is not None and e.reuse_min < expected - TURN_REUSE_DROP:
+        # the tail of an idle session's prefix goes first (vLLM frees a request's blocks
+        # last-first), so a small overflow shows as turns that lost part of their prefix
+        signs.append(f"a turn's reuse fell to {_pct(e.reuse_min)} (expected {_pct(expected)})")
+    elif (e.reprefill_per_turn is not None and e.turn_new_tokens
+          and e.reprefill_per_turn > 2 * e.turn_new_tokens):
+        signs.append(f"{e.reprefill_per_turn:,.0f} tokens re-prefilled a turn "
+                     f"(a cached turn adds {e.turn_new_tokens:,.0f})")
+    if e.preemptions:
+        signs.append(f"{e.preemptions} preemption{'s' if e.preemptions != 1 else ''}")
+    if not signs:
+        return None
+    if e.kv_usage_peak is not None:
+        signs.append(f"KV usage peak {e.kv_usage_peak:.2f}")
+    return "evictions: " + ", ".join(signs)
+
+
+def judge(evidence: RunEvidence, prediction: Capacity | None = None,
+          target: float = GOODPUT_TARGET) -> Verdict:
+    """The run's verdict line: "met", or "missed: <resource> (<evidence>)"."""
+    e = evidence
+    predicted = None if prediction is None else prediction.predicted
+    binding = None if prediction is None else prediction.binding
+    bound = "at most " if prediction is not None and prediction.unknown else ""
+    pred = "" if predicted is None or binding is None else (
+        f"; predicted {bound}{predicted} ({binding.value} binds)")
+
+    def verdict(met: bool | None, resource: Resource | None, line: str) -> Verdict:
+        return Verdict(met, resource, line, predicted, binding)
+
+    if e.goodput is None:
+        return verdict(None, None, f"not judged (no goodput){pred}")
+    kv = evicted(e)
+    if e.goodput >= target:
+        note = f" ({kv}, within the SLO)" if kv else ""
+        return verdict(True, None, f"met at {e.agents}: goodput {_pct(e.goodput)}{note}{pred}")
+    head = f"missed at {e.agents}: goodput {_pct(e.goodput)}"
+    if kv:
+        return verdict(False, Resource.KV, f"missed: KV ({kv}); {head}{pred}")
+    if e.misses and e.misses_during_long is not None and 2 * e.misses_during_long >= e.misses:
+        return verdict(False, Resource.ADMISSION, (
+            f"missed: admission during the long prefill ({e.misses_during_long} of {e.misses} "
+            f"misses inside its window); {head}{pred}"))
+    if (e.waiting_peak and e.max_num_seqs is not None and e.running_peak is not None
+            and e.running_peak >= e.max_num_seqs):
+        return verdict(False, Resource.SEQUENCES, (
+            f"missed: sequences ({e.waiting_peak} waiting while max-num-seqs {e.max_num_seqs} "
+            f"ran); {head}{pred}"))
+    if e.preemptions is None and e.reuse_mean is None:
+        return verdict(False, None, f"missed: cause not known (no engine counters); {head}{pred}")
+    return verdict(False, Resource.STEP_BUDGET, (
+        f"missed: step budget (no evictions, no sequence limit: the turns queued in a full "
+        f"engine); {head}{pred}"))
+
+
+def expected_reuse(first_prompt_tokens: float, growth_per_turn: float, turn_new_tokens: float,
+                   turns: int, block_size: int) -> float | None:
+    """Mean prefix reuse of the turns after the first when nothing is evicted: each turn's
+    cached prefix is its prompt less what the turn adds, rounded down to whole blocks."""
+    if turns < 2:
+        return None
+    shares = []
+    for turn in range(1, turns):
+        prompt = first_prompt_tokens + turn * growth_per_turn
+        cached = (prompt - turn_new_tokens) // block_size * block_size
+        shares.append(max(0.0, cached / prompt))
+    return sum(shares) / len(shares)

@@ -1,0 +1,108 @@
+"""An agents run's capacity verdict from its own results file: the committed CPU cliff runs
+(docs/results/cpu-testbed/capacity/blocks-724) and the H200 tune's (tune-results.tar.gz)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import tarfile
+from pathlib import Path
+
+from sm121.bench.scenarios.agents.capacity import (
+    load_shape,
+    pool_of,
+    run_verdict,
+    shape_reuse,
+)
+from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
+from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
+from sm121.memory.capacity import Knobs
+
+ROOT = Path(__file__).resolve().parents[3]
+CPU = ROOT / "docs" / "results" / "cpu-testbed" / "capacity" / "blocks-724"
+H200 = ROOT / "docs" / "results" / "gpu-h200" / "tune-capacity" / "tune-results.tar.gz"
+POOL = {"num_gpu_blocks": "724", "block_size": "128"}  # what the engine's /metrics said
+
+
+def _read(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def _verdict(data: dict, cache_config: dict, knobs: Knobs | None = None):
+    params = data["params"]
+    workload = fit_to_server(load_workload(str(ROOT / "benchmarks" / "capacity" /
+                                               Path(params["workload"]).name)),
+                             data["server"]["max_model_len"], params["turns"])
+    return run_verdict(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
+                       workload, params["turns"], params["slo"], cache_config, knobs)
+
+
+def test_the_cpu_cliff_runs_name_kv_past_the_pool_and_nothing_before_it():
+    found = {f.name.removesuffix(".json.gz"): _verdict(_read(f), POOL)
+             for f in sorted(CPU.glob("sessions-*-agents-*.json.gz"))}
+    assert found["sessions-15k-agents-6"].met and found["sessions-15k-agents-6"].resource is None
+    past = found["sessions-15k-agents-7"]
+    assert past.met is False and past.resource == "KV"
+    assert past.line.startswith("missed: KV (evictions: reuse fell to 2")
+    assert (past.predicted, past.binding, past.pool_tokens) == (6, "KV", 92_672)
+    assert found["sessions-9k-agents-12"].resource == "KV"
+    assert found["sessions-9k-agents-10"].met and found["sessions-9k-agents-10"].predicted == 10
+
+
+def test_the_h200_misses_name_admission_kv_and_the_step_budget():
+    with tarfile.open(H200) as tar:
+        def load(name: str) -> dict:
+            member = tar.extractfile(f"tune/capacity/{name}.json")
+            assert member is not None
+            return json.load(io.TextIOWrapper(member))
+
+        pool = {"block_size": "16"}  # vLLM 0.21's cache_config_info has no block count
+        admission = _verdict_h200(load("reference-agents-4"), pool)
+        kv = _verdict_h200(load("chunk-4096-agents-40"), pool)
+        step = _verdict_h200(load("agent-admission-agents-28"), pool)
+    assert admission.resource == "admission during the long prefill"
+    assert kv.resource == "KV" and "a turn's reuse fell to 30%" in kv.line
+    assert step.resource == "step budget"
+    assert kv.predicted is None  # no pool in the file: the prediction is not known
+
+
+def _verdict_h200(data: dict, cache_config: dict):
+    params = data["params"]
+    workload = fit_to_server(load_workload(params["workload"]), data["server"]["max_model_len"],
+                             params["turns"])
+    return run_verdict(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
+                       workload, params["turns"], params["slo"], cache_config)
+
+
+def test_the_shape_of_a_preset_and_what_it_reuses():
+    shape = load_shape("coding-agent-with-batch", 5, 131072)
+    assert shape.last_context_tokens == 19_684 and shape.long_job_tokens == 98_224
+    reuse = shape_reuse(shape, 16)
+    assert reuse is not None and 0.95 < reuse < 0.98
+    assert pool_of({"num_gpu_blocks": "160", "block_size": "128"}).tokens == 20_480
+    assert pool_of({"block_size": "16"}) is None
+
+
+def test_the_long_session_preset_binds_on_kv_at_a_few_agents():
+    from sm121.memory.capacity import Pool, Resource, predict
+
+    shape = load_shape("long-session", 6, 131072)  # unscaled in a 128K context
+    assert 55_000 < shape.last_context_tokens < 62_000  # Claude Code sized
+    h100 = predict(Pool(392_032, 16, "H100"), shape, Knobs(41, 4096, 1024))
+    assert (h100.predicted, h100.binding) == (6, Resource.KV)
+
+
+def test_a_runs_verdict_travels_with_its_samples_into_its_headline():
+    from sm121.bench.scenarios.agents.models import CapacityVerdict
+    from sm121.bench.scenarios.agents.summary import headline
+
+    data = _read(CPU / "sessions-15k-agents-7.json.gz")
+    verdict = _verdict(data, POOL)
+    assert verdict is not None
+    samples = [*data["samples"], verdict.model_dump(mode="json")]  # as the run records it
+    run = read_run(samples)
+    assert isinstance(run.capacity, CapacityVerdict) and run.capacity.resource == "KV"
+    metrics = headline(run)
+    assert metrics.verdict == verdict.line and metrics.verdict_resource == "KV"
+    assert headline(read_run(data["samples"])).verdict is None  # a run from before it

@@ -1,0 +1,81 @@
+"""The verdict line: met, or the resource the engine's counters show (fixtures: the issue's
+H100 rows and the H200 tune's probes)."""
+
+from __future__ import annotations
+
+from sm121.memory.capacity import Knobs, Pool, Resource, SessionShape, predict
+from sm121.memory.verdict import RunEvidence, expected_reuse, judge
+
+SHAPE = SessionShape(workload="coding-agent-with-batch", turns=5, last_context_tokens=19_684,
+                     growth_per_turn_tokens=884, turn_new_tokens=625, reply_tokens=96,
+                     think_time_s=1.25, long_job_tokens=98_242)
+PRED = predict(Pool(392_032, 16, "given"), SHAPE, Knobs(41, 4096, 1024))
+
+
+def test_met_below_the_cliff_with_a_transient_eviction_noted():
+    # H100, 16 agents: 100%, 0 preemptions, reuse mean 96%, min 49%
+    v = judge(RunEvidence(16, 1.0, preemptions=0, reuse_mean=0.96, reuse_min=0.494), PRED)
+    assert v.met and v.resource is None and v.line.startswith("met at 16")
+    assert v.agrees(16)
+
+
+def test_past_the_cliff_kv_is_named_with_its_evidence():
+    # H100, 24 agents: 25%, 14 preemptions, reuse mean 64%
+    v = judge(RunEvidence(24, 0.25, preemptions=14, reuse_mean=0.64, kv_usage_peak=0.99), PRED)
+    assert v.resource is Resource.KV and v.agrees(24)
+    assert v.line.startswith("missed: KV (evictions: reuse fell to 64% (expected 95%), "
+                             "14 preemptions, KV usage peak 0.99)")
+    assert "predicted at most 19 (KV binds)" in v.line
+
+
+def test_preemptions_alone_name_kv():
+    v = judge(RunEvidence(20, 0.875, preemptions=3, reuse_mean=0.93), PRED)
+    assert v.resource is Resource.KV and "3 preemptions" in v.line
+
+
+def test_reprefilled_tokens_name_kv_when_reuse_is_not_measured():
+    v = judge(RunEvidence(20, 0.5, reprefill_per_turn=9_000, turn_new_tokens=625), PRED)
+    assert v.resource is Resource.KV and "9,000 tokens re-prefilled a turn" in v.line
+
+
+def test_misses_inside_the_long_prefill_name_admission():
+    # H200 reference arm at 4 agents: no threshold, the turns wait for the 98K prefill
+    v = judge(RunEvidence(4, 0.75, preemptions=0, reuse_mean=0.97, misses=4,
+                          misses_during_long=4), PRED)
+    assert v.resource is Resource.ADMISSION
+    assert v.line.startswith("missed: admission during the long prefill (4 of 4 misses")
+
+
+def test_waiting_at_max_num_seqs_names_sequences():
+    v = judge(RunEvidence(8, 0.906, preemptions=0, reuse_mean=0.97, misses=3,
+                          misses_during_long=0, waiting_peak=3, running_peak=6,
+                          max_num_seqs=6), PRED)
+    assert v.resource is Resource.SEQUENCES and "3 waiting while max-num-seqs 6 ran" in v.line
+
+
+def test_no_other_cause_is_the_step_budget():
+    # H200 agent-admission at 28: 91.1%, no evictions, misses outside the long prefill
+    v = judge(RunEvidence(28, 0.911, preemptions=0, reuse_mean=0.97, misses=10,
+                          misses_during_long=1), PRED)
+    assert v.resource is Resource.STEP_BUDGET and v.line.startswith("missed: step budget")
+
+
+def test_without_counters_the_cause_is_not_known():
+    v = judge(RunEvidence(8, 0.5))
+    assert v.resource is None and "cause not known" in v.line and v.predicted is None
+
+
+def test_expected_reuse_of_an_append_only_session():
+    # 15K-token first turn, 625 new tokens a turn: about 96% reused after the first turn
+    share = expected_reuse(15_264, 884, 625, 5, 16)
+    assert share is not None and 0.95 < share < 0.98
+
+
+def test_a_small_overflow_shows_as_turns_that_lost_part_of_their_prefix():
+    # CPU testbed, one agent past the pool: mean reuse 94.8% of an expected 98%, min 60%
+    v = judge(RunEvidence(11, 0.879, preemptions=0, reuse_mean=0.948, reuse_min=0.601,
+                          expected_reuse=0.98), PRED)
+    assert v.resource is Resource.KV and "a turn's reuse fell to 60%" in v.line
+    below = judge(RunEvidence(10, 0.90, preemptions=0, reuse_mean=0.98, reuse_min=0.976,
+                              expected_reuse=0.98), PRED)
+    assert below.resource is Resource.STEP_BUDGET  # a miss without evictions is not KV
