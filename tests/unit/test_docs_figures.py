@@ -27,6 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
 TUNE_H200 = "docs/results/gpu-h200/tune-capacity/tune.json"
+CLIFF_CPU = "docs/results/cpu-testbed/capacity/blocks-724/capacity.json"
 
 # What a results figure looks like in prose: an N* bracket or bound, an arm marked chosen, a
 # goodput with its number, "largest N 8", "16 agents 100%".
@@ -105,6 +106,33 @@ def tune_costs(tune: dict[str, Any]) -> list[str]:
             f"each missed the SLO at {max(cheap)} agents or fewer"]
 
 
+def tune_brackets_beside_predictions(tune: dict[str, Any]) -> list[str]:
+    """docs/capacity.md: the measured brackets the step-budget estimate is held against, and
+    the report cell's example (the chosen arm's bracket)."""
+    rows = {row["name"]: row for row in tune["result"]["table"]}
+    chosen = tune["result"]["chosen"]
+    return [f"{arm} (measured {rows[arm]['capacity']['text']})"
+            for arm in ("agent-admission", "chunk-4096", "chunk-8192", "lpt-512")] + [
+        f"`{rows[chosen]['capacity']['text']} (predicted"]
+
+
+def _cliff_run(run: dict[str, Any]) -> str:
+    if run["met"] and run["reuse_mean"] >= 0.9:
+        return f"{run['agents']} met (reuse {run['reuse_mean']:.1%})"
+    if run["met"]:
+        return (f"{run['agents']} met at {run['goodput']:.1%} while evicting "
+                f"(reuse {run['reuse_mean']:.1%})")
+    return (f"{run['agents']} missed: {run['resource']} (reuse {run['reuse_mean']:.1%}, "
+            f"goodput {run['goodput']:.1%})")
+
+
+def cliff_rows(cliff: dict[str, Any]) -> list[str]:
+    """docs/capacity.md's CPU cliff table: one row per workload, every run's verdict."""
+    return [f"| sessions ending at {w['working_set_tokens'] / 1000:.1f}K tokens | {w['holds']} | "
+            f"{w['predicted_cliff']} | {'; '.join(map(_cliff_run, w['runs']))} | "
+            f"{w['measured_cliff']} | {w['error_pct']:+.1f}% |" for w in cliff["workloads"]]
+
+
 @dataclass(frozen=True)
 class Figure:
     doc: str
@@ -116,12 +144,17 @@ FIGURES = [
     Figure("README.md", TUNE_H200, tune_table),
     Figure("README.md", TUNE_H200, tune_chosen),
     Figure("docs/tune.md", TUNE_H200, tune_costs),
+    Figure("docs/capacity.md", TUNE_H200, tune_brackets_beside_predictions),
+    Figure("docs/capacity.md", CLIFF_CPU, cliff_rows),
 ]
 
 # Passages that look like figures and are not results: goals and the notation's definition.
 NOT_RESULTS: dict[tuple[str, str], str] = {
     ("docs/tune.md", "`N* >= 32` says"): "the notation, defined",
     ("docs/tune.md", "at least 32 agents at 95% goodput"): "tune's goal, not a result",
+    ("docs/capacity.md", "`met at N: goodput 100%`"): "the verdict line's format",
+    ("docs/agents.md", "(`verdict: met at 8: goodput 100%; predicted 10 (KV binds)`"):
+        "an example of the verdict line's format",
 }
 # Figures measured outside this repository, quoted with their provenance in the doc.
 NOT_COMMITTED: dict[tuple[str, str], str] = {
