@@ -8,9 +8,9 @@ DEMO_PORT ?= 8000
 #   make test PIP_EXTRA="--extra-index-url https://download.pytorch.org/whl/cpu"
 PIP_EXTRA ?=
 
-.PHONY: setup demo test unit integration lint stop-all
+.PHONY: setup llama-server demo test unit integration lint stop-all
 
-setup: $(STAMP)
+setup: $(STAMP) llama-server
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -18,14 +18,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet $(PIP_EXTRA) -e '.[engine,test]'
 	@# PyPI's builds of these fail to import beside the CPU torch and break transformers.
 	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
-	@# llama.cpp's llama-server (the second engine; the tiny-llamacpp tests), built CPU-only
-	@# and cached in .cache/llama.cpp/ (the first time: 11 min of CPU, measured; 50 min wall
-	@# on a 2-core box shared at load 10), linked into the venv's bin/, which sm121 puts last
-	@# on an engine's PATH (launch/local.py). SM121_SKIP_LLAMACPP=1 skips it.
-	[ -n "$$SM121_SKIP_LLAMACPP" ] || sh scripts/llamacpp-build.sh $(VENV)/bin
 	touch $(STAMP)
 
-demo: setup
+# llama.cpp's llama-server (the second engine; the tiny-llamacpp tests), built CPU-only and
+# cached in .cache/llama.cpp/ (a fresh clone's `make setup` took 5 min 22 s with it on a quiet
+# 2-core box, about 2 min without), linked into the venv's bin/, which sm121 puts last on an
+# engine's PATH (launch/local.py). A cached build is a no-op. The demo serves vLLM only, so it
+# does not wait for this. SM121_SKIP_LLAMACPP=1 skips it.
+llama-server: $(STAMP)
+	@[ -n "$$SM121_SKIP_LLAMACPP" ] || sh scripts/llamacpp-build.sh $(VENV)/bin
+
+demo: $(STAMP)
 	$(VENV)/bin/sm121 serve tiny-cpu --profile agent --port $(DEMO_PORT)
 
 test: setup
