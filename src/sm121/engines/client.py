@@ -140,20 +140,13 @@ def cache_config(metrics_text: str) -> dict[str, str]:
 
 
 def block_size(metrics_text: str) -> int | None:
-    value = cache_config(metrics_text).get("block_size", "")
-    return int(value) if value.isdigit() else None
-
-
-def pool_blocks(metrics_text: str) -> int | None:
-    """The KV pool's size in blocks (the gateway's session admission budgets with it), or
-    None where the engine does not report it."""
-    value = cache_config(metrics_text).get("num_gpu_blocks", "")
-    return int(value) if value.isdigit() and int(value) > 0 else None
+    return block_size_of(cache_config(metrics_text))
 
 
 def kv_pool(metrics_text: str) -> tuple[int, int] | None:
     """The running engine's KV pool as (blocks, block size), from its cache-config info
-    gauge (vLLM: num_gpu_blocks x block_size); None when the engine does not say."""
+    gauge (vLLM: num_gpu_blocks x block_size); None when the engine does not say. The one
+    reading of the pool: the capacity model and the gateway's session admission use it."""
     return kv_pool_of(cache_config(metrics_text))
 
 
@@ -165,8 +158,12 @@ def kv_pool_of(labels: Mapping[str, Any]) -> tuple[int, int] | None:
     if not size.isdigit() or int(size) <= 0:
         return None
     if blocks.isdigit():
-        return int(blocks), int(size)
-    return (int(tokens) // int(size), int(size)) if tokens.isdigit() else None
+        count = int(blocks)
+    elif tokens.isdigit():
+        count = int(tokens) // int(size)
+    else:
+        return None
+    return (count, int(size)) if count > 0 else None  # no blocks is no pool
 
 
 def block_size_of(labels: Mapping[str, Any]) -> int | None:

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 from multidict import CIMultiDict
 
-from sm121.engines.client import EngineClient, block_size, max_model_len, pool_blocks
+from sm121.engines.client import EngineClient, block_size, kv_pool, max_model_len
 from sm121.errors import Sm121Error
 
 log = logging.getLogger("sm121.gateway")
@@ -90,7 +90,8 @@ async def discover(session: aiohttp.ClientSession, base_url: str,
     try:
         text = await engine.metrics_text()
         block = block_size(text) if text else None
-        blocks = pool_blocks(text) if text else None
+        pool = kv_pool(text) if text else None
+        blocks = pool[0] if pool else None
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         log.info("could not read the block size from %s: %r", base_url, exc)
     return UpstreamFacts(max_model_len({"data": list(models)}), block, blocks, models)
