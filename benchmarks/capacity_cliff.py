@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -31,10 +32,11 @@ from typing import Any
 
 from sm121.bench.scenarios.agents.capacity import evidence, load_shape, shape_reuse, slo_ttft
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
-from sm121.engines.client import max_model_len
+from sm121.engines.client import kv_pool, max_model_len
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.memory.capacity import Knobs, Pool, predict
 from sm121.memory.verdict import GOODPUT_TARGET, judge
+from sm121.paths import runs_dir
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS = [HERE / "capacity" / "sessions-9k.yaml", HERE / "capacity" / "sessions-15k.yaml"]
@@ -58,23 +60,81 @@ def boot(recipe: str, profile: str, sets: list[str], port: int) -> str:
     return found.group(1)
 
 
-def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace) -> dict:
+def answers(url: str) -> bool:
+    try:
+        SyncEngineClient(url, timeout_s=10).get_json("/v1/models")
+        return True
+    except Exception:  # noqa: BLE001 - any failure means: not this engine, boot one
+        return False
+
+
+def engine(args: argparse.Namespace, sets: list[str], url: str) -> str:
+    """The run serving these settings: the one --engine-state names when it still answers
+    with the same settings (a GPU sitting's calls share one boot), else a fresh boot (after
+    stopping the one recorded there, which holds the GPU's memory)."""
+    state = args.engine_state
+    wanted = {"recipe": args.recipe, "profile": args.profile, "sets": sets, "port": args.port}
+    if state is not None and state.is_file():
+        held = json.loads(state.read_text())
+        if {k: held.get(k) for k in wanted} == wanted and answers(url):
+            print(f"reusing the running engine {held['run_id']}", flush=True)
+            return str(held["run_id"])
+        sm121("stop", str(held["run_id"]))
+        state.unlink()
+    run_id = boot(args.recipe, args.profile, sets, args.port)
+    if state is not None:
+        state.write_text(json.dumps({**wanted, "run_id": run_id}) + "\n")
+    return run_id
+
+
+class OutOfTime(Exception):
+    """The next run would not end before --deadline: stop here, keep what was measured."""
+
+
+def on_sigterm(*_: object) -> None:
+    raise OutOfTime("SIGTERM (the call's time)")
+
+
+def pool_args(url: str, run_id: str) -> list[str]:
+    """Where the prediction reads the pool: the engine's /metrics, or, where the engine does
+    not say it there (vLLM 0.21's cache-config labels carry no block count), the run's log."""
+    if kv_pool(SyncEngineClient(url, timeout_s=30).metrics_text()) is not None:
+        return ["--engine-url", url]
+    return ["--boot-log", str(runs_dir() / run_id / "engine.log")]
+
+
+def measure(workload: Path, turns: int, url: str, pool_from: list[str], sets: list[str],
+            args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict:
+    """The prediction for `workload`, then runs at it and around it; `runs` fills as they end
+    (a run whose results file is already in --out is read, not run again: a resumed call)."""
     asked = json.loads(sm121("memory", "plan", args.recipe, "--profile", args.profile, *sets,
-                             "--solve", f"agents=1,workload={workload},turns={args.turns}",
-                             "--engine-url", url, "--json"))
+                             "--solve", f"agents=1,workload={workload},turns={turns}",
+                             *pool_from, "--json"))
     pool = asked["pool"]
     served = max_model_len(SyncEngineClient(url, timeout_s=30).get_json("/v1/models"))
-    shape = load_shape(str(workload), args.turns, int(served or args.max_model_len))
+    shape = load_shape(str(workload), turns, int(served or args.max_model_len))
     capacity = predict(Pool(pool["tokens"], pool["block_size"], pool["source"]), shape,
                        Knobs(args.max_num_seqs, args.chunk, args.threshold or None))
     expected = shape_reuse(shape, pool["block_size"])
     held = capacity.predicted or 0
-    runs: list[dict[str, Any]] = []
+    found = {"workload": workload.stem, "turns": turns, "prediction": capacity.headline(),
+             "holds": held, "binding": capacity.binding.value if capacity.binding else None,
+             "working_set_tokens": shape.last_context_tokens, "pool": pool,
+             "expected_reuse": expected, "predicted_cliff": held + 1, "runs": runs}
 
     def run(n: int) -> None:
         out = args.out / f"{workload.stem}-agents-{n}.json"
-        sm121("bench", "agents", "--url", url, "-n", str(n), "-t", str(args.turns), "-w",
-              str(workload), "--slo", args.slo, "--out", str(out))
+        if not out.is_file():
+            longest = max((r["wall_s"] for r in runs if r.get("wall_s")), default=None)
+            need = 1.3 * longest if longest else args.first_run_s
+            if args.deadline and time.time() + need > args.deadline:
+                raise OutOfTime(f"{workload.stem} N={n} needs about {need:.0f} s")
+            began = time.time()
+            sm121("bench", "agents", "--url", url, "-n", str(n), "-t", str(turns), "-w",
+                  str(workload), "--slo", args.slo, "--out", str(out))
+            wall = round(time.time() - began)
+        else:
+            wall = None
         data = json.loads(out.read_text())
         e = evidence(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
                      expected, shape.turn_new_tokens, slo_ttft(args.slo), args.max_num_seqs)
@@ -85,25 +145,27 @@ def measure(workload: Path, url: str, sets: list[str], args: argparse.Namespace)
                      "met": v.met, "reuse_mean": e.reuse_mean, "reuse_min": e.reuse_min,
                      "preemptions": e.preemptions, "reprefill_per_turn": e.reprefill_per_turn,
                      "last_prompt_tokens": data["summary"]["by_turn"][-1]["prompt_tokens_mean"],
-                     "results": out.name})
+                     "wall_s": wall, "results": out.name})
 
     for offset in args.offsets:
         run(held + offset)
     # no miss yet: go on one agent at a time, to at most 3 past the prediction
     while all(r["met"] for r in runs) and runs[-1]["agents"] < held + 3:
         run(runs[-1]["agents"] + 1)
+    return found
+
+
+def cliff(found: dict) -> dict:
+    """The measured cliff (the smallest N tested with goodput under 95%), its bracket and the
+    error against the predicted one, from the runs measured so far."""
+    runs = found["runs"]
     missed = [r["agents"] for r in runs if r["goodput"] is not None
               and r["goodput"] < GOODPUT_TARGET]
-    cliff = min(missed) if missed else None
-    below = max((r["agents"] for r in runs if cliff is None or r["agents"] < cliff), default=None)
-    predicted_cliff = held + 1
-    return {"workload": workload.stem, "prediction": capacity.headline(), "holds": held,
-            "binding": capacity.binding.value if capacity.binding else None,
-            "working_set_tokens": shape.last_context_tokens, "pool": pool,
-            "expected_reuse": expected, "predicted_cliff": predicted_cliff,
-            "measured_cliff": cliff, "bracket": [below, cliff],
-            "error_pct": None if cliff is None else
-            round(100 * (cliff - predicted_cliff) / predicted_cliff, 1), "runs": runs}
+    at = min(missed) if missed else None
+    below = max((r["agents"] for r in runs if at is None or r["agents"] < at), default=None)
+    predicted = found["predicted_cliff"]
+    return {"measured_cliff": at, "bracket": [below, at], "error_pct": None if at is None
+            else round(100 * (at - predicted) / predicted, 1)}
 
 
 def main() -> None:
@@ -119,11 +181,21 @@ def main() -> None:
                         help="long-prefill-token-threshold (0: the profile's)")
     parser.add_argument("--max-num-seqs", type=int, default=16)
     parser.add_argument("--max-model-len", type=int, default=32768, help="0: the recipe's")
-    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--turns", type=int, default=5, help="turns of a workload named "
+                        "without its own (WORKLOAD:TURNS)")
     parser.add_argument("--slo", default="ttft_p95=2s")
     parser.add_argument("--offsets", default="-1,0,1", help="N = the agents the pool holds "
                         "plus each offset")
-    parser.add_argument("--workloads", default=",".join(str(w) for w in WORKLOADS))
+    parser.add_argument("--workloads", default=",".join(str(w) for w in WORKLOADS),
+                        help="presets or files, each optionally :TURNS")
+    parser.add_argument("--deadline", type=float, default=0, help="epoch seconds: start no "
+                        "run that would not end by then (a device call's limit); what was "
+                        "measured is kept and a later call with the same --out resumes")
+    parser.add_argument("--first-run-s", type=float, default=150, help="a run's length "
+                        "before one was measured, for --deadline")
+    parser.add_argument("--engine-state", type=Path, default=None, help="a file naming the "
+                        "engine this script booted: a later call with the same settings "
+                        "reuses it (and leaves it running); without it the engine is stopped")
     args = parser.parse_args()
     args.offsets = [int(o) for o in args.offsets.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -133,22 +205,42 @@ def main() -> None:
     sets = [part for name, value in values.items() if value
             for part in ("--set", f"{name}={value}")]
     started = time.time()
-    run_id = boot(args.recipe, args.profile, sets, args.port)
+    url = f"http://127.0.0.1:{args.port}"
+    found: list[dict] = []
+    stopped = None
+    run_id = engine(args, sets, url)
+    # a device call's limit arrives as SIGTERM (timeout): end as at the deadline. Only after
+    # the boot: a boot cut short would leave an engine no state file names.
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        found = [measure(Path(w), f"http://127.0.0.1:{args.port}", sets, args)
-                 for w in args.workloads.split(",")]
+        pool_from = pool_args(url, run_id)
+        for spec in args.workloads.split(","):
+            name, _, turns = spec.partition(":")
+            found.append({"workload": Path(name).stem, "runs": []})
+            found[-1] = measure(Path(name), int(turns or args.turns), url, pool_from, sets,
+                                args, found[-1]["runs"])
+    except OutOfTime as exc:
+        stopped = str(exc)
     finally:
-        sm121("stop", run_id)
+        if args.engine_state is None:
+            sm121("stop", run_id)
+    for w in found:
+        if "predicted_cliff" in w:
+            w.update(cliff(w))
     summary = {"command": " ".join(["benchmarks/capacity_cliff.py", *sys.argv[1:]]),
                "recipe": args.recipe, "profile": args.profile, "engine_sets": sets[1::2],
-               "slo": args.slo, "turns": args.turns,
+               "slo": args.slo, "complete": stopped is None, "stopped": stopped,
                "load_average": os.getloadavg(), "wall_s": round(time.time() - started),
                "workloads": found}
     (args.out / "capacity.json").write_text(json.dumps(summary, indent=1) + "\n")
     for w in found:
-        print(f"{w['workload']}: {w['prediction']}\n  predicted cliff {w['predicted_cliff']}, "
-              f"measured {w['measured_cliff']} (bracket {w['bracket']}), error "
-              f"{w['error_pct']}%")
+        if "predicted_cliff" in w:
+            print(f"{w['workload']}: {w['prediction']}\n  predicted cliff "
+                  f"{w['predicted_cliff']}, measured {w['measured_cliff']} (bracket "
+                  f"{w['bracket']}), error {w['error_pct']}%")
+    if stopped:
+        print(f"stopped before the end ({stopped}): run again with the same --out to resume")
+        raise SystemExit(3)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# GPU sitting (issue 44): the capacity model against the measured cliff on the GPU recipe,
-# one arm and one workload per call (a device call runs 600 s at most):
+# GPU sitting (issue 44): the capacity model against the measured cliff on the GPU recipe.
 #   ARM=tuned     agent-admission at chunk 4096, threshold 1024, max-num-seqs 41 (the H200
 #                 tune's pick, the profile the H100 check ran)
 #   ARM=baseline  agent-admission at chunk 2048, threshold 1024, max-num-seqs 41
-#   WORKLOAD=coding-agent-with-batch (5 turns, sessions near 20K tokens) or long-session
-#                 (6 turns, near 59K)
-# It runs benchmarks/capacity_cliff.py: one boot; the pool from the engine's /metrics; the
-# prediction (`sm121 memory plan --solve agents=1,workload=W --engine-url`); `sm121 bench
-# agents` at the prediction plus OFFSETS (default -1,0,1), then one agent more at a time while
-# the runs still meet (to at most +3); each run's verdict. The predicted cliff is one agent past
-# what the pool holds; the measured cliff is the smallest N tested with goodput under 95%.
-# Comes back: $OUT/capacity.log and $OUT/capacity-$ARM-$WORKLOAD/ (capacity.json when the
-# script ended in time, and each run's results file either way).
+#   WORKLOADS     presets with their turns, measured in this order on one boot (default
+#                 coding-agent-with-batch:5,long-session:6: sessions near 20K and 59K tokens)
+# It runs benchmarks/capacity_cliff.py: the pool from the engine's /metrics or, where vLLM 0.21
+# does not say it there, the run's boot log; the prediction (`sm121 memory plan --solve
+# agents=1,workload=W`); `sm121 bench agents` at the prediction plus OFFSETS (default -1,0,1),
+# then one agent more at a time while the runs still meet (to at most +3); each run's verdict.
+# The predicted cliff is one agent past what the pool holds; the measured cliff is the smallest
+# N tested with goodput under 95%.
+# A device call runs 600 s at most: the script starts no run that would not end inside the call
+# and leaves the engine running (it was started in its own session, so it outlives the call
+# while the machine is held). Run the same command again, back to back: it reuses the engine,
+# skips the runs already measured and goes on. Another ARM stops the engine of the last one.
+# Comes back: $OUT/capacity.log, $OUT/capacity-$ARM.json (the cliff against the prediction, so
+# far) and $OUT/capacity-$ARM.tar.gz (every run's results file).
 source "$(dirname "$0")/lib.sh"
 exec > >(tee -a "$OUT/capacity.log") 2>&1
 [ "$DRY_RUN" = 1 ] || need_install
 ARM=${ARM:-tuned}
-WORKLOAD=${WORKLOAD:-coding-agent-with-batch}
-case $WORKLOAD in long-session) turns=6 ;; *) turns=5 ;; esac
-TURNS=${TURNS:-$turns}
+WORKLOADS=${WORKLOADS:-coding-agent-with-batch:5,long-session:6}
 SLO=${SLO:-ttft_p95=2s}
 OFFSETS=${OFFSETS:--1,0,1}
 case $ARM in
@@ -27,13 +29,24 @@ case $ARM in
     baseline) chunk=2048 ;;
     *) echo "ARM=$ARM: use tuned or baseline" >&2; exit 2 ;;
 esac
-dest=$OUT/capacity-$ARM-$WORKLOAD
+dest=$SITTING/capacity-$ARM
+# Keep 45 s of the call for packing what comes back.
+deadline=$(( CALL_STARTED + CALL_BUDGET_S - 45 ))
 cmd=(python3 benchmarks/capacity_cliff.py --recipe "$RECIPE" --profile agent-admission
      --blocks 0 --max-model-len 0 --chunk "$chunk" --threshold 1024 --max-num-seqs 41
-     --turns "$TURNS" --slo "$SLO" --offsets="$OFFSETS" --workloads "$WORKLOAD"
-     --port "$PORT" --out "$dest")
+     --slo "$SLO" --offsets="$OFFSETS" --workloads "$WORKLOADS" --port "$PORT"
+     --out "$dest" --engine-state "$SITTING/capacity-engine.json" --deadline "$deadline"
+     --first-run-s "${FIRST_RUN_S:-120}")
 say "${cmd[*]}"
 if [ "$DRY_RUN" = 1 ]; then exit 0; fi
 conditions > "$OUT/conditions-capacity.txt" 2>&1 || true
-timeout $(( $(seconds_left) - 30 )) "${cmd[@]}" \
-    || say "capacity_cliff stopped early (the call's time, or an error above): the runs it measured are in $dest"
+rc=0
+timeout $(( deadline - $(date +%s) + 20 )) "${cmd[@]}" || rc=$?
+case $rc in
+    0) say "capacity $ARM complete" ;;
+    3) say "capacity $ARM stopped at the call's deadline: run the same command again to go on" ;;
+    *) say "capacity_cliff ended with $rc (an error above, or the call's time)" ;;
+esac
+[ -f "$dest/capacity.json" ] && cp "$dest/capacity.json" "$OUT/capacity-$ARM.json"
+tar -C "$SITTING" -czf "$OUT/capacity-$ARM.tar.gz" "capacity-$ARM" 2> /dev/null || true
+say "status: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("complete" if d["complete"] else "partial", [(w["workload"], len(w["runs"])) for w in d["workloads"]])' "$dest/capacity.json" 2> /dev/null || echo 'no capacity.json yet')"
