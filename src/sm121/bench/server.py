@@ -53,8 +53,10 @@ def engine_of(client: BenchClient) -> EngineClient:
     return client.engine
 
 
-async def read_counters(client: BenchClient) -> dict[str, float]:
-    text = await engine_of(client).metrics_text()
+async def read_counters(client: BenchClient, engine: EngineClient | None = None
+                        ) -> dict[str, float]:
+    """The counters of the client's endpoint, or of `engine` (the engine behind a gateway)."""
+    text = await (engine or engine_of(client)).metrics_text()
     return parse_metrics(text) if text else {}
 
 

@@ -31,7 +31,8 @@ from sm121.gateway.config import (
 from sm121.gateway.entry import LOG_FORMAT, ready_lines
 from sm121.gateway.session_table import SessionSettings
 from sm121.runs.state import RunInfo
-from sm121.serving.run_upstreams import recipe_facts, spec_for_run
+from sm121.serving.endpoint_run import run_at
+from sm121.serving.run_upstreams import given_pool, recipe_facts, spec_for_run, with_pool
 
 CLIENT_KEY_ENV = "SM121_GATEWAY_API_KEY"  # the key `gateway locality` presents
 URL_ENV = "SM121_GATEWAY_URL"
@@ -105,6 +106,13 @@ def gateway(
     session_idle: float = typer.Option(300.0, "--session-idle", help="Seconds without a "
                                        "turn after which a session leaves the active set "
                                        "(longer than an agent's tool step)."),
+    pool_tokens: int | None = typer.Option(None, "--pool-tokens", min=1, help="The KV pool "
+                                           "in tokens of each upstream given here, as its "
+                                           "engine logged it (`KV cache size: N tokens`), for "
+                                           "session admission: for an engine sm121 did not "
+                                           "start whose /metrics says no pool (vLLM 0.21). "
+                                           "Default: the engine's /metrics, else the boot "
+                                           "log of the sm121 run serving the URL."),
 ) -> None:
     """Run the gateway in front of an engine, until Ctrl-C or SIGTERM."""
     if ctx.invoked_subcommand is not None:
@@ -115,10 +123,13 @@ def gateway(
                          "--recipe tiny-cpu")
     policy, recipe_seqs = recipe_facts(recipe, profile)
     host, port = parse_listen(listen)
-    specs = [UpstreamSpec(url=url, policy=policy, max_inflight=max_inflight or recipe_seqs or 64,
-                          max_inflight_per_session=per_session, long_prompt_tokens=long_prompt,
-                          long_lane=long_lane) for url in upstream or []]
+    specs = [with_pool(UpstreamSpec(url=url, policy=policy,
+                                    max_inflight=max_inflight or recipe_seqs or 64,
+                                    max_inflight_per_session=per_session,
+                                    long_prompt_tokens=long_prompt, long_lane=long_lane),
+                       None if pool_tokens else run_at(url)) for url in upstream or []]
     specs += [spec_for_run(run, long_prompt, long_lane) for run in _runs(runs or [])]
+    specs = [given_pool(spec, pool_tokens) for spec in specs]
     config = GatewayConfig(
         upstreams=tuple(specs), registry=registry_file,
         routing=RoutingSettings(mode=routing), host=host, port=port, policy=policy,

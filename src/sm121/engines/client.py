@@ -84,9 +84,10 @@ class EngineClient:
                               status=200)
         return data
 
-    async def metrics_text(self) -> str | None:
-        """/metrics, or None where the server (or a proxy in front) does not serve it."""
-        return await self._optional_text("/metrics")
+    async def metrics_text(self, timeout_s: float | None = None) -> str | None:
+        """/metrics, or None where the server (or a proxy in front) does not serve it;
+        `timeout_s` bounds the whole request (None: the session's own timeout)."""
+        return await self._optional_text("/metrics", timeout_s)
 
     async def version(self) -> str | None:
         text = await self._optional_text("/version")
@@ -115,8 +116,11 @@ class EngineClient:
             return Health.SILENT
         return Health.SICK
 
-    async def _optional_text(self, path: str) -> str | None:
-        async with self.session.get(f"{self.base_url}{path}", headers=self.headers) as resp:
+    async def _optional_text(self, path: str, timeout_s: float | None = None) -> str | None:
+        extra: dict[str, Any] = {"timeout": aiohttp.ClientTimeout(total=timeout_s)} \
+            if timeout_s else {}
+        async with self.session.get(f"{self.base_url}{path}", headers=self.headers,
+                                    **extra) as resp:
             return await resp.text() if resp.status == 200 else None
 
 

@@ -49,9 +49,18 @@ class UpstreamSpec:
     long_prompt_tokens: int = DEFAULT_LONG_PROMPT_TOKENS
     long_lane: int = 1
     max_model_len: int | None = None  # None: ask the upstream (/v1/models)
+    # The KV pool in tokens where the engine's /metrics does not say it (vLLM 0.21 states no
+    # block count there): from the boot log of the sm121 run serving it, or given
+    # (--pool-tokens, which then overrides: pool_overrides). Session admission reads it.
+    pool_tokens: int | None = None
+    pool_source: str | None = None  # said in the admission verdict: "the boot log of run X"
+    pool_overrides: bool = False  # True: wins over the engine's /metrics (given by hand)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "url", self.url.rstrip("/"))
+        if self.pool_tokens is not None and self.pool_tokens < 1:
+            raise Sm121Error(f"the KV pool of {self.url} must be at least 1 token",
+                             "example: --pool-tokens 392032")
         check_upstream_url(self.url)
         if self.long_lane < 1 or self.max_inflight < 1:
             raise Sm121Error("--long-lane and --max-inflight must be at least 1",

@@ -53,6 +53,7 @@ class Replica:
         self.max_model_len = spec.max_model_len
         self.block_size: int | None = None
         self.pool_blocks: int | None = None  # its KV pool in blocks (session admission)
+        self.pool_source: str | None = None  # where that pool was read
         # Optimistic at the start: the first health round (within a second) corrects it, and a
         # gateway started beside a booting engine must not refuse what the engine could take.
         self.healthy = True
@@ -171,7 +172,19 @@ class Replica:
         if self.spec.max_model_len is None and max_model_len is not None:
             self.max_model_len = max_model_len
         self.block_size = block_size or self.block_size
-        self.pool_blocks = pool_blocks or self.pool_blocks
+        self._learn_pool(pool_blocks)
+
+    def _learn_pool(self, reported_blocks: int | None) -> None:
+        """The pool session admission budgets: the engine's own (/metrics), else the spec's
+        (a run's boot log: vLLM 0.21's /metrics has no block count), in the engine's blocks;
+        a pool given by hand wins over both. Once known, kept."""
+        spec = self.spec
+        blocks = spec.pool_tokens // self.block_size \
+            if spec.pool_tokens and self.block_size else None
+        if blocks and (spec.pool_overrides or not reported_blocks):
+            self.pool_blocks, self.pool_source = blocks, spec.pool_source
+        elif reported_blocks:
+            self.pool_blocks, self.pool_source = reported_blocks, "its /metrics"
 
     def summary(self) -> dict[str, Any]:
         gate = self.admission.general
@@ -179,7 +192,8 @@ class Replica:
                 "healthy": self.healthy, "discovered": self.discovered,
                 "inflight": gate.held, "queued": gate.waiting, "capacity": gate.capacity,
                 "max_model_len": self.max_model_len, "pool_blocks": self.pool_blocks,
-                "block_size": self.block_size, "routing": dict(self.counts)}
+                "pool_source": self.pool_source, "block_size": self.block_size,
+                "routing": dict(self.counts)}
 
 
 def alone(replica: Replica, replicas: Iterable[Replica]) -> bool:

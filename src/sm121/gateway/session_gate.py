@@ -96,6 +96,7 @@ class SessionGate:
             return False, (f"auto: off, {', '.join(unknown)} did not report its KV pool "
                            "(block count and size) yet")
         pools = ", ".join(f"{r.name} {r.pool_blocks:,} blocks of {r.block_size}"
+                          + (f" from {r.pool_source}" if r.pool_source else "")
                           for r in replicas)
         return True, (f"auto: on, working sets fit the pool less {self.settings.reserve:.0%} "
                       f"({pools})")
@@ -271,6 +272,7 @@ class SessionGate:
         self.refresh(replicas)  # the pools as they are now, not as of the last tick
         now, t = self.clock(), self.table
         budgets = {name: b for name, b in t.budgets.items()}
+        sources = {r.name: r.pool_source for r in replicas}
 
         def blocks(replica: str, ws: WorkingSet) -> int | None:
             budget = budgets.get(replica)
@@ -281,7 +283,8 @@ class SessionGate:
                           "wait_s": self.settings.wait_s, "idle_s": self.settings.idle_s,
                           "reserve": self.settings.reserve},
             "replicas": [{"name": name, "pool_blocks": b.pool_blocks,
-                          "block_size": b.block_size, "reserve_blocks": b.reserve_blocks,
+                          "pool_source": sources.get(name), "block_size": b.block_size,
+                          "reserve_blocks": b.reserve_blocks,
                           "capacity": b.capacity, "used": t.used(name),
                           "long_job_tokens": self._long.get(name, 0)}
                          for name, b in budgets.items()],

@@ -120,6 +120,12 @@ def judge(evidence: RunEvidence, prediction: Capacity | None = None,
             f"ran); {head}{pred}"))
     if e.preemptions is None and e.reuse_mean is None:
         return verdict(False, None, f"missed: cause not known (no engine counters); {head}{pred}")
+    if e.waiting_peak and e.max_num_seqs is None:
+        # requests waited, but the limit they may have waited for is not known to the run
+        return verdict(False, Resource.STEP_BUDGET, (
+            f"missed: step budget (no evictions; {e.waiting_peak} waiting while "
+            f"{e.running_peak if e.running_peak is not None else '?'} ran, max-num-seqs not "
+            f"known: sequences not ruled out); {head}{pred}"))
     return verdict(False, Resource.STEP_BUDGET, (
         f"missed: step budget (no evictions, no sequence limit: the turns queued in a full "
         f"engine); {head}{pred}"))

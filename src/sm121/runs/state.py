@@ -30,6 +30,9 @@ from sm121.names import NAME_PATTERN
 from sm121.runs.lock import locked
 
 RunStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
+# The node of a run that is the gateway in front of its engine (`serve --gateway`); every
+# other node is an engine.
+GATEWAY_NODE = "gateway"
 
 
 class NodeProcess(BaseModel):

@@ -24,10 +24,15 @@ from sm121.hosts.python import python_module
 from sm121.launch.readiness import NotReady, api_answers, port_in_use
 from sm121.plan.model import ServePlan
 from sm121.progress import Progress, quiet
-from sm121.runs.state import NodeProcess, RunInfo, update_run
-from sm121.serving.run_upstreams import DEFAULT_INFLIGHT, recipe_facts, spec_from_plan
+from sm121.runs.state import GATEWAY_NODE, NodeProcess, RunInfo, update_run
+from sm121.serving.run_upstreams import (
+    DEFAULT_INFLIGHT,
+    recipe_facts,
+    spec_from_plan,
+    with_pool,
+)
 
-NAME = "gateway"
+NAME = GATEWAY_NODE
 LOG_NAME = "gateway.log"
 CONFIG_NAME = "gateway.json"
 _READY_TIMEOUT_S = 60.0
@@ -39,7 +44,7 @@ def start_in_front(run: RunInfo, plan: ServePlan, port: int, progress: Progress 
     so later runs can join it (`serve --gateway-join RUN`). Returns the gateway's URL."""
     path = run.directory / upstreams_file.FILE_NAME
     upstreams_file.create(path, f"http://127.0.0.1:{port}",
-                          [spec_from_plan(plan, run.run_id, run.base_url)])
+                          [spec_from_plan(plan, run.run_id, run.base_url, run=run)])
     return start_gateway(run, plan.recipe, plan.profile, port, progress=progress, registry=path)
 
 
@@ -98,7 +103,7 @@ def gateway_config(run: RunInfo, recipe: str, profile: str | None, port: int,
         return GatewayConfig(registry=registry, port=port)
     policy, recipe_seqs = recipe_facts(recipe, profile)
     inflight = max_inflight or recipe_seqs or DEFAULT_INFLIGHT
-    spec = UpstreamSpec(url=run.base_url, policy=policy, max_inflight=inflight)
+    spec = with_pool(UpstreamSpec(url=run.base_url, policy=policy, max_inflight=inflight), run)
     return GatewayConfig(upstreams=(spec,), port=port, policy=policy, max_inflight=inflight)
 
 

@@ -42,7 +42,8 @@ def joinable(run_id: str) -> Path:
 def join_run(run: RunInfo, plan: ServePlan, path: Path) -> str:
     """Put this served run behind the gateway whose upstreams file is `path` (from
     `joinable`), with the policy and max-num-seqs its plan serves; the gateway's URL."""
-    return join(path, spec_from_plan(plan, run.run_id, run.base_url), api_key(engine_first=True))
+    return join(path, spec_from_plan(plan, run.run_id, run.base_url, run=run),
+                api_key(engine_first=True))
 
 
 def join(path: Path, spec: UpstreamSpec, key: str | None,

@@ -12,11 +12,13 @@ from pathlib import Path
 from sm121.bench.scenarios.agents.capacity import (
     load_shape,
     pool_of,
+    run_pool,
     run_verdict,
     shape_reuse,
 )
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
+from sm121.engines.client import block_size_of
 from sm121.memory.capacity import Knobs
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -35,7 +37,8 @@ def _verdict(data: dict, cache_config: dict, knobs: Knobs | None = None):
                                                Path(params["workload"]).name)),
                              data["server"]["max_model_len"], params["turns"])
     return run_verdict(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
-                       workload, params["turns"], params["slo"], cache_config, knobs)
+                       workload, params["turns"], params["slo"], run_pool(cache_config),
+                       knobs=knobs)
 
 
 def test_the_cpu_cliff_runs_name_kv_past_the_pool_and_nothing_before_it():
@@ -72,7 +75,8 @@ def _verdict_h200(data: dict, cache_config: dict):
     workload = fit_to_server(load_workload(params["workload"]), data["server"]["max_model_len"],
                              params["turns"])
     return run_verdict(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
-                       workload, params["turns"], params["slo"], cache_config)
+                       workload, params["turns"], params["slo"], run_pool(cache_config),
+                       block_size_of(cache_config))
 
 
 def test_the_shape_of_a_preset_and_what_it_reuses():

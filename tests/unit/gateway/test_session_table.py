@@ -187,6 +187,7 @@ class _Replica:
     def __init__(self, name: str, pool_blocks: int | None = 100) -> None:
         self.name, self.healthy = name, True
         self.pool_blocks, self.block_size = pool_blocks, BLOCK
+        self.pool_source: str | None = None
 
 
 async def test_gate_holds_a_session_until_an_active_one_goes_idle() -> None:

@@ -1,7 +1,8 @@
 """The capacity model's view of an agents run: the workload's numbers for the prediction
 (memory/capacity.py takes plain numbers: memory/ may not import bench/), the run's evidence
-(its judged turns' reuse and re-prefilled tokens, the /metrics deltas, the misses inside the
-long job's prefill window) and the verdict line every agents run prints (docs/capacity.md)."""
+(its judged turns' reuse and re-prefilled tokens, the /metrics deltas, the engine's gauges'
+peaks, the misses inside the long job's prefill window) and the verdict line every agents run
+prints (docs/capacity.md)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,20 @@ def pool_of(cache_config: Mapping[str, Any] | None) -> Pool | None:
     return Pool(blocks * size, size, "the engine's /metrics")
 
 
+def run_pool(cache_config: Mapping[str, Any] | None, given_tokens: int | None = None,
+             logged_tokens: int | None = None, logged_by: str = "a boot log",
+             block_size: int | None = None) -> Pool | None:
+    """The pool a run is judged against: the one given (--pool-tokens) wins; else the
+    engine's /metrics; else the one its boot log states (`logged_by` names it). A pool in
+    tokens takes the engine's block size (its /metrics says it where it says no block
+    count), else `block_size` (the profile's), else 16."""
+    block = block_size_of(cache_config or {}) or block_size or 16
+    if given_tokens:
+        return Pool(given_tokens, block, "given (--pool-tokens)")
+    return pool_of(cache_config) or (Pool(logged_tokens, block, logged_by)
+                                     if logged_tokens else None)
+
+
 def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
              turn_new: float | None, ttft_slo_s: float | None,
              max_num_seqs: int | None = None) -> RunEvidence:
@@ -100,6 +115,7 @@ def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
     deltas = summary.engine_metrics
     preempted = preemptions(deltas)
     hits, queries = prefix_counts(deltas)
+    gauges = run.gauges if run.gauges is not None and run.gauges.measured else None
     return RunEvidence(
         agents=summary.agents or 0, goodput=summary.slo.goodput if summary.slo else None,
         preemptions=None if preempted is None else int(preempted),
@@ -107,27 +123,34 @@ def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
         prefix_queries=None if queries is None else int(queries),
         reuse_mean=sum(reuse) / len(reuse) if reuse else None,
         reuse_min=min(reuse) if reuse else None, expected_reuse=expected,
+        kv_usage_peak=gauges.kv_usage_peak if gauges else None,
+        waiting_peak=gauges.waiting_peak if gauges else None,
+        running_peak=gauges.running_peak if gauges else None,
         max_num_seqs=max_num_seqs,
         reprefill_per_turn=sum(reprefill) / len(reprefill) if reprefill else None,
         turn_new_tokens=turn_new, misses=misses, misses_during_long=during)
 
 
 def run_verdict(run: AgentsRun, summary: AgentsSummary, workload: Workload, turns: int,
-                slo: str, cache_config: Mapping[str, Any] | None,
+                slo: str, pool: Pool | None, block_size: int | None = None,
                 knobs: Knobs | None = None) -> CapacityVerdict | None:
     """The verdict line of a run of a fitted workload, with the prediction for its N from
-    the engine's own pool; None for a run of no fixed turns (a --duration run)."""
+    `pool` (run_pool: given, the engine's /metrics, or its boot log) and the profile's
+    `knobs` where the run knows them; None for a run of no fixed turns (a --duration run)."""
     if turns <= 0 or summary.slo is None:
         return None
     shape = session_shape(workload, turns)
-    pool = pool_of(cache_config)
-    capacity = predict(pool, shape, knobs or Knobs(None, None, None), agents=summary.agents)
-    block = pool.block_size if pool else block_size_of(cache_config or {}) or 16
-    found = judge(evidence(run, summary, shape_reuse(shape, block), shape.turn_new_tokens,
-                           slo_ttft(slo)), capacity)
+    knobs = knobs or Knobs(None, None, None)
+    capacity = predict(pool, shape, knobs, agents=summary.agents)
+    block = pool.block_size if pool else block_size or 16
+    found = evidence(run, summary, shape_reuse(shape, block), shape.turn_new_tokens,
+                     slo_ttft(slo), knobs.max_num_seqs)
+    verdict = judge(found, capacity)
     return CapacityVerdict(
-        line=found.line, resource=found.resource.value if found.resource else None,
-        met=found.met, predicted=capacity.predicted,
+        line=verdict.line, resource=verdict.resource.value if verdict.resource else None,
+        met=verdict.met, predicted=capacity.predicted,
         binding=capacity.binding.value if capacity.binding else None,
-        pool_tokens=pool.tokens if pool else None,
-        working_set_tokens=shape.last_context_tokens)
+        pool_tokens=pool.tokens if pool else None, pool_source=pool.source if pool else None,
+        working_set_tokens=shape.last_context_tokens, kv_usage_peak=found.kv_usage_peak,
+        waiting_peak=found.waiting_peak, running_peak=found.running_peak,
+        max_num_seqs=knobs.max_num_seqs)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from sm121.bench.gauges import EngineGauges
 from sm121.bench.result_models import AbEntry, AbResults, Open, SweepEntry, SweepResults
 
 # --- the samples -------------------------------------------------------------------------
@@ -114,10 +115,18 @@ class CapacityVerdict(Open):
     predicted: int | None = None  # the agents the pool holds (None: not known)
     binding: str | None = None
     pool_tokens: int | None = None
+    pool_source: str | None = None  # where the pool was read: /metrics, a boot log, given
     working_set_tokens: int | None = None
+    # the engine's gauges over the run (bench/gauges.py; None: not measured) and the
+    # max-num-seqs the run's profile set (None: not known to the run)
+    kv_usage_peak: float | None = None
+    waiting_peak: int | None = None
+    running_peak: int | None = None
+    max_num_seqs: int | None = None
 
 
-AgentsSample = Annotated[RunConfig | TurnSample | CapacityVerdict, Field(discriminator="kind")]
+AgentsSample = Annotated[RunConfig | TurnSample | EngineGauges | CapacityVerdict,
+                         Field(discriminator="kind")]
 
 
 class AgentsRun(BaseModel):
@@ -128,6 +137,7 @@ class AgentsRun(BaseModel):
     background: TurnSample | None = None
     bars: list[TurnSample] = []  # the turns and the background job in recorded order
     capacity: CapacityVerdict | None = None  # the run's verdict, once it ended
+    gauges: EngineGauges | None = None  # the engine's gauges over the run (None: not sampled)
 
 
 def read_run(samples: Sequence[BaseModel | dict[str, Any]]) -> AgentsRun:
@@ -136,6 +146,7 @@ def read_run(samples: Sequence[BaseModel | dict[str, Any]]) -> AgentsRun:
     config: RunConfig | None = None
     bars: list[TurnSample] = []
     verdict: CapacityVerdict | None = None
+    gauges: EngineGauges | None = None
     for sample in samples:
         record = sample.model_dump(exclude_unset=True) if isinstance(sample, BaseModel) \
             else sample
@@ -146,9 +157,11 @@ def read_run(samples: Sequence[BaseModel | dict[str, Any]]) -> AgentsRun:
             bars.append(TurnSample.model_validate(record))
         elif kind == "capacity":
             verdict = CapacityVerdict.model_validate(record)
+        elif kind == "gauges":
+            gauges = EngineGauges.model_validate(record)
     return AgentsRun(config=config or RunConfig(), turns=[b for b in bars if b.kind == "turn"],
                      background=next((b for b in bars if b.kind == "background"), None),
-                     bars=bars, capacity=verdict)
+                     bars=bars, capacity=verdict, gauges=gauges)
 
 
 # --- the summary -------------------------------------------------------------------------
@@ -295,6 +308,7 @@ class AgentsSummary(Open):
     sessions: int | None = None
     gaps: GapErrors | None = None
     late_max_s: float | None = None
+    gauges: EngineGauges | None = None  # their peaks (the series is the run's gauges sample)
     capacity: CapacityVerdict | None = None
 
 

@@ -17,6 +17,7 @@ from sm121.bench.scenarios.agents.models import (
     AgentsRun,
     AgentsSummary,
     AgentsSweep,
+    CapacityVerdict,
     Percentiles,
     RunMetrics,
     SessionRow,
@@ -100,6 +101,14 @@ def _engine_lines(extras: AgentsSummary) -> list[str]:
         f"{fmt(extras.prefix_reuse_metrics, 'pct')}.", ""]
 
 
+def _gauge_lines(run: AgentsRun, stored: AgentsSummary) -> list[str]:
+    """The engine's gauges over the run: their peaks (runs measured before: nothing)."""
+    gauges = run.gauges or stored.gauges
+    if gauges is None:
+        return []
+    return [f"Engine gauges over the run: {gauges.line()}.", ""]
+
+
 def _short(metric: str) -> str:
     """A metric name without its engine's namespace, for a readable line."""
     for namespace in metric_names().namespaces:
@@ -131,9 +140,11 @@ def run_plots(bars: list[TurnSample], out: Path, stem: str) -> list[Path]:
 def run_section(run: AgentsRun, stored: AgentsSummary, files: list[Path]) -> list[str]:
     """One run in detail: recomputed from its turns, plus what its stored summary adds (the
     engine's deltas, a replay's gaps)."""
-    verdict = [f"**Verdict**: {stored.capacity.line} (docs/capacity.md).", ""] \
+    verdict = [f"**Verdict**: {stored.capacity.line} (docs/capacity.md)"
+               + "".join(f"; {line}" for line in _pool_line(stored.capacity)) + ".", ""] \
         if stored.capacity is not None else []
     return [*verdict, *summary_lines(summarize_run(run)), *_engine_lines(stored),
+            *_gauge_lines(run, stored),
             *_replay_lines(stored), *[f"![{f.stem}]({f.name})" for f in files], ""]
 
 
@@ -273,9 +284,18 @@ def console_lines(summary: AgentsSummary) -> list[str]:
         lines.append(f"background job: TTFT {fmt(background.ttft_s, 's')}; judged agent "
                      f"TTFT p95 during its prefill {fmt(background.ttft_during.p95, 's')}, "
                      f"outside {fmt(background.ttft_outside.p95, 's')}")
+    if summary.gauges is not None:
+        lines.append(f"engine gauges: {summary.gauges.line()}")
     if summary.capacity is not None:
-        lines.append(f"verdict: {summary.capacity.line}")
+        lines += [f"verdict: {summary.capacity.line}", *_pool_line(summary.capacity)]
     return lines + session_lines(summary)
+
+
+def _pool_line(verdict: CapacityVerdict) -> list[str]:
+    """Where the prediction's pool came from (a verdict of a run with no pool: nothing)."""
+    if verdict.pool_tokens is None:
+        return []
+    return [f"KV pool {verdict.pool_tokens:,} tokens, from {verdict.pool_source or 'the engine'}"]
 
 
 AT_ONCE_S = 0.01

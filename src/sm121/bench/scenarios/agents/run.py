@@ -8,12 +8,14 @@ background prompt), so building exact-length text never overlaps a measured turn
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from sm121.bench.client import BenchClient
+from sm121.bench.gauges import INTERVAL_S, GaugeSampler
 from sm121.bench.runner import Context, run_together
-from sm121.bench.scenarios.agents.capacity import run_verdict
+from sm121.bench.scenarios.agents.capacity import knobs_from_args, run_pool, run_verdict
 from sm121.bench.scenarios.agents.conversation import tool_definitions, tools_as_text
 from sm121.bench.scenarios.agents.messages import ToolSpec, user, wire
 from sm121.bench.scenarios.agents.models import AgentsSummary, TurnSample, read_run
@@ -30,7 +32,10 @@ from sm121.bench.scenarios.agents.slo import DEFAULT_SLO, parse_slo
 from sm121.bench.scenarios.agents.summary import summarize_run
 from sm121.bench.scenarios.agents.workload import Workload, fit_to_server, load_workload
 from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
+from sm121.engines.client import EngineClient
 from sm121.errors import Sm121Error
+from sm121.memory.capacity import Knobs, Pool
+from sm121.serving.endpoint_run import RunFacts, endpoint_run
 
 
 class AgentsRunArgs(BaseModel):
@@ -44,6 +49,9 @@ class AgentsRunArgs(BaseModel):
     workload: str | Workload = "coding-agent"  # a preset, a YAML file, or the spec itself
     slo: str = DEFAULT_SLO
     session_start: str = "together"  # together | stagger (session_start_delays)
+    run: str | None = None  # the sm121 run behind the URL (None: the one serving it, if any)
+    pool_tokens: int | None = None  # the KV pool, given: wins over what the engine says
+    gauges_every_s: float = INTERVAL_S  # the engine's gauges sampled this often (0: not)
 
 
 SESSION_STARTS = ("together", "stagger")
@@ -108,7 +116,9 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
     background_tokens = workload.fitted.background_tokens if workload.fitted else None
     background = None if workload.background is None or background_tokens is None else \
         await background_prompt(client, background_tokens)
-    before = await read_counters(client)
+    served = endpoint_run(client.base_url, p.run)
+    engine = _metrics_engine(client, served)
+    before = await read_counters(client, engine)
     ctx.t0 = plan.t0 = time.monotonic()
     plan.deadline = plan.t0 + duration if duration else None
     delays = session_start_delays(p.session_start, n_agents, workload)
@@ -116,18 +126,51 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
     if workload.background is not None and background is not None:
         jobs.append(run_background(plan, background, workload.background.output_tokens,
                                    workload.background.delay_s))
-    await run_together(*jobs)
-    deltas = counter_deltas(before, await read_counters(client))
+    gauges = None
+    if p.gauges_every_s > 0:
+        async with GaugeSampler(engine, plan.t0, p.gauges_every_s) as sampler:
+            await run_together(*jobs)
+        gauges = sampler.result()
+        ctx.add(gauges)  # before the verdict, which reads its peaks
+    else:
+        await run_together(*jobs)
+    deltas = counter_deltas(before, await read_counters(client, engine))
     run = read_run(ctx.results.data["samples"])
     summary = summarize_run(run, p.slo).model_copy(update={
         "engine_metrics": deltas, "prefix_reuse_metrics": prefix_reuse(deltas),
-        "wall_s": time.monotonic() - plan.t0})
-    verdict = run_verdict(run, summary, workload, turns or 0, p.slo,
-                          ctx.server.get("cache_config"))
+        "wall_s": time.monotonic() - plan.t0,
+        "gauges": None if gauges is None else gauges.peaks()})
+    cache = ctx.server.get("cache_config")
+    verdict = run_verdict(run, summary, workload, turns or 0, p.slo, _pool(cache, p, served),
+                          knobs=_knobs(served))
     if verdict is None:
         return summary
     ctx.add(verdict.model_dump(mode="json"))  # with the run's samples: A/B and sweep keep it
     return summary.model_copy(update={"capacity": verdict})
+
+
+def _metrics_engine(client: BenchClient, served: RunFacts | None) -> EngineClient:
+    """Where the engine's /metrics is read: the URL's own, or, where the URL is an sm121
+    run's gateway (whose /metrics is its own), the engine behind it."""
+    if served is not None and served.is_gateway(client.base_url):
+        return EngineClient(client.session, served.engine_url)
+    return client.engine
+
+
+def _pool(cache_config: dict[str, Any] | None, p: AgentsRunArgs,
+          served: RunFacts | None) -> Pool | None:
+    """Given, else the engine's /metrics, else the boot log of the run serving the URL."""
+    return run_pool(cache_config, p.pool_tokens,
+                    served.pool_tokens if served else None,
+                    served.pool_source if served else "a boot log")
+
+
+def _knobs(served: RunFacts | None) -> Knobs | None:
+    """The run's scheduler settings, from its plan (a URL sm121 did not serve: not known)."""
+    if served is None:
+        return None
+    flags = served.adapter
+    return knobs_from_args(served.engine_args, flags.scheduler, flags.memory.kv_cache_dtype)
 
 
 def _recorder(ctx: Context, total: int) -> Record:

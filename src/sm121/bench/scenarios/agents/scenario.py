@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+from sm121.bench.gauges import INTERVAL_S
 from sm121.bench.report.compare import compare_with
 from sm121.bench.report.format import markdown_table, table_rows
 from sm121.bench.result_models import (
@@ -55,6 +56,17 @@ class AgentsParams(Params):
                                 "first turn goes at once; stagger: session i starts i times "
                                 "the workload's mean think time later (behind a gateway with "
                                 "session admission, the report shows each session's wait).")
+    run: str | None = option(None, "--run", "The sm121 run behind --url (default: the running "
+                             "run whose engine or gateway listens on its port): its plan gives "
+                             "the verdict its max-num-seqs and step budget, its boot log the KV "
+                             "pool where the engine's /metrics does not say it (vLLM 0.21).")
+    pool_tokens: int | None = option(None, "--pool-tokens", "The KV pool in tokens, as the "
+                                     "engine logged it (`KV cache size: N tokens`), for the "
+                                     "prediction: for an endpoint sm121 did not start; wins "
+                                     "over the engine's /metrics and the run's boot log.")
+    gauges_every: float = option(INTERVAL_S, "--gauges-every", "Seconds between two reads of "
+                                 "the engine's gauges during the run (KV usage, waiting and "
+                                 "running requests: their peaks feed the verdict); 0: off.")
 
 
 class ReplayParams(Params):
@@ -148,7 +160,8 @@ class Agents(_AgentScenario):
     def prepare(self, values: Params) -> AgentRunParams:
         assert isinstance(values, AgentsParams)
         return agent_params(values.agents, values.turns, values.duration, values.workload,
-                            values.slo, values.session_start)
+                            values.slo, values.session_start, values.run, values.pool_tokens,
+                            values.gauges_every)
 
     def verdict(self, entries: list[AbEntry[AgentsSample, Any]], profiles: list[str]
                 ) -> Verdict:
