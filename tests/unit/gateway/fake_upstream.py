@@ -48,6 +48,7 @@ class FakeUpstream:
     # check that outlasts the gateway's timeout on an engine that is serving.
     health_delay_s: float = 0.0
     pool_blocks: int | None = None  # the KV pool its /metrics reports (None: not reported)
+    metrics_page: str | None = None  # a whole /metrics page to serve instead (a fixture's)
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     tokenize_calls: int = 0
@@ -99,6 +100,8 @@ class FakeUpstream:
             await asyncio.sleep(3600)
 
     async def _metrics(self, _: web.Request) -> web.Response:
+        if self.metrics_page is not None:
+            return web.Response(text=self.metrics_page)
         pool = f'num_gpu_blocks="{self.pool_blocks}",' if self.pool_blocks else ""
         return web.Response(text=f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",'
                                  f'{pool}engine="0"}} 1.0\n')
