@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
 TUNE_H200 = "docs/results/gpu-h200/tune-capacity/tune.json"
 CLIFF_CPU = "docs/results/cpu-testbed/capacity/blocks-724/capacity.json"
+GAUGES_CPU = "docs/results/cpu-testbed/capacity/gauges/sequences-agents-4.json.gz"
 
 # What a results figure looks like in prose: an N* bracket or bound, an arm marked chosen, a
 # goodput with its number, "largest N 8", "16 agents 100%".
@@ -133,6 +134,17 @@ def cliff_rows(cliff: dict[str, Any]) -> list[str]:
             f"{w['measured_cliff']} | {w['error_pct']:+.1f}% |" for w in cliff["workloads"]]
 
 
+def gauges_console(run: dict[str, Any]) -> list[str]:
+    """docs/capacity.md: what `bench agents` printed of a run bound by max-num-seqs (its
+    gauges, verdict and pool lines), rendered again from its results file."""
+    from sm121.bench.scenarios.agents.models import AgentsSummary
+    from sm121.bench.scenarios.agents.report import console_lines
+
+    lines = console_lines(AgentsSummary.model_validate(run["summary"]))
+    start = next(i for i, line in enumerate(lines) if line.startswith("engine gauges: "))
+    return lines[start:start + 3]
+
+
 @dataclass(frozen=True)
 class Figure:
     doc: str
@@ -146,6 +158,7 @@ FIGURES = [
     Figure("docs/tune.md", TUNE_H200, tune_costs),
     Figure("docs/capacity.md", TUNE_H200, tune_brackets_beside_predictions),
     Figure("docs/capacity.md", CLIFF_CPU, cliff_rows),
+    Figure("docs/capacity.md", GAUGES_CPU, gauges_console),
 ]
 
 # Passages that look like figures and are not results: goals and the notation's definition.

@@ -76,7 +76,9 @@ class EngineGauges(Open):
         def shown(value: float | int | None, fmt: str = "{}") -> str:
             return "not exported" if value is None else fmt.format(value)
 
-        return (f"KV usage peak {shown(self.kv_usage_peak, '{:.2f}')}, waiting peak "
+        kv = self.kv_usage_peak  # a big pool's usage can sit under 1%: two figures then
+        return (f"KV usage peak {shown(kv, '{:.2f}' if kv is None or kv >= 0.01 else '{:.2g}')}"
+                f", waiting peak "
                 f"{shown(self.waiting_peak)}, running peak {shown(self.running_peak)} "
                 f"({self.scrapes} scrapes, every {self.interval_s:g} s"
                 + (f"; {self.failed} unanswered" if self.failed else "") + ")")
@@ -154,7 +156,9 @@ class GaugeSampler:
                     self._found.note = ("its /metrics carries none of the engine's gauges "
                                         "(a gateway's own page?)")
                     return
-                self._add(started - self.t0, reading)
+                # stamped when the page came: a busy API server answers late, and its
+                # page says how the engine was when it rendered it, not when it was asked
+                self._add(self.clock() - self.t0, reading)
             await asyncio.sleep(max(0.0, self.interval_s - (self.clock() - started)))
 
     def _add(self, t: float, r: Reading) -> None:
