@@ -55,10 +55,16 @@ def run_at(url: str) -> RunInfo | None:
 
 
 def endpoint_run(url: str, run_id: str | None = None) -> RunFacts | None:
-    """The facts of run `run_id` (an id or unique prefix; an unknown one is an error), else of
-    the active run serving URL; None when no run serves it."""
-    run = control.resolve_run(run_id) if run_id else run_at(url)
-    return None if run is None else run_facts(run)
+    """The facts of run `run_id` (an id or unique prefix; an unknown one, or one without a
+    readable plan, is an error), else of the active run serving URL; None when no run serves
+    it (or the one that does has no readable plan)."""
+    if run_id:
+        return run_facts(control.resolve_run(run_id))
+    run = run_at(url)
+    try:
+        return None if run is None else run_facts(run)
+    except Sm121Error:  # a run found by its port only: without a readable plan, none
+        return None
 
 
 def run_facts(run: RunInfo) -> RunFacts:

@@ -1,5 +1,6 @@
 """The one model set of an agents or replay results file: its samples (the run's `RunConfig`
-first, then one `TurnSample` per turn and one for the background job), its summary
+first, then one `TurnSample` per turn and one for the background job, the engine's gauges over
+the run (`EngineGauges`, bench/gauges.py) and its `CapacityVerdict`), its summary
 (`AgentsSummary`: TTFT percentiles overall, judged and by turn, per-agent decode, prefix reuse,
 goodput against the SLO, the background job, gateway queue wait, the client's own CPU, and
 what the run adds: engine deltas, wall time, a replay's gaps), and its headline metrics

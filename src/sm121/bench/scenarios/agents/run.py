@@ -98,6 +98,7 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
     if not max_len:
         raise Sm121Error("the server does not report its max_model_len in /v1/models",
                          "agents fits its workload to the context; use a vLLM server")
+    served = endpoint_run(ctx.client.base_url, p.run)  # a bad --run fails before any turn
     base = p.workload if isinstance(p.workload, Workload) else load_workload(p.workload)
     workload = fit_to_server(base, int(max_len), turns)
     client = ctx.client
@@ -116,7 +117,6 @@ async def agents(ctx: Context, p: AgentsRunArgs) -> AgentsSummary:
     background_tokens = workload.fitted.background_tokens if workload.fitted else None
     background = None if workload.background is None or background_tokens is None else \
         await background_prompt(client, background_tokens)
-    served = endpoint_run(client.base_url, p.run)
     engine = _metrics_engine(client, served)
     before = await read_counters(client, engine)
     ctx.t0 = plan.t0 = time.monotonic()

@@ -58,8 +58,9 @@ class AgentsParams(Params):
                                 "session admission, the report shows each session's wait).")
     run: str | None = option(None, "--run", "The sm121 run behind --url (default: the running "
                              "run whose engine or gateway listens on its port): its plan gives "
-                             "the verdict its max-num-seqs and step budget, its boot log the KV "
-                             "pool where the engine's /metrics does not say it (vLLM 0.21).")
+                             "the verdict its scheduler settings (max-num-seqs), its boot log "
+                             "the KV pool where the engine's /metrics does not say it (vLLM "
+                             "0.21).")
     pool_tokens: int | None = option(None, "--pool-tokens", "The KV pool in tokens, as the "
                                      "engine logged it (`KV cache size: N tokens`), for the "
                                      "prediction: for an endpoint sm121 did not start; wins "
