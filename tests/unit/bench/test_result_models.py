@@ -43,6 +43,8 @@ NOT_BENCH = {
     "cpu-testbed/capacity/blocks-760/capacity.json": "benchmarks/capacity_cliff.py's summary",
     "cpu-testbed/capacity/blocks-724-quieter/capacity.json": "benchmarks/capacity_cliff.py's "
                                                              "summary",
+    "cpu-testbed/capacity/gauges/sampler-cost.json": "each run's headline figures, gathered "
+                                                     "for its README (its command there)",
 }
 
 
