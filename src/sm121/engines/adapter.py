@@ -110,6 +110,19 @@ class SchedulerFlags:
 
 
 @dataclass(frozen=True)
+class ForcedToolCalls:
+    """How the engine serves a forced tool call (tool_choice `required`, or one function
+    named), so a check that gets text back can say why in the engine's terms. Each field is
+    None where the engine forces the call, else what it does instead, in a sentence."""
+
+    # Its grammar for a required call lets text come before the call: a model that never
+    # writes its call marker answers in text until max_tokens, with no call.
+    text_first: str | None = None
+    # It does not read a named tool_choice on chat completions: the request is served as auto.
+    named_ignored: str | None = None
+
+
+@dataclass(frozen=True)
 class NodeArgvRequest:
     """What one node's engine argv is rendered from."""
 
@@ -155,6 +168,7 @@ class EngineFlags(Protocol):
     derived from them, and the tool-calling rule."""
 
     tool_call_parser: str  # the flag naming the tool-call parser (its errors name it too)
+    forced_calls: ForcedToolCalls
 
     def flag_choice(self, recipe: Recipe) -> FlagChoice: ...
     def known_flags(self, recipe: Recipe) -> frozenset[str]: ...
@@ -239,6 +253,7 @@ class EngineAdapter(EngineArgv, EngineFlags, EngineTrust, EngineBootLog, EngineT
 
     kind: EngineKind
     label: str  # how messages name the engine ("vLLM")
+    owned_by: str  # the owner its /v1/models cards name: how a URL's engine is recognised
 
 
 # The parts, for a test that checks each registered adapter implements each one whole.

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sm121.boot_facts import BootFacts, BootPhases, Milestone, StampedLine
-from sm121.engines.adapter import MemoryFlags, MetricNames, NodeArgvRequest, SchedulerFlags
+from sm121.engines.adapter import ForcedToolCalls, MemoryFlags, MetricNames, NodeArgvRequest, SchedulerFlags
 from sm121.engines.flag_list import FlagChoice, FlagList
 from sm121.engines.llamacpp import args as _args
 from sm121.engines.llamacpp import flags as _flags
@@ -55,6 +55,7 @@ class LlamacppArgv:
 
 class LlamacppFlags:
     tool_call_parser: str = _args.JINJA  # tool calls come from the Jinja chat template
+    forced_calls: ForcedToolCalls = _args.FORCED_CALLS
 
     def flag_choice(self, recipe: Recipe) -> FlagChoice:
         return _flags.choose(recipe.engine.version)
@@ -159,6 +160,7 @@ class LlamacppBootLog:
 class LlamacppAdapter(LlamacppArgv, LlamacppFlags, LlamacppTrust, LlamacppBootLog):
     kind: EngineKind = EngineKind.LLAMA_CPP
     label: str = "llama.cpp"
+    owned_by: str = "llamacpp"
     metrics: MetricNames = METRICS
     memory: MemoryFlags = MEMORY
     scheduler: SchedulerFlags = SCHEDULER

@@ -8,7 +8,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
-from sm121.engines.adapter import NodeArgvRequest
+from sm121.engines.adapter import ForcedToolCalls, NodeArgvRequest
 from sm121.engines.llamacpp import flags as _flags
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity
@@ -176,3 +176,17 @@ def check_tool_calling(merged: Mapping[str, ArgValue], agent: bool, source: str,
 
 def _error(source: str, field: str, message: str) -> Finding:
     return Finding(severity=Severity.ERROR, source=source, field=field, message=message)
+
+
+# A forced tool call on llama-server b11434, as read from its source and seen on the real
+# server (`-v` logs the grammar of each request): for a required call its chat auto-parser
+# builds `generation-prompt (content until "<tool_call>")? tool-calls` (common/chat-auto-
+# parser-generator.cpp, build_tool_parser_json_native: the content before the call is optional
+# whatever tool_choice says), so the call is forced only once the model starts it; and it reads
+# tool_choice as a string only, so a named one is logged as "Wrong type supplied for parameter
+# 'tool_choice', using default value" and served as auto.
+FORCED_CALLS = ForcedToolCalls(
+    text_first="llama-server's grammar for a required tool call lets text come first: the call "
+               "is forced only once the model writes its call marker",
+    named_ignored="llama-server reads tool_choice only as a string: a named one is served as "
+                  "auto (its log: \"Wrong type supplied for parameter 'tool_choice'\")")
