@@ -13,9 +13,6 @@ seconds on CPU."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +20,11 @@ from pathlib import Path
 import pytest
 from support import free_port, run_cli
 from support.gateway_process import spawned_gateway
+from support.llamacpp import put_on_path
 from support.timeouts import BOOT_S, SERVE_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
-ROOT = Path(__file__).resolve().parents[2]
 PER_SLOT = 65536 // 4  # tiny-llamacpp: c 65536, np 4, no kvu
 TOOLS = [{"type": "function", "function": {
     "name": "read_file", "description": "Read a file",
@@ -35,26 +32,9 @@ TOOLS = [{"type": "function", "function": {
                    "required": ["path"]}}}]
 
 
-def _llama_server() -> str:
-    """The binary `make setup` built: linked beside this Python, else in the repo's cache."""
-    beside = Path(sys.executable).parent / "llama-server"
-    if beside.exists():
-        return str(beside)
-    cached = sorted(ROOT.glob(".cache/llama.cpp/b*/bin/llama-server"))
-    if cached:
-        return str(cached[-1])
-    found = shutil.which("llama-server")
-    if found:
-        return found
-    if os.environ.get("SM121_SKIP_LLAMACPP"):
-        pytest.skip("SM121_SKIP_LLAMACPP is set: no llama-server was built")
-    raise AssertionError("no llama-server: run `make setup` (scripts/llamacpp-build.sh builds it)")
-
-
 @pytest.fixture(scope="module")
 def llama_engine(sm121_home: Path) -> Iterator[str]:
-    binary = Path(_llama_server())
-    os.environ["PATH"] = f"{binary.parent}{os.pathsep}{os.environ['PATH']}"
+    put_on_path()
     port = free_port()
     run_cli("serve", "tiny-llamacpp", "--profile", "agent", "--port", str(port), "--timeout",
             str(BOOT_S), timeout=SERVE_S)

@@ -95,18 +95,39 @@ class MemoryFlags:
             return total
         return total // seqs if isinstance(seqs, int) and seqs > 1 else total
 
+    def splits_context(self, args: Mapping[str, Any]) -> bool:
+        """Whether max_num_seqs divides the context among the sequences (llama.cpp's `-c`
+        over `-np` slots unless the pool is shared)."""
+        return self.shared_pool is not None and args.get(self.shared_pool) is not True
+
+    def with_seqs(self, args: Mapping[str, Any], seqs: int) -> dict[str, Any]:
+        """The args that set max_num_seqs to `seqs` and keep the context each request gets:
+        where the context is split across the sequences, the total grows with them (each slot
+        keeps its window, and the KV cache grows by as much)."""
+        changed: dict[str, Any] = {self.max_num_seqs: seqs}
+        each = self.per_request_context(args)
+        if each is not None and self.splits_context(args):
+            changed[self.max_model_len] = each * seqs
+        return changed
+
 
 @dataclass(frozen=True)
 class SchedulerFlags:
     """The flags that shape one engine step, by the engine's names (`sm121 tune` varies
-    them). The optional ones exist in some versions only: check the version's flag list."""
+    them). The optional ones exist in some engines or versions only: check the version's flag
+    list. A knob the engine has no equivalent for is None, with the reason where tune says so."""
 
     batched_tokens: str  # tokens one step may schedule
     max_num_seqs: str  # requests one step may hold
-    long_prefill_threshold: str  # a long prefill's tokens per step
+    long_prefill_threshold: str | None  # a long prefill's tokens per step
     adaptive_threshold: str | None = None  # the engine adapts the threshold to its load
     partial_prefills: str | None = None  # concurrent partial prefills
     long_partial_prefills: str | None = None  # ... of which long ones
+    # Why the engine has no long-prefill threshold (set where long_prefill_threshold is None).
+    no_threshold: str | None = None
+    # The physical batch one step is computed in (llama.cpp's micro-batch): a compute shape,
+    # capped at the step budget; it does not change which request waits for which.
+    micro_batch: str | None = None
 
 
 @dataclass(frozen=True)

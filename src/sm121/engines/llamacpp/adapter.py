@@ -30,10 +30,17 @@ MEMORY = MemoryFlags(
     kv_cache_dtype_v=_args.CACHE_V, shared_pool=_args.UNIFIED, gpu_layers=_args.GPU_LAYERS,
 )
 
-# One step: `b` logical tokens per decode call, `ub` per physical micro-batch, `np` slots; a
-# long prompt is split into `ub` chunks, so `ub` plays the long-prefill threshold.
+# One step: the server fills one batch of up to `b` tokens (every decoding slot's next token,
+# then prompt tokens slot by slot: one long prompt may take the whole rest), and decodes it in
+# micro-batches of `ub` inside one call, so a decoding slot waits for the whole step either
+# way. `np` slots are the sequences. There is no per-request cap on a step's prompt tokens.
 SCHEDULER = SchedulerFlags(
-    batched_tokens=_args.BATCH, max_num_seqs=_args.SLOTS, long_prefill_threshold=_args.UBATCH,
+    batched_tokens=_args.BATCH, max_num_seqs=_args.SLOTS, long_prefill_threshold=None,
+    no_threshold="llama-server has no long-prefill threshold: a slot's prompt fills each "
+                 "step's batch up to -b (tools/server/server-context.cpp, update_slots), and "
+                 "-ub only splits that step into micro-batches inside one decode call, so the "
+                 "decoding slots still wait for the whole step",
+    micro_batch=_args.UBATCH,
 )
 _MODEL_FORMAT = "gguf"
 
