@@ -171,6 +171,9 @@ class EngineArgv(Protocol):
     # What the engine loads: "hf" (a Hugging Face folder or id) or "gguf" (one GGUF file);
     # launch writes the tiny model in this form.
     model_format: str
+    # Why sm121 serves this engine on one node only; None where it spreads a model over
+    # several. Validation refuses a recipe of more nodes with it, before anything starts.
+    one_node: str | None
 
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
         """The node's engine argv and where the engine's own args start in it; None when the

@@ -51,6 +51,7 @@ class LlamacppArgv:
     host_ip_env: str | None = None  # one node only (no RPC rendering)
     api_key_env: str = "LLAMA_API_KEY"
     model_format: str = _MODEL_FORMAT
+    one_node: str | None = _args.ONE_NODE
 
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
         book = _flags.book(_flags.nearest(request.recipe.engine.version))

@@ -59,13 +59,17 @@ def model_argv(recipe: Recipe, model_ref: str) -> list[str]:
     return ["-m", model_ref]
 
 
+# Why a recipe of several nodes is refused (plan, serve, tune: validation, before anything
+# starts; node_argv below only guards a plan built without it).
+ONE_NODE = ("llama.cpp spreads a model over machines only through its RPC backend (rpc-server "
+            "on each worker, --rpc on the head), which sm121 does not render")
+
+
 def node_argv(request: NodeArgvRequest, book: _flags.HelpBook) -> tuple[list[str], int | None]:
     recipe = request.recipe
     if request.node_count > 1:
-        raise Sm121Error(f"recipe {recipe.name}: llama.cpp serves one model on one node here",
-                         "llama.cpp spreads a model over machines only through its RPC "
-                         "backend, which sm121 does not render: serve it with parallelism."
-                         "nodes: 1")
+        raise Sm121Error(f"recipe {recipe.name}: {request.node_count} nodes: {ONE_NODE}",
+                         "serve it on one node: parallelism.nodes: 1")
     command = list(recipe.runtime.command or (
         DOCKER_COMMAND if recipe.runtime.kind == "docker" else NATIVE_COMMAND))
     names = ",".join([recipe.model.id, *recipe.model.aliases])

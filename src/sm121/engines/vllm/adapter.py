@@ -55,6 +55,7 @@ class VllmArgv:
     host_ip_env: str | None = "VLLM_HOST_IP"
     api_key_env: str = "VLLM_API_KEY"
     model_format: str = "hf"
+    one_node: str | None = None  # native --nnodes, or Ray under docker
 
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
         return _multinode.node_argv(request)
