@@ -13,6 +13,8 @@ seconds on CPU."""
 from __future__ import annotations
 
 import json
+import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,3 +147,45 @@ def test_status_and_the_metrics_the_adapter_names(llama_engine: str) -> None:
         assert f"{name} " in text, name
     status = run_cli("status", "--json").stdout
     assert "tiny-llamacpp" in status
+
+
+def test_top_reads_llama_servers_own_metrics(llama_engine: str, sm121_home: Path) -> None:
+    """`sm121 top RUN --once` on the llama-server run, while two agents repeat one prompt:
+    running and waiting from llamacpp:requests_processing and requests_deferred, token rates
+    from llamacpp:prompt_tokens_total and tokens_predicted_total, and the prefix-cache hit rate
+    from prompt_tokens_cached_total over prompt plus cached (llama-server has no queries
+    counter, MetricNames.queries_in); what it does not export (KV usage, latency histograms)
+    is null, not zero."""
+    run = max((sm121_home / "runs").glob("tiny-llamacpp-agent-*"),
+              key=lambda p: p.stat().st_mtime).name
+    prompt = " ".join(f"step {i} of the plan reads the recipe" for i in range(60))
+    stop = threading.Event()
+
+    def agent() -> None:  # the same prompt each turn: its slot's cache serves all but the end
+        while not stop.is_set():
+            try:
+                _post(f"{llama_engine}/v1/completions", {
+                    "model": "tiny", "prompt": prompt, "max_tokens": 48, "ignore_eos": True,
+                    "temperature": 0})
+            except urllib.error.HTTPError:
+                # llama-server answers 400 ("invalid UTF-8 byte") to a whole reply whose
+                # random bytes are not UTF-8; the turn was served and counted all the same.
+                continue
+
+    agents = [threading.Thread(target=agent, daemon=True) for _ in range(2)]
+    for thread in agents:
+        thread.start()
+    try:
+        shown = run_cli("top", run, "--once", "--interval", "3", timeout=120).stdout
+    finally:
+        stop.set()
+        for thread in agents:
+            thread.join(timeout=120)
+    sample = json.loads(shown.strip().splitlines()[-1])
+    (target,) = sample["targets"]
+    engine = target["engine"]
+    assert target["run_id"] == run and not target["errors"], target
+    assert engine["running"] is not None and engine["waiting"] is not None, engine
+    assert engine["generation_tok_s"] > 0 and engine["prompt_tok_s"] >= 0, engine
+    assert engine["prefix_hit_rate_pct"] > 50, engine
+    assert engine["kv_usage_pct"] is None and engine["ttft_s"]["p50"] is None

@@ -50,6 +50,20 @@ class MetricNames:
     decode_time: tuple[str, ...] = ()
     # Info gauges whose labels carry the KV cache's configuration (block size, KV size, GMU).
     cache_config: tuple[str, ...] = ()
+    # Prompt-token counters that leave out the tokens served from the prefix cache: where an
+    # engine has no queries counter, its queries are such a counter plus its hits.
+    prompt_without_hits: tuple[str, ...] = ()
+
+    def queries_in(self, values: Mapping[str, float]) -> float | None:
+        """The prefix cache's queries (tokens) among `values` (counters or their deltas, by
+        name): the engine's own counter, else its prompt tokens without the hits plus the
+        hits (llama.cpp); None where neither is there."""
+        own = next((values[n] for n in self.prefix_queries if n in values), None)
+        if own is not None:
+            return own
+        prompt = next((values[n] for n in self.prompt_without_hits if n in values), None)
+        hits = next((values[n] for n in self.prefix_hits if n in values), None)
+        return None if prompt is None or hits is None else prompt + hits
 
 
 @dataclass(frozen=True)
