@@ -3,8 +3,9 @@
 first generation (and a request with tools accepted); the real gateway in front of it carries
 a chat stream and an Anthropic Messages request with their usage; `connect` hands an agent the
 per-slot window (-c 65536 over -np 4: 16,384), not -c; the metrics the adapter names are
-exported; `bench agents` counts every turn through the gateway. One gap is pinned as it is: a
-required tool call (xfail: llama.cpp's grammar lets the random model ramble first).
+exported; `bench agents` counts every turn through the gateway. A forced tool call is pinned
+as the engine serves it (text first, then the call, which the random model never starts; a
+named tool_choice served as auto), with what agent-check says of it.
 
 Its own engine (llama-server is not the session's vLLM), booted once for the module: a few
 seconds on CPU."""
@@ -12,9 +13,8 @@ seconds on CPU."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import sys
+import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from support import free_port, run_cli
 from support.gateway_process import spawned_gateway
+from support.llamacpp import put_on_path
 from support.timeouts import BOOT_S, SERVE_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
-ROOT = Path(__file__).resolve().parents[2]
 PER_SLOT = 65536 // 4  # tiny-llamacpp: c 65536, np 4, no kvu
 TOOLS = [{"type": "function", "function": {
     "name": "read_file", "description": "Read a file",
@@ -34,26 +34,9 @@ TOOLS = [{"type": "function", "function": {
                    "required": ["path"]}}}]
 
 
-def _llama_server() -> str:
-    """The binary `make setup` built: linked beside this Python, else in the repo's cache."""
-    beside = Path(sys.executable).parent / "llama-server"
-    if beside.exists():
-        return str(beside)
-    cached = sorted(ROOT.glob(".cache/llama.cpp/b*/bin/llama-server"))
-    if cached:
-        return str(cached[-1])
-    found = shutil.which("llama-server")
-    if found:
-        return found
-    if os.environ.get("SM121_SKIP_LLAMACPP"):
-        pytest.skip("SM121_SKIP_LLAMACPP is set: no llama-server was built")
-    raise AssertionError("no llama-server: run `make setup` (scripts/llamacpp-build.sh builds it)")
-
-
 @pytest.fixture(scope="module")
 def llama_engine(sm121_home: Path) -> Iterator[str]:
-    binary = Path(_llama_server())
-    os.environ["PATH"] = f"{binary.parent}{os.pathsep}{os.environ['PATH']}"
+    put_on_path()
     port = free_port()
     run_cli("serve", "tiny-llamacpp", "--profile", "agent", "--port", str(port), "--timeout",
             str(BOOT_S), timeout=SERVE_S)
@@ -101,18 +84,33 @@ def test_a_messages_request_is_answered_natively(gateway: str) -> None:
     assert 1 <= reply["usage"]["output_tokens"] <= 5 and reply["usage"]["input_tokens"] > 0
 
 
-@pytest.mark.xfail(reason="llama.cpp b11434's chat auto-parser reads the tiny template as JSON "
-                   "tool calls inside <tool_call>, but its grammar for a required call lets "
-                   "free content come first (`until-<tool_call>?`), and the random-weight "
-                   "model never leaves it: measured, 200 tokens of text and no call",
-                   strict=False)
-def test_a_required_tool_call_comes_from_the_chat_template(gateway: str) -> None:
+def test_a_forced_tool_call_comes_back_as_text_and_agent_check_says_why(gateway: str) -> None:
+    """What llama-server b11434 does with a forced call, pinned, and what sm121 says of it.
+    Its grammar for `tool_choice: required` is `<|assistant|> (text until "<tool_call>")?
+    tool-calls` (`-v` logs it; common/chat-auto-parser-generator.cpp makes the leading text
+    optional whatever tool_choice says): the call is forced only once the model starts it,
+    and the random-weight model never writes `<tool_call>`, so the reply is text cut at
+    max_tokens, with no call. A named tool_choice it does not read at all (served as auto).
+    vLLM decodes both under a JSON schema, so tiny-cpu calls (test_agent_check.py). agent-check
+    through the gateway names the cause of each: the required case fails saying the grammar
+    lets text come first, the named one is unsupported saying it is served as auto."""
     reply = json.loads(_post(f"{gateway}/v1/chat/completions", {
         "model": "tiny", "messages": [{"role": "user", "content": "read setup.py"}],
-        "tools": TOOLS, "tool_choice": "required", "max_tokens": 64}))
-    calls = reply["choices"][0]["message"].get("tool_calls") or []
-    assert calls and calls[0]["function"]["name"] == "read_file", reply
-    assert isinstance(json.loads(calls[0]["function"]["arguments"]), dict)
+        "tools": TOOLS, "tool_choice": "required", "max_tokens": 64, "temperature": 0}))
+    choice = reply["choices"][0]
+    assert choice["finish_reason"] == "length" and not choice["message"].get("tool_calls")
+    assert choice["message"]["content"] and reply["usage"]["completion_tokens"] == 64
+    checked = run_cli("bench", "agent-check", "--url", gateway, "--model", "tiny", "--cases",
+                      "tools.required,tools.named", "--json", check=False, timeout=300)
+    assert checked.returncode == 1, checked.stderr  # the required case fails
+    cases = {c["name"]: c for c in json.loads(checked.stdout)["cases"]}
+    required, named = cases["tools.required"], cases["tools.named"]
+    assert required["status"] == "fail", required
+    assert "grammar for a required tool call lets text come first" in required["reason"]
+    assert "text ran to max_tokens with no call started" in required["reason"]
+    assert named["status"] == "unsupported", named
+    assert "llama.cpp does not read a named tool_choice" in named["reason"]
+    assert "served as auto" in named["reason"]
 
 
 def test_bench_agents_counts_every_turn_through_the_gateway(gateway: str,
@@ -149,3 +147,45 @@ def test_status_and_the_metrics_the_adapter_names(llama_engine: str) -> None:
         assert f"{name} " in text, name
     status = run_cli("status", "--json").stdout
     assert "tiny-llamacpp" in status
+
+
+def test_top_reads_llama_servers_own_metrics(llama_engine: str, sm121_home: Path) -> None:
+    """`sm121 top RUN --once` on the llama-server run, while two agents repeat one prompt:
+    running and waiting from llamacpp:requests_processing and requests_deferred, token rates
+    from llamacpp:prompt_tokens_total and tokens_predicted_total, and the prefix-cache hit rate
+    from prompt_tokens_cached_total over prompt plus cached (llama-server has no queries
+    counter, MetricNames.queries_in); what it does not export (KV usage, latency histograms)
+    is null, not zero."""
+    run = max((sm121_home / "runs").glob("tiny-llamacpp-agent-*"),
+              key=lambda p: p.stat().st_mtime).name
+    prompt = " ".join(f"step {i} of the plan reads the recipe" for i in range(60))
+    stop = threading.Event()
+
+    def agent() -> None:  # the same prompt each turn: its slot's cache serves all but the end
+        while not stop.is_set():
+            try:
+                _post(f"{llama_engine}/v1/completions", {
+                    "model": "tiny", "prompt": prompt, "max_tokens": 48, "ignore_eos": True,
+                    "temperature": 0})
+            except urllib.error.HTTPError:
+                # llama-server answers 400 ("invalid UTF-8 byte") to a whole reply whose
+                # random bytes are not UTF-8; the turn was served and counted all the same.
+                continue
+
+    agents = [threading.Thread(target=agent, daemon=True) for _ in range(2)]
+    for thread in agents:
+        thread.start()
+    try:
+        shown = run_cli("top", run, "--once", "--interval", "3", timeout=120).stdout
+    finally:
+        stop.set()
+        for thread in agents:
+            thread.join(timeout=120)
+    sample = json.loads(shown.strip().splitlines()[-1])
+    (target,) = sample["targets"]
+    engine = target["engine"]
+    assert target["run_id"] == run and not target["errors"], target
+    assert engine["running"] is not None and engine["waiting"] is not None, engine
+    assert engine["generation_tok_s"] > 0 and engine["prompt_tok_s"] >= 0, engine
+    assert engine["prefix_hit_rate_pct"] > 50, engine
+    assert engine["kv_usage_pct"] is None and engine["ttft_s"]["p50"] is None

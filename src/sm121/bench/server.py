@@ -35,11 +35,11 @@ def preemptions(deltas: Mapping[str, float]) -> float | None:
 
 def prefix_counts(deltas: Mapping[str, float]) -> tuple[float | None, float | None]:
     """(hits, queries) of the prefix cache over the run, in tokens."""
-    return _first(deltas, _NAMES.prefix_hits), _first(deltas, _NAMES.prefix_queries)
+    return _first(deltas, _NAMES.prefix_hits), _NAMES.queries_in(deltas)
 
 
 def prefix_reuse(deltas: dict[str, float]) -> float | None:
-    queries = _first(deltas, _NAMES.prefix_queries)
+    queries = _NAMES.queries_in(deltas)
     hits = _first(deltas, _NAMES.prefix_hits)
     return hits / queries if queries and hits is not None else None
 

@@ -88,7 +88,10 @@ def tune(
     """Boot RECIPE for its (short-context) knee, then measure arms that change one scheduler
     knob at a time against a baseline (max-num-seqs alone; the long-prefill threshold 512,
     1024, 2048; the step budget 2048, 4096, 8192), a reference arm (chunk 8192, no threshold)
-    and vLLM's defaults: each on one boot, its repetitions at --agents beside the workload's
+    and the engine's defaults. On llama.cpp the knobs are its own: slots -np (the context -c
+    grows with them, so each agent keeps its window), the step budget -b, the micro-batch -ub
+    256, 1024, 2048 and --kv-unified; it has no long-prefill threshold (those arms are
+    dropped, saying why). Each arm on one boot, its repetitions at --agents beside the workload's
     long background prefill, then a capacity bisection on the same boot. Arms are ranked by
     the capacity bracket (lo <= N* < hi), the long prefill's cost in the agents runs against
     the reference arm within 5%, then goodput's Clopper-Pearson lower bound. The plan is

@@ -50,6 +50,20 @@ class MetricNames:
     decode_time: tuple[str, ...] = ()
     # Info gauges whose labels carry the KV cache's configuration (block size, KV size, GMU).
     cache_config: tuple[str, ...] = ()
+    # Prompt-token counters that leave out the tokens served from the prefix cache: where an
+    # engine has no queries counter, its queries are such a counter plus its hits.
+    prompt_without_hits: tuple[str, ...] = ()
+
+    def queries_in(self, values: Mapping[str, float]) -> float | None:
+        """The prefix cache's queries (tokens) among `values` (counters or their deltas, by
+        name): the engine's own counter, else its prompt tokens without the hits plus the
+        hits (llama.cpp); None where neither is there."""
+        own = next((values[n] for n in self.prefix_queries if n in values), None)
+        if own is not None:
+            return own
+        prompt = next((values[n] for n in self.prompt_without_hits if n in values), None)
+        hits = next((values[n] for n in self.prefix_hits if n in values), None)
+        return None if prompt is None or hits is None else prompt + hits
 
 
 @dataclass(frozen=True)
@@ -95,18 +109,52 @@ class MemoryFlags:
             return total
         return total // seqs if isinstance(seqs, int) and seqs > 1 else total
 
+    def splits_context(self, args: Mapping[str, Any]) -> bool:
+        """Whether max_num_seqs divides the context among the sequences (llama.cpp's `-c`
+        over `-np` slots unless the pool is shared)."""
+        return self.shared_pool is not None and args.get(self.shared_pool) is not True
+
+    def with_seqs(self, args: Mapping[str, Any], seqs: int) -> dict[str, Any]:
+        """The args that set max_num_seqs to `seqs` and keep the context each request gets:
+        where the context is split across the sequences, the total grows with them (each slot
+        keeps its window, and the KV cache grows by as much)."""
+        changed: dict[str, Any] = {self.max_num_seqs: seqs}
+        each = self.per_request_context(args)
+        if each is not None and self.splits_context(args):
+            changed[self.max_model_len] = each * seqs
+        return changed
+
 
 @dataclass(frozen=True)
 class SchedulerFlags:
     """The flags that shape one engine step, by the engine's names (`sm121 tune` varies
-    them). The optional ones exist in some versions only: check the version's flag list."""
+    them). The optional ones exist in some engines or versions only: check the version's flag
+    list. A knob the engine has no equivalent for is None, with the reason where tune says so."""
 
     batched_tokens: str  # tokens one step may schedule
     max_num_seqs: str  # requests one step may hold
-    long_prefill_threshold: str  # a long prefill's tokens per step
+    long_prefill_threshold: str | None  # a long prefill's tokens per step
     adaptive_threshold: str | None = None  # the engine adapts the threshold to its load
     partial_prefills: str | None = None  # concurrent partial prefills
     long_partial_prefills: str | None = None  # ... of which long ones
+    # Why the engine has no long-prefill threshold (set where long_prefill_threshold is None).
+    no_threshold: str | None = None
+    # The physical batch one step is computed in (llama.cpp's micro-batch): a compute shape,
+    # capped at the step budget; it does not change which request waits for which.
+    micro_batch: str | None = None
+
+
+@dataclass(frozen=True)
+class ForcedToolCalls:
+    """How the engine serves a forced tool call (tool_choice `required`, or one function
+    named), so a check that gets text back can say why in the engine's terms. Each field is
+    None where the engine forces the call, else what it does instead, in a sentence."""
+
+    # Its grammar for a required call lets text come before the call: a model that never
+    # writes its call marker answers in text until max_tokens, with no call.
+    text_first: str | None = None
+    # It does not read a named tool_choice on chat completions: the request is served as auto.
+    named_ignored: str | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +185,9 @@ class EngineArgv(Protocol):
     # What the engine loads: "hf" (a Hugging Face folder or id) or "gguf" (one GGUF file);
     # launch writes the tiny model in this form.
     model_format: str
+    # Why sm121 serves this engine on one node only; None where it spreads a model over
+    # several. Validation refuses a recipe of more nodes with it, before anything starts.
+    one_node: str | None
 
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
         """The node's engine argv and where the engine's own args start in it; None when the
@@ -155,6 +206,7 @@ class EngineFlags(Protocol):
     derived from them, and the tool-calling rule."""
 
     tool_call_parser: str  # the flag naming the tool-call parser (its errors name it too)
+    forced_calls: ForcedToolCalls
 
     def flag_choice(self, recipe: Recipe) -> FlagChoice: ...
     def known_flags(self, recipe: Recipe) -> frozenset[str]: ...
@@ -239,6 +291,7 @@ class EngineAdapter(EngineArgv, EngineFlags, EngineTrust, EngineBootLog, EngineT
 
     kind: EngineKind
     label: str  # how messages name the engine ("vLLM")
+    owned_by: str  # the owner its /v1/models cards name: how a URL's engine is recognised
 
 
 # The parts, for a test that checks each registered adapter implements each one whole.

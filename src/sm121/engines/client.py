@@ -9,6 +9,7 @@ gateway's relay of client requests is not this client: relay.py frames those byt
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -90,8 +91,17 @@ class EngineClient:
         return await self._optional_text("/metrics", timeout_s)
 
     async def version(self) -> str | None:
+        """/version as the server says it (vLLM: JSON text); a server without it
+        (llama-server) gives its build as /props' `build_info` (e.g. "b11434-b11434")."""
         text = await self._optional_text("/version")
-        return text.strip() if text else None
+        if text:
+            return text.strip()
+        props = await self._optional_text("/props")
+        try:
+            build = json.loads(props).get("build_info") if props else None
+        except (ValueError, AttributeError):
+            return None
+        return build if isinstance(build, str) and build else None
 
     async def healthy(self, timeout_s: float) -> bool:
         """/health answers 200 (an engine's, while it runs); a server without the route

@@ -60,6 +60,12 @@ def adapters() -> tuple[EngineAdapter, ...]:
     return tuple(_ADAPTERS.values())
 
 
+def adapter_serving(owned_by: object) -> EngineAdapter | None:
+    """The adapter of the engine whose /v1/models card names `owned_by` as its owner; None
+    for another server (or a card that names none), which a reader then takes as it comes."""
+    return next((a for a in adapters() if a.owned_by == owned_by), None)
+
+
 def metric_names() -> MetricNames:
     """Every registered engine's names, engine by engine, for a reader of a /metrics page
     that does not know which engine serves it. With one engine, that engine's table."""

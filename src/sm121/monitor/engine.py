@@ -36,7 +36,7 @@ def engine_panel(before: Snapshot, after: Snapshot) -> dict[str, Any]:
         "running": _gauge(after, RUNNING),
         "waiting": _gauge(after, WAITING),
         "kv_usage_pct": None if kv is None else round(100 * kv, 2),
-        "prefix_hit_rate_pct": _ratio_pct(before, after, PREFIX_HITS, PREFIX_QUERIES),
+        "prefix_hit_rate_pct": _prefix_hit_pct(before, after),
         "prompt_tok_s": _rate(before, after, PROMPT_TOKENS),
         "generation_tok_s": _rate(before, after, GENERATION_TOKENS),
         "requests_done": _delta(before, after, SUCCESS),
@@ -73,6 +73,18 @@ def _ratio_pct(before: Snapshot, after: Snapshot, part: tuple[str, ...],
     if top is None or not bottom:
         return None
     return round(100 * top / bottom, 2)
+
+
+def _prefix_hit_pct(before: Snapshot, after: Snapshot) -> float | None:
+    """Hits over queries over the interval; an engine without a queries counter counts its
+    queries as its prompt tokens without the hits plus the hits (MetricNames.queries_in)."""
+    names = (*PREFIX_HITS, *PREFIX_QUERIES, *_NAMES.prompt_without_hits)
+    deltas = {n: d for n in names if (d := counter_delta(before, after, n)) is not None}
+    hits, queries = next((deltas[n] for n in PREFIX_HITS if n in deltas), None), \
+        _NAMES.queries_in(deltas)
+    if hits is None or not queries:
+        return None
+    return round(100 * hits / queries, 2)
 
 
 def _quantiles(before: Snapshot, after: Snapshot,

@@ -150,7 +150,10 @@ def _validate(engine: EngineAdapter, request: PlanRequest, profile: str | None,
                 + validate_overrides(recipe, profile, overrides, source, engine))
     if request.cluster is not None:
         cluster, cluster_source = request.cluster
-        findings += check_fabric(cluster, cluster_source, recipe.parallelism.nodes)
+        # An engine served on one node uses the cluster's head alone (validation refuses
+        # more): the fabric between nodes is not its question.
+        nodes = 1 if engine.one_node else recipe.parallelism.nodes
+        findings += check_fabric(cluster, cluster_source, nodes)
     elif recipe.parallelism.nodes > 1:
         # A plan without a cluster still shows what will run; serving it needs the cluster.
         findings.append(Finding(

@@ -18,12 +18,12 @@ from sm121.recipes.schema import ArgValue, Recipe
 
 def validate_recipe(recipe: Recipe, source: str,
                     engine: EngineAdapter | None = None) -> list[Finding]:
-    findings = _check_parallelism(recipe, source) + _check_hooks(recipe, source)
+    if engine is None and has_adapter(recipe.engine.kind):
+        engine = adapter_for(recipe.engine.kind)  # a recipe meeting its engine here
+    findings = _check_parallelism(recipe, source, engine) + _check_hooks(recipe, source)
     if recipe.default_profile and recipe.default_profile not in recipe.profiles:
         findings.append(_err(source, "default_profile", f"{recipe.default_profile!r} is not a profile",
                              allowed=", ".join(recipe.profiles)))
-    if engine is None and has_adapter(recipe.engine.kind):
-        engine = adapter_for(recipe.engine.kind)  # a recipe meeting its engine here
     if engine is not None:
         findings += engine.check_layer(recipe, recipe.args, recipe.args, None, source, "args",
                                        tool_calling=not recipe.profiles)
@@ -46,8 +46,14 @@ def validate_overrides(
     return engine.check_layer(recipe, overrides, args, None, "--set", "args", tool_calling=True)
 
 
-def _check_parallelism(recipe: Recipe, source: str) -> list[Finding]:
+def _check_parallelism(recipe: Recipe, source: str,
+                       engine: EngineAdapter | None) -> list[Finding]:
     par = recipe.parallelism
+    if engine is not None and engine.one_node and par.nodes > 1:
+        # The engine serves one node: its ranks over nodes are not the question.
+        return [_err(source, "parallelism.nodes",
+                     f"{par.nodes} nodes, but sm121 serves {engine.label} on one node: "
+                     f"{engine.one_node}", allowed="1")]
     findings: list[Finding] = []
     gpus = par.nodes * par.gpus_per_node
     if par.tp * par.pp != gpus:

@@ -96,3 +96,35 @@ def test_excerpts_shorten_long_contents() -> None:
     body = {"messages": [{"role": "user", "content": "x" * 5000}]}
     text = excerpt(body)
     assert "<5000 chars>" in text and len(text) < 400
+
+
+def _probe(engine: str | None) -> Probe:
+    from sm121.engines.registry import adapter_serving
+
+    adapter = adapter_serving(engine)
+    facts = Facts("tiny", engine=adapter.label if adapter else None,
+                  forced_calls=adapter.forced_calls if adapter else None)
+    return Probe(None, "http://127.0.0.1:1", facts)  # type: ignore[arg-type]
+
+
+def test_a_forced_call_that_came_back_as_text_is_explained_in_the_engines_terms() -> None:
+    """llama-server b11434 does not read a named tool_choice (unsupported, saying so) and its
+    grammar lets text come before a required call (a failure naming that); vLLM forces both,
+    so text there is a plain failure, as from a server sm121 has no adapter for."""
+    from sm121.bench.scenarios.agent_check.forced import no_forced_call
+
+    llama = _probe("llamacpp")
+    named = no_forced_call(llama, "named tool_choice", "abc", named=True, cut=True)
+    assert isinstance(named, CaseUnsupported)
+    assert "does not read a named tool_choice" in named.message and "served as auto" in named.message
+    required = no_forced_call(llama, "tool_choice required", "abc", named=False, cut=True)
+    assert type(required) is CaseFailed and "lets text come first" in required.message
+    assert "(llama.cpp)" in required.message
+    # Not cut at max_tokens: the model stopped on its own, so the grammar is not the story.
+    stopped = no_forced_call(llama, "tool_choice required", "abc", named=False, cut=False)
+    assert stopped.message == "tool_choice required returned no tool call; content: 'abc'"
+    for plain in (_probe("vllm"), _probe("someone-else"), _probe(None)):
+        for named_call in (True, False):
+            error = no_forced_call(plain, "x", "abc", named=named_call, cut=True)
+            assert type(error) is CaseFailed and error.message == (
+                "x returned no tool call; content: 'abc'")

@@ -47,3 +47,15 @@ def test_the_ray_port_is_asked_only_for_docker() -> None:
     engine = adapter_for(EngineKind.VLLM)
     assert engine.rendezvous_ports("docker") == (6379,)
     assert engine.rendezvous_ports("native") == ()
+
+
+def test_prefix_queries_are_the_engines_counter_or_llama_cpps_prompt_plus_hits() -> None:
+    """vLLM counts its prefix-cache queries; llama-server has no such counter, and its prompt
+    counter leaves out the cached tokens, so its queries are prompt plus cached."""
+    names = metric_names()
+    assert names.queries_in({"vllm:prefix_cache_queries_total": 100.0,
+                             "vllm:prefix_cache_hits_total": 90.0}) == 100.0
+    assert names.queries_in({"llamacpp:prompt_tokens_total": 10.0,
+                             "llamacpp:prompt_tokens_cached_total": 90.0}) == 100.0
+    assert names.queries_in({"llamacpp:prompt_tokens_total": 10.0}) is None
+    assert names.queries_in({}) is None

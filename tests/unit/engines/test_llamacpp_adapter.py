@@ -148,14 +148,20 @@ def test_the_rendered_argv_is_read_as_llama_server_reads_it() -> None:
     assert changed and "--port" in changed[0]
 
 
-def test_several_nodes_are_refused_with_the_reason(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tp", [1, 2])
+def test_several_nodes_are_refused_with_the_reason(tmp_path: Path, tp: int) -> None:
+    """One refusal, the engine's, whatever the ranks say (vLLM's tp x pp rule is not the
+    question): validation, so plan, serve and tune refuse alike before anything starts."""
     data = load_recipe("tiny-llamacpp").recipe.model_dump(mode="json", exclude_defaults=True)
-    data["parallelism"] = {"nodes": 2, "tp": 2}
+    data["parallelism"] = {"nodes": 2, "tp": tp}
     path = tmp_path / "two.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(Sm121Error) as raised:
         render_plan(PlanRequest(recipe=load_recipe(str(path)), profile="agent"))
-    assert "RPC" in (raised.value.hint or "")
+    message = raised.value.message
+    assert "(1 error)" in message and "parallelism.nodes: 2 nodes, but sm121 serves llama.cpp " \
+        "on one node: llama.cpp spreads a model over machines only through its RPC backend" \
+        in message
 
 
 def test_a_llama_server_card_gives_its_per_slot_context() -> None:

@@ -221,3 +221,33 @@ def test_the_written_profile_says_only_what_was_measured_and_names_its_runs(tmp_
     assert "knee" not in " ".join(profile.comments.values()) + " ".join(profile.header)
     assert profile.args[CHUNK] == 4096 and profile.args[SEQS] == 6
     assert "30/32 judged turns" in " ".join(profile.header)
+
+
+def test_llama_cpp_arms_are_its_own_knobs_and_keep_each_slots_context():
+    """llama.cpp's adapter: slots np (the total context c grows with them: every arm's slot
+    keeps the profile's window), the step budget b, the micro-batch ub (capped at b), the
+    shared pool kvu; no long-prefill threshold, dropped with the adapter's reason."""
+    engine = adapter_for(EngineKind.LLAMA_CPP)
+    knobs, memory = engine.scheduler, engine.memory
+    agent = {"c": 65536, "np": 4, "b": 2048, "ub": 512}
+    found, dropped = arms("agent", {"agent": agent}, largest_n=8, knobs=knobs, memory=memory,
+                          defaults="llama.cpp-defaults")
+    by = {a.name: a for a in found}
+    assert [a.name for a in found] == [
+        "agent", "chunk-8192", "seqs-18", "chunk-4096", "ubatch-256", "ubatch-1024",
+        "ubatch-2048", "shared-pool", "llama.cpp-defaults"]
+    assert by["agent"].args == {"np": 9, "c": 9 * 16384} and "c 147456" in by["agent"].why
+    for arm in found[1:-1]:
+        merged = {**agent, **arm.args}
+        assert len(arm.differs) == 1, arm
+        assert memory.per_request_context(merged) == (9 * 16384 if arm.name == "shared-pool"
+                                                       else 16384), arm
+    assert by["seqs-18"].args == {"np": 18, "c": 18 * 16384}
+    assert by["ubatch-2048"].differs == ("ub",) and by["shared-pool"].differs == ("kvu",)
+    assert by["llama.cpp-defaults"].args == {"b": None, "np": None, "ub": None}
+    assert dropped[0] == f"lpt-512/1024/2048: {knobs.no_threshold}"
+    assert "chunk-2048: the same scheduling as agent" in dropped
+    # A micro-batch above the step budget is capped at it: ub 4096 with b 2048 is ub 2048.
+    capped, _ = arms("agent", {"agent": {**agent, "ub": 4096}}, largest_n=2, knobs=knobs,
+                     memory=memory)
+    assert "ubatch-2048" not in {a.name for a in capped}

@@ -19,7 +19,7 @@ from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.capacity import Bracket, bracket
 from sm121.bench.tune.claims import claim
 from sm121.bench.tune.files import AbFile
-from sm121.bench.tune.knobs import effective_step, knobs_of
+from sm121.bench.tune.knobs import effective_step, knobs_of, memory_of
 from sm121.bench.tune.pick import COST_TARGET, binding
 from sm121.bench.tune.predict import predicted_for
 from sm121.bench.tune.recipe_write import TunedProfile
@@ -224,11 +224,16 @@ def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidat
     differs = ("the baseline" if not chosen.differs else
                "differs from the baseline in " + ", ".join(chosen.differs))
     arm = f"arm {chosen.name} ({differs})"
-    comments = {knobs.batched_tokens: f"{arm}; {capacity_text}; {prefill}",
-                knobs.long_prefill_threshold: f"{arm}; {capacity_text}; {prefill}",
-                knobs.max_num_seqs: f"holds {request.largest_n} agents (the most the capacity "
-                f"search may test; it tested up to {_tested(r)} on boot {boots}) and the "
-                "background job"}
+    step_knobs = (knobs.batched_tokens, knobs.long_prefill_threshold, knobs.micro_batch)
+    comments = {name: f"{arm}; {capacity_text}; {prefill}" for name in step_knobs if name}
+    comments[knobs.max_num_seqs] = (
+        f"holds {request.largest_n} agents (the most the capacity search may test; it tested up "
+        f"to {_tested(r)} on boot {boots}) and the background job")
+    memory, runs = memory_of(recipe.engine.kind), merged_args(request.recipe, chosen)
+    each = memory.per_request_context(runs)
+    if each is not None and memory.splits_context(runs):  # grown with the sequences
+        comments[memory.max_model_len] = (f"{each:,} tokens for each of the "
+                                          f"{runs.get(knobs.max_num_seqs)} sequences")
     if knobs.max_num_seqs in chosen.differs:  # the seqs-alone arm: its value is the finding
         comments[knobs.max_num_seqs] = f"{arm}; {capacity_text}"
     notes = {name: (comments[name] if name in comments and name in chosen.args else

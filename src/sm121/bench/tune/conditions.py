@@ -30,14 +30,15 @@ def device() -> str:
     return f"CPU {platform.machine()} x{os.cpu_count() or '?'}"
 
 
-def engine_version(version: JsonValue) -> str:
-    """The engine and version a server reported (its /version as text, JSON text or JSON)."""
+def engine_version(version: JsonValue, engine: str = "vLLM") -> str:
+    """The engine (its adapter's label) and the version its server reported (its /version as
+    text, JSON text or JSON; llama-server's build)."""
     if isinstance(version, str) and version.startswith("{"):
         with contextlib.suppress(ValueError):
             version = json.loads(version)
     if isinstance(version, dict):
         version = version.get("version")
-    return f"vLLM {version}" if version else "vLLM (version not reported)"
+    return f"{engine} {version}" if version else f"{engine} (version not reported)"
 
 
 def today() -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sm121.engines.adapter import SchedulerFlags
+from sm121.bench.tune.candidates import defaults_arm
+from sm121.engines.adapter import MemoryFlags, SchedulerFlags
 from sm121.engines.registry import adapter_for
 from sm121.recipes.schema import EngineKind
 
@@ -14,9 +15,22 @@ def knobs_of(kind: EngineKind) -> SchedulerFlags:
     return adapter_for(kind).scheduler
 
 
+def memory_of(kind: EngineKind) -> MemoryFlags:
+    """The engine's memory flags: where its context is split across the sequences, tune's
+    arms raise it with them."""
+    return adapter_for(kind).memory
+
+
+def defaults_of(kind: EngineKind) -> str:
+    """The name of the arm that sets none of the engine's knobs."""
+    return defaults_arm(kind.value)
+
+
 def effective_step(args: Mapping[str, object], knobs: SchedulerFlags) -> int | None:
-    """Tokens a long prefill gets per step: the chunk, capped by the threshold when set."""
-    chunk, threshold = args.get(knobs.batched_tokens), args.get(knobs.long_prefill_threshold)
+    """Tokens a long prefill gets per step: the chunk, capped by the threshold when set (an
+    engine without a threshold gives a long prefill the whole chunk)."""
+    chunk = args.get(knobs.batched_tokens)
+    threshold = args.get(knobs.long_prefill_threshold) if knobs.long_prefill_threshold else None
     sizes = [int(v) for v in (chunk, threshold) if isinstance(v, int | str) and str(v).isdigit()
              and int(v) > 0]
     return min(sizes) if sizes else None

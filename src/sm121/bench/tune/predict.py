@@ -11,8 +11,9 @@ from sm121.bench.result_models import AbEntry
 from sm121.bench.scenarios.agents.capacity import knobs_from_args, load_shape, slo_ttft
 from sm121.bench.tune.request import TuneRequest
 from sm121.engines.client import block_size_of, kv_pool_of
-from sm121.engines.registry import adapter_of
+from sm121.engines.registry import adapter_for
 from sm121.memory.capacity import Capacity, Pool, predict
+from sm121.recipes.loader import load_recipe
 
 
 def arm_prediction(request: TuneRequest, entry: AbEntry) -> Capacity | None:
@@ -26,7 +27,7 @@ def arm_prediction(request: TuneRequest, entry: AbEntry) -> Capacity | None:
     max_len = entry.server.max_model_len
     if not tokens or not max_len:
         return None
-    engine = adapter_of()
+    engine = adapter_for(load_recipe(request.recipe).recipe.engine.kind)  # the arm's engine
     knobs = knobs_from_args(entry.engine_args, engine.scheduler, engine.memory.kv_cache_dtype)
     shape = load_shape(request.workload, request.turns or 6, int(max_len))
     return predict(Pool(tokens, block, "the arm's boot"), shape, knobs,

@@ -44,11 +44,14 @@ def _tested(row: ArmRow) -> str:
 def arms_section(state: TuneRecord) -> list[str]:
     result, request = state.chosen(), state.request
     table = result.table
+    # The arm that sets none of the engine's knobs (vllm-defaults, llama.cpp-defaults).
+    unset = next((c.name for c in state.candidates or [] if "defaults" in c.role), None)
     lines = ["## Arms", "", "![arms](tune-candidates.png)", "",
              f"Baseline `{result.baseline}`; reference arm for the prefill cost "
-             f"`{result.reference}`. Every arm holds max-num-seqs >= "
-             f"{request.max_agents} + 1 (the most agents tested, and the background job) "
-             "but `vllm-defaults`, which sets none of the three knobs.", "",
+             f"`{result.reference}`. Every arm holds {request.max_agents} + 1 sequences at "
+             "once (the most agents tested, and the background job)"
+             + (f" but `{unset}`, which sets none of the engine's scheduler knobs." if unset
+                else "."), "",
              "| arm | differs from the baseline in | capacity | N tested (one run each; the "
              f"target {request.agents}: majority of reps) | goodput (good/judged, 95% CI) | "
              "judged TTFT p95 (s) | TTFT p95 during the long prefill (s) | decode p50 tok/s | "

@@ -25,7 +25,7 @@ from sm121.bench.tune.choose import capacity, choose, tuned_profile
 from sm121.bench.tune.confirm import finalists, next_boot, second_n
 from sm121.bench.tune.exclusive import measure_exclusive
 from sm121.bench.tune.files import AbFile, KneeFile
-from sm121.bench.tune.knobs import knobs_of
+from sm121.bench.tune.knobs import defaults_of, knobs_of, memory_of
 from sm121.bench.tune.predict import predicted_for
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
@@ -33,6 +33,7 @@ from sm121.bench.tune.request import TuneRequest, agent_params
 from sm121.bench.tune.result import ConfirmPlan, PlanRecord, SittingRecord, TuneRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
+from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
 from sm121.plan.build import require_arms_trust
 from sm121.plan.effective import profile_args
@@ -65,11 +66,13 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
                                             for c in state.record.candidates}, request.trust)
     sitting = _sitting(state)
     knee = _knee(request, state, base, say)
-    facts = KneeFacts.of(knee)
+    facts = KneeFacts.of(knee, adapter_for(recipe.engine.kind).label)
     if state.record.candidates is None:
+        kind = recipe.engine.kind
         found_arms, dropped = cands.arms(
             names[0], {n: profile_args(recipe, n) for n in dict.fromkeys(names)},
-            request.largest_n, knobs_of(recipe.engine.kind))
+            request.largest_n, knobs_of(kind), memory=memory_of(kind),
+            defaults=defaults_of(kind))
         state.record.candidates = [c.to_json() for c in found_arms]
         state.record.dropped = dropped
         state.save()
@@ -144,9 +147,10 @@ class KneeFacts:
     engine: str
 
     @staticmethod
-    def of(knee: KneeFile) -> KneeFacts:
+    def of(knee: KneeFile, engine: str) -> KneeFacts:
+        """`engine`: the recipe's engine, as its adapter names it."""
         boot = knee.boot.timings.first_generation_s if knee.boot else None
-        return KneeFacts(boot, conditions.engine_version(knee.server.version))
+        return KneeFacts(boot, conditions.engine_version(knee.server.version, engine))
 
 
 def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: AbFile) -> Estimates:

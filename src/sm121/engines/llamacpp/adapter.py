@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sm121.boot_facts import BootFacts, BootPhases, Milestone, StampedLine
-from sm121.engines.adapter import MemoryFlags, MetricNames, NodeArgvRequest, SchedulerFlags
+from sm121.engines.adapter import ForcedToolCalls, MemoryFlags, MetricNames, NodeArgvRequest, SchedulerFlags
 from sm121.engines.flag_list import FlagChoice, FlagList
 from sm121.engines.llamacpp import args as _args
 from sm121.engines.llamacpp import flags as _flags
@@ -30,10 +30,17 @@ MEMORY = MemoryFlags(
     kv_cache_dtype_v=_args.CACHE_V, shared_pool=_args.UNIFIED, gpu_layers=_args.GPU_LAYERS,
 )
 
-# One step: `b` logical tokens per decode call, `ub` per physical micro-batch, `np` slots; a
-# long prompt is split into `ub` chunks, so `ub` plays the long-prefill threshold.
+# One step: the server fills one batch of up to `b` tokens (every decoding slot's next token,
+# then prompt tokens slot by slot: one long prompt may take the whole rest), and decodes it in
+# micro-batches of `ub` inside one call, so a decoding slot waits for the whole step either
+# way. `np` slots are the sequences. There is no per-request cap on a step's prompt tokens.
 SCHEDULER = SchedulerFlags(
-    batched_tokens=_args.BATCH, max_num_seqs=_args.SLOTS, long_prefill_threshold=_args.UBATCH,
+    batched_tokens=_args.BATCH, max_num_seqs=_args.SLOTS, long_prefill_threshold=None,
+    no_threshold="llama-server has no long-prefill threshold: a slot's prompt fills each "
+                 "step's batch up to -b (tools/server/server-context.cpp, update_slots), and "
+                 "-ub only splits that step into micro-batches inside one decode call, so the "
+                 "decoding slots still wait for the whole step",
+    micro_batch=_args.UBATCH,
 )
 _MODEL_FORMAT = "gguf"
 
@@ -44,6 +51,7 @@ class LlamacppArgv:
     host_ip_env: str | None = None  # one node only (no RPC rendering)
     api_key_env: str = "LLAMA_API_KEY"
     model_format: str = _MODEL_FORMAT
+    one_node: str | None = _args.ONE_NODE
 
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
         book = _flags.book(_flags.nearest(request.recipe.engine.version))
@@ -55,6 +63,7 @@ class LlamacppArgv:
 
 class LlamacppFlags:
     tool_call_parser: str = _args.JINJA  # tool calls come from the Jinja chat template
+    forced_calls: ForcedToolCalls = _args.FORCED_CALLS
 
     def flag_choice(self, recipe: Recipe) -> FlagChoice:
         return _flags.choose(recipe.engine.version)
@@ -159,6 +168,7 @@ class LlamacppBootLog:
 class LlamacppAdapter(LlamacppArgv, LlamacppFlags, LlamacppTrust, LlamacppBootLog):
     kind: EngineKind = EngineKind.LLAMA_CPP
     label: str = "llama.cpp"
+    owned_by: str = "llamacpp"
     metrics: MetricNames = METRICS
     memory: MemoryFlags = MEMORY
     scheduler: SchedulerFlags = SCHEDULER

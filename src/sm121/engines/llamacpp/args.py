@@ -8,7 +8,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
-from sm121.engines.adapter import NodeArgvRequest
+from sm121.engines.adapter import ForcedToolCalls, NodeArgvRequest
 from sm121.engines.llamacpp import flags as _flags
 from sm121.errors import Sm121Error
 from sm121.findings import Finding, Severity
@@ -59,13 +59,17 @@ def model_argv(recipe: Recipe, model_ref: str) -> list[str]:
     return ["-m", model_ref]
 
 
+# Why a recipe of several nodes is refused (plan, serve, tune: validation, before anything
+# starts; node_argv below only guards a plan built without it).
+ONE_NODE = ("llama.cpp spreads a model over machines only through its RPC backend (rpc-server "
+            "on each worker, --rpc on the head), which sm121 does not render")
+
+
 def node_argv(request: NodeArgvRequest, book: _flags.HelpBook) -> tuple[list[str], int | None]:
     recipe = request.recipe
     if request.node_count > 1:
-        raise Sm121Error(f"recipe {recipe.name}: llama.cpp serves one model on one node here",
-                         "llama.cpp spreads a model over machines only through its RPC "
-                         "backend, which sm121 does not render: serve it with parallelism."
-                         "nodes: 1")
+        raise Sm121Error(f"recipe {recipe.name}: {request.node_count} nodes: {ONE_NODE}",
+                         "serve it on one node: parallelism.nodes: 1")
     command = list(recipe.runtime.command or (
         DOCKER_COMMAND if recipe.runtime.kind == "docker" else NATIVE_COMMAND))
     names = ",".join([recipe.model.id, *recipe.model.aliases])
@@ -176,3 +180,17 @@ def check_tool_calling(merged: Mapping[str, ArgValue], agent: bool, source: str,
 
 def _error(source: str, field: str, message: str) -> Finding:
     return Finding(severity=Severity.ERROR, source=source, field=field, message=message)
+
+
+# A forced tool call on llama-server b11434, as read from its source and seen on the real
+# server (`-v` logs the grammar of each request): for a required call its chat auto-parser
+# builds `generation-prompt (content until "<tool_call>")? tool-calls` (common/chat-auto-
+# parser-generator.cpp, build_tool_parser_json_native: the content before the call is optional
+# whatever tool_choice says), so the call is forced only once the model starts it; and it reads
+# tool_choice as a string only, so a named one is logged as "Wrong type supplied for parameter
+# 'tool_choice', using default value" and served as auto.
+FORCED_CALLS = ForcedToolCalls(
+    text_first="llama-server's grammar for a required tool call lets text come first: the call "
+               "is forced only once the model writes its call marker",
+    named_ignored="llama-server reads tool_choice only as a string: a named one is served as "
+                  "auto (its log: \"Wrong type supplied for parameter 'tool_choice'\")")

@@ -5,7 +5,8 @@ response), which exports counters and gauges only: no latency histograms, no KV-
 Two differ in meaning from vLLM's same-named rows: `prompt_tokens_total` excludes the tokens
 served from the cache (they are `prompt_tokens_cached_total`), so the prompt tokens a request
 asked for are the sum; and `requests_deferred` (requests waiting for a free slot) is the only
-queue there is. The prefix-cache queries have no counter of their own (prompt plus cached)."""
+queue there is. The prefix-cache queries have no counter of their own: they are prompt plus
+cached (`prompt_without_hits`)."""
 
 from __future__ import annotations
 
@@ -38,4 +39,5 @@ METRICS = MetricNames(
         "llamacpp:spec_decode_num_draft_tokens_total", "llamacpp:spec_decode_num_drafts_total",
     ),
     namespaces=(NAMESPACE,),
+    prompt_without_hits=(PROMPT,),  # the queries are prompt + cached (MetricNames.queries_in)
 )

@@ -9,7 +9,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sm121.boot_facts import BootFacts, BootPhases, Milestone, StampedLine
-from sm121.engines.adapter import MemoryFlags, MetricNames, NodeArgvRequest, SchedulerFlags
+from sm121.engines.adapter import (
+    ForcedToolCalls,
+    MemoryFlags,
+    MetricNames,
+    NodeArgvRequest,
+    SchedulerFlags,
+)
 from sm121.engines.flag_list import FlagChoice, FlagList
 from sm121.engines.vllm import agent as _agent
 from sm121.engines.vllm import args as _args
@@ -49,6 +55,7 @@ class VllmArgv:
     host_ip_env: str | None = "VLLM_HOST_IP"
     api_key_env: str = "VLLM_API_KEY"
     model_format: str = "hf"
+    one_node: str | None = None  # native --nnodes, or Ray under docker
 
     def node_argv(self, request: NodeArgvRequest) -> tuple[list[str], int | None]:
         return _multinode.node_argv(request)
@@ -63,6 +70,7 @@ class VllmFlags:
     """engines.adapter.EngineFlags: flags per version, args' rules, derived args, tools."""
 
     tool_call_parser: str = _parsers.TOOL_CALL_PARSER
+    forced_calls: ForcedToolCalls = _agent.FORCED_CALLS
 
     def flag_choice(self, recipe: Recipe) -> FlagChoice:
         return _flags.choose(recipe.engine.version, recipe.runtime.image, _flags.recipe_key(recipe))
@@ -171,6 +179,7 @@ class VllmBootLog:
 class VllmAdapter(VllmArgv, VllmFlags, VllmTrust, VllmBootLog):
     kind: EngineKind = EngineKind.VLLM
     label: str = "vLLM"
+    owned_by: str = "vllm"
     metrics: MetricNames = METRICS
     memory: MemoryFlags = MEMORY
     scheduler: SchedulerFlags = SCHEDULER

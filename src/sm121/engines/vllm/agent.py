@@ -12,6 +12,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
+from sm121.engines.adapter import ForcedToolCalls
 from sm121.engines.vllm.parsers import PARSER_FLAGS, TOOL_CALL_PARSER, ParserNames, parser_names
 from sm121.findings import Finding
 from sm121.recipes.schema import ArgValue, Recipe, Severity
@@ -22,6 +23,10 @@ _AGENT_PURPOSE = re.compile(r"\bagents?\b", re.IGNORECASE)
 TOOL_CALLING_FIX = (f"add `{AUTO_TOOL_CHOICE}: true` and `{TOOL_CALL_PARSER}: NAME` (the "
                     "parser matching the model's chat template, e.g. hermes for <tool_call> "
                     "JSON) to the recipe's args or this profile")
+
+# vLLM decodes a forced call under structured outputs: `required` by a JSON schema of an array
+# of calls, a named function by that function's parameters, so no text can come first.
+FORCED_CALLS = ForcedToolCalls()
 
 
 def is_agent_purpose(purpose: str) -> bool:

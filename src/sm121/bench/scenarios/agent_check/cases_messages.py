@@ -9,6 +9,7 @@ from typing import Any
 
 from sm121.bench.scenarios.agent_check.cases_api import stop_word
 from sm121.bench.scenarios.agent_check.cases_limits import TextAsk, long_input, overflow
+from sm121.bench.scenarios.agent_check.forced import no_forced_call
 from sm121.bench.scenarios.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.scenarios.agent_check.probe import Case, Probe, Reply
 from sm121.bench.scenarios.agent_check.tools import ASK, SCHEMAS, CheckedCall, check_call
@@ -50,6 +51,17 @@ def _calls(data: AnthropicMessage, allowed: set[str]) -> list[CheckedCall]:
     return [check_call(c, allowed) for c in message_tool_uses(data.content)]
 
 
+def forced(p: Probe, reply: Reply, what: str) -> AnthropicMessage:
+    """The message of a forced call (tool_choice any or a named tool); no tool_use in it
+    fails with the engine's reason (forced.py). A named tool is read on Messages by both
+    engines sm121 knows (llama-server as any tool), so only the grammar is named."""
+    data = message(reply, what)
+    if not message_tool_uses(data.content):
+        raise no_forced_call(p, what, [b.echoed() for b in data.content], named=False,
+                             cut=data.stop_reason == "max_tokens")
+    return data
+
+
 async def tools_auto(p: Probe) -> str:
     data = message(await p.post(ROUTE, body(p, tool_choice={"type": "auto"})), "auto")
     calls = _calls(data, set(SCHEMAS))
@@ -59,16 +71,14 @@ async def tools_auto(p: Probe) -> str:
 
 
 async def tools_any(p: Probe) -> str:
-    data = message(await p.post(ROUTE, body(p, tool_choice={"type": "any"})), "tool_choice any")
+    data = forced(p, await p.post(ROUTE, body(p, tool_choice={"type": "any"})),
+                  "tool_choice any")
     calls = _calls(data, set(SCHEMAS))
-    if not calls:
-        raise CaseFailed(f"tool_choice any returned no tool_use block: "
-                         f"{str([b.echoed() for b in data.content])[:200]}")
     return f"{len(calls)} schema-valid tool_use block(s): {calls}, stop {data.stop_reason}"
 
 
 async def tools_named(p: Probe) -> str:
-    data = message(await p.post(ROUTE, body(p, tool_choice=NAMED_WEATHER)), "named tool")
+    data = forced(p, await p.post(ROUTE, body(p, tool_choice=NAMED_WEATHER)), "named tool")
     calls = _calls(data, {"get_weather"})
     if len(calls) != 1:
         raise CaseFailed(f"a named tool_choice gave {len(calls)} get_weather calls, expected 1")
@@ -79,7 +89,7 @@ async def tools_streamed(p: Probe) -> str:
     """The input_json_delta pieces of a streamed tool use join into the same valid input as
     the whole reply's (temperature 0)."""
     named = body(p, tool_choice=NAMED_WEATHER)
-    whole = _calls(message(await p.post(ROUTE, named), "named tool"), {"get_weather"})
+    whole = _calls(forced(p, await p.post(ROUTE, named), "named tool"), {"get_weather"})
     streamed = await p.stream(ROUTE, named)
     if streamed.status != 200:
         raise CaseFailed(f"stream: HTTP {streamed.status}: {str(streamed.error_body)[:300]}")
@@ -95,12 +105,9 @@ async def tools_streamed(p: Probe) -> str:
 
 
 async def tool_result_round_trip(p: Probe) -> str:
-    first = message(await p.post(ROUTE, body(p, tool_choice=NAMED_WEATHER)),
-                    "turn 1 (named tool)")
-    uses = [b for b in first.content if b.type == "tool_use"]
-    if not uses:
-        raise CaseFailed("turn 1 returned no tool_use block to answer")
-    use = uses[0]
+    first = forced(p, await p.post(ROUTE, body(p, tool_choice=NAMED_WEATHER)),
+                   "turn 1 (named tool)")
+    use = next(b for b in first.content if b.type == "tool_use")
     messages = [{"role": "user", "content": ASK},
                 {"role": "assistant", "content": [b.echoed() for b in first.content]},
                 {"role": "user", "content": [

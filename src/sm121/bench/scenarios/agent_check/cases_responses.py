@@ -15,6 +15,7 @@ from typing import Any
 from sm121.bench.scenarios.agent_check.cases_api import stop_word
 from sm121.bench.scenarios.agent_check.cases_limits import TextAsk, long_input, overflow
 from sm121.bench.scenarios.agent_check.cases_tools import CHAT
+from sm121.bench.scenarios.agent_check.forced import no_forced_call
 from sm121.bench.scenarios.agent_check.model import CaseFailed, CaseUnsupported
 from sm121.bench.scenarios.agent_check.probe import Case, Probe, Reply
 from sm121.bench.scenarios.agent_check.tools import ASK, SCHEMAS, CheckedCall, check_call
@@ -50,6 +51,21 @@ def _calls(data: ResponseObject, allowed: set[str]) -> list[CheckedCall]:
     return [check_call(c, allowed) for c in response_calls(data.output)]
 
 
+def forced(p: Probe, reply: Reply, what: str, choice: object) -> ResponseObject:
+    """The response to a forced call (tool_choice required or a named function); no
+    function_call in it fails or is unsupported with the engine's reason (forced.py)."""
+    data = response(reply, what)
+    if not response_calls(data.output):
+        # Cut at the limit: said as `incomplete` (vLLM), or only by the count (llama-server
+        # b11434 calls such a response completed).
+        details = data.incomplete_details
+        used = data.usage.output_tokens if data.usage is not None else None
+        cut = (details is not None and details.reason == "max_output_tokens") or (
+            used is not None and used >= CALL_TOKENS)
+        raise no_forced_call(p, what, _shown(data), named=isinstance(choice, dict), cut=cut)
+    return data
+
+
 def _shown(data: ResponseObject) -> str:
     """The output items as they came (a case's reason quotes them)."""
     return str([item.echoed() for item in data.output])
@@ -64,15 +80,14 @@ async def tools_auto(p: Probe) -> str:
 
 
 async def tools_required(p: Probe) -> str:
-    data = response(await p.post(ROUTE, body(p, tool_choice="required")), "required")
+    data = forced(p, await p.post(ROUTE, body(p, tool_choice="required")),
+                  "tool_choice required", "required")
     calls = _calls(data, set(SCHEMAS))
-    if not calls:
-        raise CaseFailed(f"tool_choice required gave no function_call: {_shown(data)[:200]}")
     return f"{len(calls)} schema-valid function_call(s): {calls}"
 
 
 async def tools_named(p: Probe) -> str:
-    data = response(await p.post(ROUTE, body(p, tool_choice=NAMED)), "named function")
+    data = forced(p, await p.post(ROUTE, body(p, tool_choice=NAMED)), "named function", NAMED)
     calls = _calls(data, {"get_weather"})
     if len(calls) != 1:
         raise CaseFailed(f"a named tool_choice gave {len(calls)} get_weather calls, expected 1")
@@ -80,7 +95,7 @@ async def tools_named(p: Probe) -> str:
 
 
 async def tools_streamed(p: Probe) -> str:
-    whole = _calls(response(await p.post(ROUTE, body(p, tool_choice=NAMED)), "named"),
+    whole = _calls(forced(p, await p.post(ROUTE, body(p, tool_choice=NAMED)), "named", NAMED),
                    {"get_weather"})
     streamed = await p.stream(ROUTE, body(p, tool_choice=NAMED))
     if streamed.status != 200:
@@ -99,10 +114,8 @@ async def tools_streamed(p: Probe) -> str:
 async def tool_result_round_trip(p: Probe) -> str:
     """Turn two as Codex sends it (no stored state): the input, the function_call items of
     turn one as they came, and a function_call_output for the first."""
-    first = response(await p.post(ROUTE, body(p, tool_choice=NAMED)), "turn 1 (named)")
+    first = forced(p, await p.post(ROUTE, body(p, tool_choice=NAMED)), "turn 1 (named)", NAMED)
     items = [i for i in first.output if i.type == "function_call"]
-    if not items:
-        raise CaseFailed("turn 1 returned no function_call to answer")
     given = [{"role": "user", "content": ASK}, *(i.echoed() for i in items),
              {"type": "function_call_output", "call_id": items[0].call_id,
               "output": '{"temperature": 7, "unit": "c", "sky": "rain"}'}]

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm121.bench.scenarios.agent_check.forced import no_forced_call
 from sm121.bench.scenarios.agent_check.model import CaseFailed
 from sm121.bench.scenarios.agent_check.probe import Case, Probe, Reply
 from sm121.bench.scenarios.agent_check.tools import ASK, NAMED_WEATHER, SCHEMAS, TOOLS, check_call
 from sm121.engines.registry import adapters
 from sm121.protocols import routes
 from sm121.protocols.assembly import assemble_chat_tool_calls
-from sm121.protocols.replies import ChatCompletion, ChatMessage
+from sm121.protocols.replies import ChatChoice, ChatCompletion, ChatMessage
 
 CHAT = routes.CHAT.route
 # Enough for one or two calls with these closed schemas.
@@ -48,6 +49,22 @@ def accepted(reply: Reply, what: str) -> ChatMessage:
     return completion(reply, what).choices[0].message
 
 
+def forced(p: Probe, body: dict[str, Any], what: str, reply: Reply) -> ChatMessage:
+    """The first choice's message of a 200 to a forced call (`body`'s tool_choice required or
+    named); no call in it fails or is unsupported with the engine's reason (forced.py)."""
+    choice: ChatChoice = completion(reply, what).choices[0]
+    if not choice.message.calls:
+        raise no_forced_call(p, what, choice.message.content,
+                             named=isinstance(body.get("tool_choice"), dict),
+                             cut=choice.finish_reason == "length")
+    return choice.message
+
+
+async def forced_post(p: Probe, what: str, **extra: Any) -> ChatMessage:
+    body = chat_body(p, **extra)
+    return forced(p, body, what, await p.post(CHAT, body))
+
+
 async def tool_choice_auto(p: Probe) -> str:
     message = accepted(await p.post(CHAT, chat_body(p, tool_choice="auto")), "tool_choice auto")
     calls = [check_call(c, set(SCHEMAS)) for c in message.calls]
@@ -65,18 +82,13 @@ async def tool_choice_none(p: Probe) -> str:
 
 
 async def tool_choice_required(p: Probe) -> str:
-    message = accepted(await p.post(CHAT, chat_body(p, tool_choice="required")),
-                       "tool_choice required")
+    message = await forced_post(p, "tool_choice required", tool_choice="required")
     calls = [check_call(c, set(SCHEMAS)) for c in message.calls]
-    if not calls:
-        raise CaseFailed(f"tool_choice required returned no tool call; content: "
-                         f"{str(message.content)[:200]!r}")
     return f"{len(calls)} schema-valid call(s): {calls}"
 
 
 async def tool_choice_named(p: Probe) -> str:
-    body = chat_body(p, tool_choice=NAMED_WEATHER)
-    message = accepted(await p.post(CHAT, body), "named tool_choice")
+    message = await forced_post(p, "named tool_choice", tool_choice=NAMED_WEATHER)
     calls = [check_call(c, {"get_weather"}) for c in message.calls]
     if len(calls) != 1:
         raise CaseFailed(f"a named tool_choice returned {len(calls)} calls of get_weather, "
@@ -89,7 +101,7 @@ async def streamed_tool_call(p: Probe) -> str:
     non-streamed request returns (temperature 0, one seed)."""
     body = chat_body(p, tool_choice=NAMED_WEATHER)
     whole = [check_call(c, {"get_weather"})
-             for c in accepted(await p.post(CHAT, body), "named tool_choice").calls]
+             for c in forced(p, body, "named tool_choice", await p.post(CHAT, body)).calls]
     streamed = await p.stream(CHAT, body)
     if streamed.status != 200:
         raise CaseFailed(f"streamed named tool_choice: HTTP {streamed.status}: "
@@ -107,15 +119,11 @@ async def streamed_tool_call(p: Probe) -> str:
 async def parallel_tool_calls(p: Probe) -> str:
     """parallel_tool_calls true is accepted and every call is valid; false allows at most one
     call (that one the server enforces; how many calls a model makes is its own choice)."""
-    many = accepted(await p.post(CHAT, chat_body(p, tool_choice="required",
-                                                  parallel_tool_calls=True)),
-                    "parallel_tool_calls true")
+    many = await forced_post(p, "tool_choice required with parallel_tool_calls true",
+                             tool_choice="required", parallel_tool_calls=True)
     calls = [check_call(c, set(SCHEMAS)) for c in many.calls]
-    if not calls:
-        raise CaseFailed("tool_choice required with parallel_tool_calls returned no call")
-    single = accepted(await p.post(CHAT, chat_body(p, tool_choice="required",
-                                                    parallel_tool_calls=False)),
-                      "parallel_tool_calls false")
+    single = await forced_post(p, "tool_choice required with parallel_tool_calls false",
+                               tool_choice="required", parallel_tool_calls=False)
     one = [check_call(c, set(SCHEMAS)) for c in single.calls]
     if len(one) != 1:
         raise CaseFailed(f"parallel_tool_calls false returned {len(one)} calls, expected 1")
@@ -126,10 +134,7 @@ async def parallel_tool_calls(p: Probe) -> str:
 async def tool_result_round_trip(p: Probe) -> str:
     """Turn two of an agent loop: the assistant's call and the tool's result (role tool,
     tool_call_id) go back, and the server answers the next assistant turn."""
-    first = accepted(await p.post(CHAT, chat_body(p, tool_choice=NAMED_WEATHER)),
-                     "turn 1 (named tool_choice)")
-    if not first.calls:
-        raise CaseFailed("turn 1 returned no tool call to answer")
+    first = await forced_post(p, "turn 1 (named tool_choice)", tool_choice=NAMED_WEATHER)
     call = first.calls[0]
     check_call(call, {"get_weather"})
     messages = [{"role": "user", "content": ASK},

@@ -11,6 +11,7 @@ import aiohttp
 from pydantic import ValidationError
 
 from sm121.bench.scenarios.agent_check.model import CaseFailed, Exchange
+from sm121.engines.adapter import ForcedToolCalls
 from sm121.protocols.replies import ReplyPart
 from sm121.protocols.sse import SSEParser
 
@@ -54,6 +55,10 @@ class Facts:
 
     model: str
     max_model_len: int | None = None
+    # The engine its model card names (owned_by), when sm121 has its adapter: how a forced
+    # tool call that comes back as text is explained (cases_tools.no_forced_call).
+    engine: str | None = None
+    forced_calls: ForcedToolCalls | None = None
 
 
 class Probe:

@@ -22,6 +22,7 @@ from sm121.bench.scenarios.agent_check.model import CaseFailed, CaseResult, Case
 from sm121.bench.scenarios.agent_check.probe import Case, Facts, Probe
 from sm121.bench.scenarios.agent_check.report_file import AgentCheckReport, CaseCounts
 from sm121.engines.client import EngineClient, max_model_len
+from sm121.engines.registry import adapter_serving
 from sm121.errors import Sm121Error
 from sm121.progress import Progress, quiet
 from sm121.protocols.assembly import MalformedStream
@@ -104,7 +105,12 @@ async def learn_facts(session: aiohttp.ClientSession, url: str, model: str | Non
         raise Sm121Error(f"{url}/v1/models serves {served}, not {model or 'a model'}",
                          "pass --model with one of them")
     chosen = model or str(served[0])
-    return Facts(model=chosen, max_model_len=max_model_len(models, chosen))
+    card = next((m for m in models.get("data") or []
+                 if isinstance(m, dict) and m.get("id") == chosen), {})
+    engine = adapter_serving(card.get("owned_by"))
+    return Facts(model=chosen, max_model_len=max_model_len(models, chosen),
+                 engine=engine.label if engine else None,
+                 forced_calls=engine.forced_calls if engine else None)
 
 
 async def run_case(name: str, case: Case, probe: Probe) -> CaseResult:

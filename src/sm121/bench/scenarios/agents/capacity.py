@@ -43,8 +43,8 @@ def session_shape(w: Workload, turns: int) -> SessionShape:
 def knobs_from_args(args: Mapping[str, Any], flags: SchedulerFlags,
                     kv_dtype_flag: str | None = None) -> Knobs:
     """A rendered profile's scheduler settings, by the engine's names for them."""
-    def number(name: str) -> int | None:
-        value = args.get(name)
+    def number(name: str | None) -> int | None:
+        value = args.get(name) if name is not None else None
         return int(value) if isinstance(value, int | str) and str(value).isdigit() else None
 
     dtype = args.get(kv_dtype_flag) if kv_dtype_flag else None

@@ -13,18 +13,25 @@ from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios.knee.models import KneeSample, KneeSettings, KneeSummary
 from sm121.bench.scenarios.knee.scenario import Knee
 from sm121.engines.registry import adapter_for
+from sm121.plan.effective import profile_args
 from sm121.progress import Say
 from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import ArgValue
 
 
-def knee_overrides(recipe: str, params: dict[str, Any], overrides: dict[str, ArgValue]
-                   ) -> tuple[dict[str, ArgValue], str, str]:
+def knee_overrides(recipe: str, params: dict[str, Any], overrides: dict[str, ArgValue],
+                   profile: str | None = None) -> tuple[dict[str, ArgValue], str, str]:
     """The boot's args: its step budget holds the largest step and its batch limit the
-    largest batch (the engine's names for both, from its adapter)."""
-    knobs = adapter_for(load_recipe(recipe).recipe.engine.kind).scheduler
+    largest batch (the engine's names for both, from its adapter). Where the engine splits its
+    context across the batch's sequences (llama.cpp's slots), the context grows with them, so
+    each sequence keeps the window the profile gives it."""
+    loaded = load_recipe(recipe).recipe
+    engine = adapter_for(loaded.engine.kind)
+    knobs = engine.scheduler
     p = KneeSettings.model_validate(params)
-    return ({**overrides, knobs.batched_tokens: max(p.steps), knobs.max_num_seqs: max(p.batches)},
+    args = {**profile_args(loaded, profile or loaded.default_profile), **overrides}
+    return ({**overrides, knobs.batched_tokens: max(p.steps),
+             **engine.memory.with_seqs(args, max(p.batches))},
             knobs.batched_tokens, knobs.max_num_seqs)
 
 
@@ -33,7 +40,7 @@ def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgVal
                    say: Say = lambda _: None, cluster: str | None = None,
                    host: str = "127.0.0.1"
                    ) -> ScenarioResults[KneeSample, KneeSummary]:
-    args, step_budget, batch_limit = knee_overrides(recipe, params, overrides)
+    args, step_budget, batch_limit = knee_overrides(recipe, params, overrides, profile)
     with booted(recipe, profile, args, port, host, trust=trust, say=say, cluster=cluster) as boot:
         say(f"knee: engine ready ({step_budget} {args[step_budget]}, {batch_limit} "
             f"{args[batch_limit]}), measuring")

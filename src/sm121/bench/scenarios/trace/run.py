@@ -166,7 +166,7 @@ def _cache_hits(samples: list[TraceSample], deltas: dict[str, float],
     reported = [s.cached_tokens for s in samples if s.cached_tokens is not None]
     usage = sum(reported) if len(reported) == len(samples) else None
     names = metric_names()
-    queries = next((deltas[n] for n in names.prefix_queries if n in deltas), None)
+    queries = names.queries_in(deltas)
     hits = next((deltas[n] for n in names.prefix_hits if n in deltas), None)
     short = None if usage is None else sum(
         (s.cached_tokens or 0) < s.implied_cached for s in samples)
