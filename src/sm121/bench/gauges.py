@@ -123,16 +123,21 @@ class GaugeSampler:
         self._stride = 1  # keep every stride-th reading in the series
         self._seen = 0
         self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
 
     async def __aenter__(self) -> GaugeSampler:
         self._task = asyncio.create_task(self._loop(), name="engine gauges")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        # Stopped by an event, not by cancelling the task: a cancellation that lands as
+        # aiohttp's own timeout fires can come back as a TimeoutError, which the loop counts
+        # as a failed scrape and goes on, and `await` on the task then waits for ever. A
+        # `make test` hung once in the silent-engine test (300 tries alone did not repeat
+        # it); with the event the loop ends within one scrape's timeout.
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            self._stop.set()
+            await self._task
 
     def result(self) -> EngineGauges:
         found = self._found
@@ -141,7 +146,7 @@ class GaugeSampler:
         return found.model_copy()
 
     async def _loop(self) -> None:
-        while True:
+        while not self._stop.is_set():
             started = self.clock()
             try:
                 text = await self.engine.metrics_text(self.timeout_s)
@@ -159,7 +164,9 @@ class GaugeSampler:
                 # stamped when the page came: a busy API server answers late, and its
                 # page says how the engine was when it rendered it, not when it was asked
                 self._add(self.clock() - self.t0, reading)
-            await asyncio.sleep(max(0.0, self.interval_s - (self.clock() - started)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(),
+                                       max(0.0, self.interval_s - (self.clock() - started)))
 
     def _add(self, t: float, r: Reading) -> None:
         found = self._found
