@@ -110,3 +110,93 @@ def test_a_runs_verdict_travels_with_its_samples_into_its_headline():
     metrics = headline(run)
     assert metrics.verdict == verdict.line and metrics.verdict_resource == "KV"
     assert headline(read_run(data["samples"])).verdict is None  # a run from before it
+
+
+def _with_verdict(data: dict) -> dict:
+    """The run's file as `bench agents` writes it now: its verdict as its last sample and in
+    its summary (the committed runs predate the record)."""
+    verdict = _verdict(data, data["server"]["cache_config"])
+    assert verdict is not None
+    record = verdict.model_dump(mode="json")
+    return {**data, "samples": [*data["samples"], record],
+            "summary": {**data["summary"], "capacity": record}}
+
+
+def _write(path: Path, data: dict) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_bench_report_slo_judges_the_verdict_again_under_the_new_slo(tmp_path):
+    """`bench report --slo` re-judges goodput; the verdict line follows it: 11 agents of 9K
+    sessions met 2 s while the engine evicted (reuse 66%): under 0.3 s they miss, and the
+    verdict names KV; the 15K run that missed 2 s meets 1000 s, its evictions noted."""
+    from sm121.bench.report.markdown import render_report
+
+    met = _with_verdict(_read(CPU / "sessions-9k-agents-11.json.gz"))
+    missed = _with_verdict(_read(CPU / "sessions-15k-agents-7.json.gz"))
+    assert met["summary"]["capacity"]["met"] and not missed["summary"]["capacity"]["met"]
+    paths = [_write(tmp_path / "met.json", met), _write(tmp_path / "missed.json", missed)]
+    as_run = render_report(paths, tmp_path / "as-run", "t", draw=False).read_text()
+    assert "**Verdict**: met at 11" in as_run and "**Verdict**: missed: KV" in as_run
+    strict = render_report(paths[:1], tmp_path / "strict", "t", slo="ttft_p95=0.3s",
+                           draw=False).read_text()
+    assert "**Verdict**: missed: KV (evictions: reuse fell to 66%" in strict
+    assert "**Verdict**: met" not in strict
+    lax = render_report(paths[1:], tmp_path / "lax", "t", slo="ttft_p95=1000s",
+                        draw=False).read_text()
+    assert "**Verdict**: met at 7: goodput 100% (evictions: reuse fell to" in lax
+
+
+def test_a_sweeps_verdicts_follow_the_new_slo_from_their_own_records(tmp_path):
+    """A sweep's entries keep no summary: each verdict record carries the engine counters it
+    was judged from, so it judges again on its own."""
+    from sm121.bench.report.markdown import render_report
+    from sm121.bench.results import ResultsFile
+
+    runs = {n: _with_verdict(_read(CPU / f"sessions-9k-agents-{n}.json.gz")) for n in (10, 12)}
+    results = ResultsFile(tmp_path / "sweep.json", "sweep", "agents",
+                          {**runs[10]["params"], "agents": [10, 12]})
+    results.set(server=runs[10]["server"])
+    for n, data in runs.items():
+        record = data["samples"][-1]
+        assert record["engine_metrics"]["vllm:prompt_tokens_total"] > 0
+        results.add_sample({"agents": n, "samples": data["samples"], "metrics": {}})
+    results.set(summary={"slo": "ttft_p95=2s", "largest_n": None, "points": []})
+    results.finish("complete")
+    lax = render_report([results.path], tmp_path / "lax", "t", slo="ttft_p95=1000s",
+                        draw=False).read_text()
+    rows = [line for line in lax.splitlines() if line.startswith(("| 10 |", "| 12 |"))]
+    assert len(rows) == 2 and all("met at" in row for row in rows), rows
+    assert "evictions: reuse fell to" in rows[1]  # 12 agents: past the pool, within 1000 s
+
+
+def test_a_verdict_judged_again_keeps_the_pool_knobs_and_gauges_it_was_judged_with():
+    """The record names its pool (here a boot log's, not the /metrics the file's server
+    says), the profile's knobs and the gauges' peaks: the same SLO gives the same verdict, a
+    looser one flips met and keeps them."""
+    from sm121.bench.gauges import EngineGauges
+    from sm121.bench.scenarios.agents.capacity import rejudged
+    from sm121.memory.capacity import Pool
+
+    data = _read(CPU / "sessions-15k-agents-7.json.gz")
+    gauges = EngineGauges(interval_s=0.5, scrapes=40, kv_usage_peak=1.0, waiting_peak=0,
+                          running_peak=7)
+    samples = [*data["samples"], gauges.model_dump(mode="json")]
+    params = data["params"]
+    workload = fit_to_server(load_workload(str(ROOT / "benchmarks" / "capacity" /
+                                               Path(params["workload"]).name)),
+                             data["server"]["max_model_len"], params["turns"])
+    pool = Pool(92_672, 128, "the boot log of run r")
+    knobs = Knobs(8, 512, None)
+    first = run_verdict(read_run(samples), AgentsSummary.model_validate(data["summary"]),
+                        workload, params["turns"], params["slo"], pool, knobs=knobs)
+    assert first is not None and first.resource == "KV"
+    run = read_run([*samples, first.model_dump(mode="json")])
+    again = rejudged(run, params["slo"], {"block_size": "128"})
+    assert again is not None
+    assert again.model_dump() == first.model_dump()
+    lax = rejudged(run, "ttft_p95=1000s", {"block_size": "128"})
+    assert lax is not None and lax.met and lax.slo == "ttft_p95=1000s"
+    assert (lax.pool_source, lax.max_num_seqs, lax.step_budget, lax.running_peak) == (
+        "the boot log of run r", 8, 512, 7)

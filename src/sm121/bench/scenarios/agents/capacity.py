@@ -9,8 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sm121.bench.scenarios.agents.models import AgentsRun, AgentsSummary, CapacityVerdict
+from sm121.bench.scenarios.agents.models import (
+    AgentsRun,
+    AgentsSummary,
+    CapacityVerdict,
+    WorkloadRef,
+)
 from sm121.bench.scenarios.agents.slo import parse_slo
+from sm121.bench.scenarios.agents.summary import summarize_run
 from sm121.bench.scenarios.agents.workload import (
     TEMPLATE_MARGIN,
     Workload,
@@ -153,4 +159,38 @@ def run_verdict(run: AgentsRun, summary: AgentsSummary, workload: Workload, turn
         pool_tokens=pool.tokens if pool else None, pool_source=pool.source if pool else None,
         working_set_tokens=shape.last_context_tokens, kv_usage_peak=found.kv_usage_peak,
         waiting_peak=found.waiting_peak, running_peak=found.running_peak,
-        max_num_seqs=knobs.max_num_seqs)
+        max_num_seqs=knobs.max_num_seqs, step_budget=knobs.step_budget,
+        long_prefill_threshold=knobs.long_prefill_threshold, kv_dtype=knobs.kv_dtype,
+        engine_metrics=dict(summary.engine_metrics), slo=slo)
+
+
+def rejudged(run: AgentsRun, slo: str, cache_config: Mapping[str, Any] | None,
+             engine_metrics: Mapping[str, int | float] | None = None) -> CapacityVerdict | None:
+    """The run's verdict judged again against `slo` (`bench report --slo`), from its own
+    records: its turns, the fitted workload its config record carries, the engine counters
+    its verdict record kept (else `engine_metrics`: the run's stored summary's, for files
+    written before the record kept them), its gauges, and the pool and knobs the verdict
+    record names (the server's block size). None: the run has no verdict (a file from before
+    it). A workload that does not read back keeps the old verdict, said so in its line."""
+    old = run.capacity
+    if old is None:
+        return None
+    turns = run.config.turns or 0
+    try:
+        workload = Workload.model_validate((run.config.workload or WorkloadRef()).to_json())
+        if workload.fitted is None:
+            raise ValueError("the run's workload record is not fitted")
+    except ValueError as exc:
+        why, was = str(exc).splitlines()[0], old.slo or "the run's own SLO"
+        return old.model_copy(update={"line": (
+            f"{old.line} (judged against {was}, not {slo}: its workload record does not "
+            f"read back: {why})")})
+    deltas = dict(old.engine_metrics or engine_metrics or {})
+    summary = summarize_run(run, slo).model_copy(update={"engine_metrics": deltas})
+    # the pool it was judged against (a record from before pool_source read /metrics)
+    pool = Pool(old.pool_tokens, block_size_of(cache_config or {}) or 16,
+                old.pool_source or "the engine's /metrics") if old.pool_tokens else None
+    knobs = Knobs(old.max_num_seqs, old.step_budget, old.long_prefill_threshold,
+                  kv_dtype=old.kv_dtype)
+    found = run_verdict(run, summary, workload, turns, slo, pool, knobs=knobs)
+    return old if found is None else found

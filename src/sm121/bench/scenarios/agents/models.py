@@ -118,12 +118,20 @@ class CapacityVerdict(Open):
     pool_tokens: int | None = None
     pool_source: str | None = None  # where the pool was read: /metrics, a boot log, given
     working_set_tokens: int | None = None
-    # the engine's gauges over the run (bench/gauges.py; None: not measured) and the
-    # max-num-seqs the run's profile set (None: not known to the run)
+    # the engine's gauges over the run (bench/gauges.py; None: not measured)
     kv_usage_peak: float | None = None
     waiting_peak: int | None = None
     running_peak: int | None = None
+    # the scheduler settings the prediction read, from the run's profile (None: not known to
+    # the run), so the record predicts again as it did (`bench report --slo`)
     max_num_seqs: int | None = None
+    step_budget: int | None = None
+    long_prefill_threshold: int | None = None
+    kv_dtype: str | None = None
+    # The engine's counter deltas over the run, as exported (what the verdict read), so the
+    # record judges again on its own (`bench report --slo`): a sweep's entry keeps no summary.
+    engine_metrics: dict[str, int | float] = Field(default_factory=dict)
+    slo: str | None = None  # the SLO it was judged against
 
 
 AgentsSample = Annotated[RunConfig | TurnSample | EngineGauges | CapacityVerdict,

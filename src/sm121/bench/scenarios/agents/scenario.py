@@ -3,6 +3,7 @@ turns (`models` is their one model set; `run` and `replay` how each runs)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -14,6 +15,7 @@ from sm121.bench.result_models import (
     AbResults,
     Open,
     ScenarioResults,
+    ServerInfo,
     SweepResults,
     SweepSummary,
     Verdict,
@@ -21,12 +23,14 @@ from sm121.bench.result_models import (
 from sm121.bench.runner import Context
 from sm121.bench.scenario import Params, Results, Scenario, option
 from sm121.bench.scenarios.agents import report
+from sm121.bench.scenarios.agents.capacity import rejudged
 from sm121.bench.scenarios.agents.choose import largest_meeting, verdict
 from sm121.bench.scenarios.agents.models import (
     AgentsAb,
     AgentsSample,
     AgentsSummary,
     AgentsSweep,
+    CapacityVerdict,
     RunConfig,
     RunMetrics,
     read_run,
@@ -108,13 +112,21 @@ class _AgentScenario(Scenario[AgentsSample, AgentsSummary]):
 
     def rejudge(self, results: Results, slo: str) -> None:
         """The same raw turns judged against another SLO (`bench report --slo`): every run's
-        config record carries the SLO its summary uses."""
-        runs = [results.samples] if isinstance(results, ScenarioResults) else \
-            [e.samples for e in results.samples if not e.error]
-        for samples in runs:
+        config record carries the SLO its summary uses, and its capacity verdict is judged
+        again from its records (met or missed follows the SLO)."""
+        for samples, counters, server in _runs_of(results):
             for sample in samples:
                 if isinstance(sample, RunConfig):
                     sample.slo = slo
+            found = rejudged(read_run(samples), slo, server.cache_config, counters)
+            if found is None:
+                continue
+            # as read from a file: every key set (read_run reads what was set, `kind` too)
+            found = CapacityVerdict.model_validate(found.model_dump(mode="json"))
+            samples[:] = [found if isinstance(s, CapacityVerdict) else s for s in samples]
+            if isinstance(results, ScenarioResults) and isinstance(results.summary,
+                                                                  AgentsSummary):
+                results.summary.capacity = found  # a run's section prints the stored one
         if isinstance(results, SweepResults):
             if isinstance(results.summary, SweepSummary):
                 results.summary.slo = slo
@@ -146,6 +158,25 @@ class _AgentScenario(Scenario[AgentsSample, AgentsSummary]):
         if summary.slo is None:
             return []
         return report.console_lines(summary)
+
+
+def _runs_of(results: Results
+             ) -> list[tuple[list[Any], Mapping[str, int | float] | None, ServerInfo]]:
+    """Each run of a results file: its samples (changed in place), the engine counter deltas
+    its stored summary kept (an A/B entry's, or the file's for one run; a sweep keeps no
+    summary) and the server it ran on."""
+    if isinstance(results, ScenarioResults):
+        return [(results.samples, _counters(results.summary), results.server)]
+    if isinstance(results, AbResults):
+        return [(e.samples, _counters(e.summary), e.server) for e in results.samples
+                if not e.error]
+    return [(e.samples, None, results.server) for e in results.samples if not e.error]
+
+
+def _counters(summary: object) -> Mapping[str, int | float] | None:
+    """A stored summary's engine counter deltas; None where it kept none."""
+    found = summary.to_json().get("engine_metrics") if isinstance(summary, Open) else None
+    return found if isinstance(found, dict) else None
 
 
 class Agents(_AgentScenario):
