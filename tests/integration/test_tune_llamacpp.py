@@ -3,8 +3,9 @@ no prefill or decode histograms: the client window only), then llama.cpp's own k
 its adapter: slots `np` (the total context `c` grows with them, so every arm gives each agent
 the recipe's 16,384-token window, as the real server reports it), the step budget `b`, the
 micro-batch `ub` and the shared pool `kvu`; no long-prefill threshold arms, dropped with the
-adapter's reason. Five arms on one boot each, one repetition and one capacity probe, the pick
-and the `tuned` profile. It asserts the search's shape, not its numbers; about 30 s here.
+adapter's reason; each arm's pool predicted before any boot from the knee's, scaled by its
+context, and no fp8 KV arm, with llama.cpp's reason. Five arms on one boot each, one
+repetition and one capacity probe, the pick and the `tuned` profile. It asserts the search's shape, not its numbers; about 30 s here.
 
 It boots only engines of its own, so `make test` runs it in the unit session
 (`beside_unit`, scripts/test-tiers.sh)."""
@@ -79,6 +80,13 @@ def test_tune_searches_llama_cpps_own_knobs_and_keeps_each_agents_window(
         assert all(s["server"]["max_model_len"] == PER_SLOT for s in measured), measured
         pools = {b["name"]: b["boot"]["kv_pool_tokens"] for b in ab["boots"]}
         assert pools["agent"] == 4 * PER_SLOT and pools["seqs-8"] == 8 * PER_SLOT
+        # Before any boot: the knee's pool, scaled by each arm's context (the pool is the
+        # context), as the arms' own boots then logged; no fp8 arm, with llama.cpp's reason.
+        before = state["predictions"]
+        assert {n: before[n]["pool_tokens"] for n in pools} == pools
+        assert "(the pool is the context)" in before["seqs-8"]["pool_source"]
+        assert state["kv_arm"] == ("no fp8 KV arm: llama.cpp has no fp8 KV cache type (its "
+                                   "`ctk` takes none)")
         # Its own knee, by the client window (llama-server has no prefill histograms).
         knee = json.loads((out / "knee.json").read_text())
         assert knee["status"] == "complete" and knee["summary"]["client"]["knee"]["knee_at"]
@@ -89,6 +97,8 @@ def test_tune_searches_llama_cpps_own_knobs_and_keeps_each_agents_window(
         report = (out / "report.md").read_text()
         assert "llama-server has no long-prefill threshold" in report
         assert "`llama.cpp-defaults`, which sets none" in report
+        assert "no fp8 KV arm: llama.cpp has no fp8 KV cache type" in report
+        assert "## Predicted against measured" in report
         text = user_copy.read_text()
         assert "# sm121 tune: begin" in text and "llama.cpp b11434" in text
         assert "written into" in result.stdout

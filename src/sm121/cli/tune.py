@@ -130,10 +130,12 @@ def tune(
     if as_json:
         print_json(record.chosen().model_dump(mode="json"))
         return
-    _print(record)
+    _print(record, folder)
 
 
-def _print(record: TuneRecord) -> None:
+def _print(record: TuneRecord, folder: Path) -> None:
+    from sm121.bench.tune.run import predicted_lines
+
     result = record.chosen()
     for row in result.table:
         mark = " (chosen)" if row.name == result.chosen else ""  # names read back from disk
@@ -145,6 +147,8 @@ def _print(record: TuneRecord) -> None:
         console.print(plain(f"{row.name}{mark} ({differs}): capacity {row.capacity.text}; "
                             f"goodput {goodput}{interval} over {row.reps} reps; prefill cost "
                             f"{cost} vs {row.prefill_reference or '-'}", None))
+    for line in predicted_lines(record, folder):  # arm names read back from disk
+        console.print(plain(line, None))
     for item in result.claims:
         console.print(plain(item.text, None))
     console.print(plain(f"targets: {result.binding.text}", None))

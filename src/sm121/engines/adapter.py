@@ -92,6 +92,12 @@ class MemoryFlags:
     kv_cache_dtype_v: str | None = None
     shared_pool: str | None = None
     gpu_layers: str | None = None
+    # The kv_cache_dtype value that stores KV in fp8 (half the bytes of a 16-bit cache: the
+    # capacity model's KV lever, a tune arm); None: the engine has no fp8 KV type.
+    kv_fp8: str | None = None
+    # An explicit block count (vLLM: num-gpu-blocks-override): it fixes the pool in blocks,
+    # so a smaller KV dtype does not make it hold more tokens.
+    kv_blocks: str | None = None
 
     @staticmethod
     def value(args: Mapping[str, Any], name: str | None) -> Any:

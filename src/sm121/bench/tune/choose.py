@@ -19,7 +19,7 @@ from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.capacity import Bracket, bracket
 from sm121.bench.tune.claims import claim
 from sm121.bench.tune.files import AbFile
-from sm121.bench.tune.knobs import effective_step, knobs_of, memory_of
+from sm121.bench.tune.knobs import effective_step, engine_of
 from sm121.bench.tune.pick import COST_TARGET, binding
 from sm121.bench.tune.predict import predicted_for
 from sm121.bench.tune.recipe_write import TunedProfile
@@ -150,7 +150,8 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     """`ab`: the A/B of the arms; `engine`: the engine and version the sitting measured
     (conditions.engine_version of the knee's server); `sitting`: its device and date."""
     samples = ab.samples
-    knobs = knobs_of(load_recipe(request.recipe).recipe.engine.kind)
+    adapter = engine_of(load_recipe(request.recipe).recipe.engine.kind)
+    knobs = adapter.scheduler
     table = [r for c in found if (r := row(c.name, samples, request.agents,
                                            state.sweep(c.name)))]
     for r in table:  # the finalists' confirmation runs at the second N (tune/confirm.py)
@@ -163,7 +164,7 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     for r in table:
         c = by_name[r.name]
         r.kv_tokens, r.differs, r.role = kv.get(r.name), list(c.differs), list(c.role)
-        if (pred := predicted_for(request, samples, r.name)) is not None:
+        if (pred := predicted_for(request, samples, r.name, adapter)) is not None:
             r.predicted = pred.predicted
             r.predicted_binding = pred.binding.value if pred.binding else None
         r.source, r.step = c.source, effective_step(merged_args(request.recipe, c), knobs)
@@ -205,7 +206,8 @@ def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidat
     chosen = next(c for c in found if c.name == result.chosen)
     r = next(x for x in result.table if x.name == chosen.name)
     recipe = load_recipe(request.recipe).recipe
-    knobs = knobs_of(recipe.engine.kind)
+    engine = engine_of(recipe.engine.kind)
+    knobs = engine.scheduler
     args = {**recipe.profiles[chosen.base].args, **chosen.args}
     boots = ", ".join(r.boots) or "?"
     cap = r.capacity
@@ -229,13 +231,15 @@ def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidat
     comments[knobs.max_num_seqs] = (
         f"holds {request.largest_n} agents (the most the capacity search may test; it tested up "
         f"to {_tested(r)} on boot {boots}) and the background job")
-    memory, runs = memory_of(recipe.engine.kind), merged_args(request.recipe, chosen)
+    memory, runs = engine.memory, merged_args(request.recipe, chosen)
     each = memory.per_request_context(runs)
     if each is not None and memory.splits_context(runs):  # grown with the sequences
         comments[memory.max_model_len] = (f"{each:,} tokens for each of the "
                                           f"{runs.get(knobs.max_num_seqs)} sequences")
     if knobs.max_num_seqs in chosen.differs:  # the seqs-alone arm: its value is the finding
         comments[knobs.max_num_seqs] = f"{arm}; {capacity_text}"
+    for name in chosen.differs:  # a knob beyond the scheduler's (the fp8 KV arm's dtype)
+        comments.setdefault(name, f"{arm}; {capacity_text}; {chosen.why}")
     notes = {name: (comments[name] if name in comments and name in chosen.args else
                     f"from profile {chosen.base}; {comments[name]}" if name in comments else
                     f"from profile {chosen.base}, unchanged") for name in args}

@@ -1,24 +1,22 @@
-"""The scheduler knobs tune varies, asked of the recipe's engine adapter (its names for
-them), and the step a long prefill gets under a set of them."""
+"""The recipe's engine as tune asks it (its adapter: the scheduler knobs tune varies, by its
+names for them, its memory flags, its label and flag lists), the engine-defaults arm's name,
+and the step a long prefill gets under a set of knobs."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from sm121.bench.tune.candidates import defaults_arm
-from sm121.engines.adapter import MemoryFlags, SchedulerFlags
+from sm121.engines.adapter import EngineAdapter, SchedulerFlags
 from sm121.engines.registry import adapter_for
 from sm121.recipes.schema import EngineKind
 
 
-def knobs_of(kind: EngineKind) -> SchedulerFlags:
-    return adapter_for(kind).scheduler
-
-
-def memory_of(kind: EngineKind) -> MemoryFlags:
-    """The engine's memory flags: where its context is split across the sequences, tune's
-    arms raise it with them."""
-    return adapter_for(kind).memory
+def engine_of(kind: EngineKind) -> EngineAdapter:
+    """The recipe's engine: its scheduler knobs, its memory flags (where its context is split
+    across the sequences, tune's arms raise it with them; the KV dtype and its fp8 value, what
+    moves the pool), its label and its flag lists."""
+    return adapter_for(kind)
 
 
 def defaults_of(kind: EngineKind) -> str:

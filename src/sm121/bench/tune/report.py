@@ -17,6 +17,7 @@ from sm121.bench.result_models import Number, Stats  # noqa: E402
 from sm121.bench.scenarios.knee.models import KneeSummary, KneeWindow  # noqa: E402
 from sm121.bench.tune.files import AbFile, KneeFile  # noqa: E402
 from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
+from sm121.bench.tune.report_predicted import section as predicted_section  # noqa: E402
 from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
 
 
@@ -117,6 +118,7 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
               "The knee is short-context (one fresh prompt per step): it is shown, and it "
               "prices nothing below; the long prefill is priced in the agents runs.", ""]
     lines += _arms(state)
+    lines += predicted_section(state, ab)
     effects = boot_effects(ab.samples, ["goodput", "ttft_p95_judged_s", "background_ttft_s"])
     effect_lines = describe(effects)
     if effect_lines:

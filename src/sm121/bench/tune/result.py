@@ -206,6 +206,26 @@ class CandidateRecord(BaseModel):
     role: list[str] = Field(default_factory=list)
 
 
+class PredictionRecord(BaseModel):
+    """An arm's capacity predicted before its boot (bench/tune/predict.py), as tune.json keeps
+    it: the agents, the binding resource, the pool it came from; `below` says why the arm was
+    put last (its prediction under the target), None when it was not."""
+
+    predicted: int | None = None
+    binding: str | None = None
+    at_most: bool = False  # some allowance not known: an upper bound
+    pool_tokens: int | None = None
+    pool_source: str | None = None
+    line: str = ""
+    below: str | None = None
+
+    def text(self) -> str:
+        if self.predicted is None:
+            return "not known"
+        return (f"{'at most ' if self.at_most else ''}{self.predicted} agents "
+                f"({self.binding or '?'} binds)")
+
+
 class TuneRecord(Open):
     """tune.json: the question, then what each step adds as it finishes (the knee's sitting,
     the arms, the plans, every arm's probes, confirmations, exclusive prefills and capacity,
@@ -220,6 +240,10 @@ class TuneRecord(Open):
     sitting: SittingRecord | None = None
     candidates: list[CandidateRecord] | None = None  # None: not chosen yet
     dropped: list[str] = Field(default_factory=list)
+    # each arm's prediction before any boot, and what the fp8 KV arm's check said (added, or
+    # why not), made with the arms (bench/tune/before_boot.py)
+    predictions: dict[str, PredictionRecord] = Field(default_factory=dict)
+    kv_arm: str | None = None
     plans: list[PlanRecord] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     sweeps: dict[str, list[Probe]] = Field(default_factory=dict)

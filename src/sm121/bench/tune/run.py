@@ -19,21 +19,22 @@ from sm121.bench.scenarios.agents.models import stored_summary
 from sm121.bench.scenarios.knee.on_recipe import knee_on_recipe
 from sm121.bench.tune import candidates as cands
 from sm121.bench.tune import conditions
+from sm121.bench.tune.before_boot import before_boot
 from sm121.bench.tune.budget import STOP_S, Estimates, measured, plan
 from sm121.bench.tune.capacity import next_probe, resolution_for
 from sm121.bench.tune.choose import capacity, choose, tuned_profile
 from sm121.bench.tune.confirm import finalists, next_boot, second_n
 from sm121.bench.tune.exclusive import measure_exclusive
 from sm121.bench.tune.files import AbFile, KneeFile
-from sm121.bench.tune.knobs import defaults_of, knobs_of, memory_of
+from sm121.bench.tune.knobs import defaults_of, engine_of
 from sm121.bench.tune.predict import predicted_for
 from sm121.bench.tune.recipe_write import write_tuned
 from sm121.bench.tune.report import write_report
+from sm121.bench.tune.report_predicted import console as predicted_console
 from sm121.bench.tune.request import TuneRequest, agent_params
 from sm121.bench.tune.result import ConfirmPlan, PlanRecord, SittingRecord, TuneRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
-from sm121.engines.registry import adapter_for
 from sm121.errors import Sm121Error
 from sm121.plan.build import require_arms_trust
 from sm121.plan.effective import profile_args
@@ -66,16 +67,22 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
                                             for c in state.record.candidates}, request.trust)
     sitting = _sitting(state)
     knee = _knee(request, state, base, say)
-    facts = KneeFacts.of(knee, adapter_for(recipe.engine.kind).label)
+    engine = engine_of(recipe.engine.kind)
+    facts = KneeFacts.of(knee, engine.label)
     if state.record.candidates is None:
-        kind = recipe.engine.kind
         found_arms, dropped = cands.arms(
             names[0], {n: profile_args(recipe, n) for n in dict.fromkeys(names)},
-            request.largest_n, knobs_of(kind), memory=memory_of(kind),
-            defaults=defaults_of(kind))
-        state.record.candidates = [c.to_json() for c in found_arms]
+            request.largest_n, engine.scheduler, memory=engine.memory,
+            defaults=defaults_of(recipe.engine.kind))
+        planned = before_boot(request, recipe, engine, knee, found_arms,
+                              engine.known_flags(recipe))
+        for line in planned.lines:
+            say(line)
+        state.record.candidates = [c.to_json() for c in planned.arms]
         state.record.dropped = dropped
-        state.save()
+        state.record.predictions = planned.predictions
+        state.record.kv_arm = planned.kv_arm
+        state.changed("predictions", "kv_arm")
     found = [cands.Candidate.from_json(c) for c in state.record.candidates]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, facts, sitting, say)
@@ -101,6 +108,14 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
         say(f"wrote profile `tuned` into {path}")
     state.record.status = "complete"
     state.save()
+
+
+def predicted_lines(record: TuneRecord, out: Path) -> list[str]:
+    """Per arm, its prediction against the bracket measured, or why it was not measured
+    (tune/report_predicted.py): what `sm121 tune` prints after the arms."""
+    path = out / "ab-agents.json"
+    ab = AbFile.model_validate(load_results(path)) if path.is_file() else None
+    return predicted_console(record, ab)
 
 
 def _sitting(state: TuneState) -> SittingRecord:
@@ -212,7 +227,12 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
     left = request.budget_s - state.elapsed_s
     est = _estimates(request, knee, AbFile.model_validate(results.data))
     remaining = len(arms) - index
-    chosen = plan(left, est, remaining, request.reps, request.sweep_points, least=1)
+    below = _below(state)
+    # The arms predicted below the target come last (tune/before_boot.py) and get what the
+    # others leave: the plan for an arm ahead of them counts only the arms ahead.
+    ahead = sum(1 for c in arms[index:] if c.name not in below)
+    share = ahead if name not in below and ahead else remaining
+    chosen = plan(left, est, share, request.reps, request.sweep_points, least=1)
     state.record.plans.append(PlanRecord(
         before=name, left_s=round(left), boot_s=round(est.boot_s, 1),
         rep_s=round(est.rep_s, 1), arms_left=remaining, arms=chosen.candidates,
@@ -220,12 +240,16 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
         estimate_s=round(chosen.seconds)))
     state.changed("plans")
     if not chosen.fits and len(_measured(results)) >= 2:
-        say(f"{name} and {remaining - 1} more: not measured, {left:.0f} s of the budget left "
-            f"and one boot estimated at {chosen.seconds:.0f} s")
+        why = (f"{left:.0f} s of the budget left and one boot estimated at "
+               f"{chosen.seconds:.0f} s")
+        for c in arms[index:]:
+            say(f"dropped {c.name}: {below[c.name]}; {why}" if c.name in below else
+                f"{c.name}: not measured, {why}")
         state.record.skipped.extend(c.name for c in arms[index:])
         state.changed("skipped")
         return False
-    say(f"arm {index + 1} of {len(arms)}: {name} ({candidate.why}); {left:.0f} s left, plan "
+    last = f" (measured last: {below[name]})" if name in below else ""
+    say(f"arm {index + 1} of {len(arms)}: {name}{last} ({candidate.why}); {left:.0f} s left, plan "
         f"{chosen.candidates} arm(s) x {chosen.reps} reps + {chosen.sweep_points} probes "
         f"(boot {est.boot_s:.0f} s, run {est.rep_s:.0f} s measured so far)")
     arm_request = replace(ab_request, reps=chosen.reps, reps_per_boot=chosen.reps)
@@ -238,6 +262,11 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
                      after=after)
     state.save()
     return True
+
+
+def _below(state: TuneState) -> dict[str, str]:
+    """The arms predicted below the target before any boot, with the reason."""
+    return {name: p.below for name, p in state.record.predictions.items() if p.below}
 
 
 def _finish_bisection(request: TuneRequest, ab_request: AbRequest, state: TuneState,
@@ -307,7 +336,8 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
     """The capacity bisection on this boot: one agents run per N, at most `probes` of them,
     each only when the budget still holds it; about 0.9x and 1.1x of the arm's predicted
     capacity first (bench/tune/predict.py), when its pool is known."""
-    pred = predicted_for(request, AbFile.model_validate(results.data).samples, name)
+    engine = engine_of(load_recipe(request.recipe).recipe.engine.kind)
+    pred = predicted_for(request, AbFile.model_validate(results.data).samples, name, engine)
     if pred is not None:
         say(f"  {name}: predicted: {pred.headline()}")
     for _ in range(probes):

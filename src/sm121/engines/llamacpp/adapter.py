@@ -23,7 +23,9 @@ from sm121.recipes.schema import ArgValue, EngineKind, Recipe
 
 # llama.cpp has no share-of-memory flag, no block size and no explicit KV bytes: its KV cache
 # is exactly the context it is given (`c` cells of `ctk`/`ctv`), on the GPU for the layers
-# `ngl` offloads. The memory planner reads only the rows it names.
+# `ngl` offloads. The memory planner reads only the rows it names. No fp8 KV type (`kv_fp8`
+# unset): its cache types (b11434's help: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0,
+# q5_1) have none; q8_0, its 8-bit cache, is an integer quantisation, not vLLM's fp8.
 MEMORY = MemoryFlags(
     gmu=None, max_model_len=_args.CTX, batched_tokens=_args.BATCH, block_size=None,
     kv_cache_dtype=_args.CACHE_K, dtype=None, max_num_seqs=_args.SLOTS, kv_bytes=None,

@@ -36,6 +36,9 @@ MEMORY = MemoryFlags(
     max_num_seqs=_args.MAX_NUM_SEQS, kv_bytes="kv-cache-memory-bytes",
     kv_space_env="VLLM_CPU_KVCACHE_SPACE",
     load_format="load-format", selective_loaders=("instanttensor",),
+    # fp8 KV: on CUDA per the device, on the CPU build only on x86 with AVX-512 or AMX (vLLM
+    # 0.32 cpu_attn.py refuses it otherwise, at boot).
+    kv_fp8="fp8", kv_blocks="num-gpu-blocks-override",
 )
 
 # vLLM 0.32 has the adaptive threshold, 0.21 the partial prefills (the bundled flag lists).

@@ -1,0 +1,128 @@
+"""The arms' predictions against their measurements (issue 44, "tune confirms a prediction"),
+for report.md and the console: per arm, what the capacity model said before its boot (from
+the knee's pool) and from its own boot's pool, the bracket measured, whether the prediction
+lies inside it, and what tune did with the arm (measured; measured last, being predicted below
+the target; dropped when the budget ran out; its boot failed, with the engine's reason)."""
+
+from __future__ import annotations
+
+from sm121.bench.tune.files import AbFile
+from sm121.bench.tune.result import ArmRow, PredictionRecord, TuneRecord
+
+
+def against(prediction: int | None, row: ArmRow | None) -> str:
+    """Where a prediction of `prediction` agents held lies against the measured bracket."""
+    if prediction is None or row is None or not row.capacity.tested:
+        return "-"
+    cap = row.capacity
+    if prediction < cap.lo:
+        return f"under: {cap.lo} met"
+    if cap.hi is not None and prediction >= cap.hi:
+        return f"over: {cap.hi} missed"
+    return "inside"
+
+
+def _best(row: ArmRow | None, found: PredictionRecord | None) -> int | None:
+    """The prediction to hold a measurement against: from the arm's own boot where known."""
+    if row is not None and row.predicted is not None:
+        return row.predicted
+    return found.predicted if found else None
+
+
+def refusals(ab: AbFile | None) -> dict[str, str]:
+    """Arms whose every run failed, with the first error (a boot the engine refused)."""
+    if ab is None:
+        return {}
+    errors: dict[str, str] = {}
+    measured = {s.profile for s in ab.samples if not s.error}
+    for s in ab.samples:
+        if s.error and s.profile not in measured:
+            errors.setdefault(s.profile, s.error)
+    return errors
+
+
+def reason(error: str) -> str:
+    """A failed boot's error in one line: its first line and the engine's cause (launch
+    writes it as a `cause:` line: the engine's own words, e.g. vLLM's refusal of fp8 KV)."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if not lines:
+        return "no reason recorded"
+    cause = next((line for line in lines[1:] if line.startswith("cause:")), None)
+    return (f"{lines[0]} ({cause})" if cause else lines[0])[:400]
+
+
+def outcome(name: str, state: TuneRecord, row: ArmRow | None, refused: dict[str, str]
+            ) -> str:
+    """What tune did with the arm."""
+    found = state.predictions.get(name)
+    below = found.below if found else None
+    if row is not None:
+        return f"measured last ({below})" if below else "measured"
+    if name in refused:
+        return f"not measured: its boot failed: {reason(refused[name])}"
+    if name in state.skipped:
+        return (f"dropped: {below}; the budget ran out" if below else
+                "not measured: the budget ran out")
+    return "not measured (--max-candidates, or the tune stopped before it)"
+
+
+def _before(found: PredictionRecord | None) -> str:
+    if found is None:
+        return "-"
+    if found.predicted is None:
+        return "not known"
+    return f"{found.text()}; pool {found.pool_tokens or 0:,} from {found.pool_source}"
+
+
+def _own(row: ArmRow | None) -> str:
+    if row is None or row.predicted is None:
+        return "-"
+    return f"{row.predicted} agents ({row.predicted_binding or '?'} binds)"
+
+
+def section(state: TuneRecord, ab: AbFile | None) -> list[str]:
+    """report.md's section; none for a tune made before predictions were recorded."""
+    if not state.predictions:
+        return []
+    result, request = state.chosen(), state.request
+    rows = {r.name: r for r in result.table}
+    refused = refusals(ab)
+    lines = ["## Predicted against measured", "",
+             "Before any boot each arm's capacity was predicted from the knee's boot (the pool "
+             "of the same memory settings, scaled to the arm's KV dtype); an arm predicted "
+             f"below the target {request.agents} was measured after the others and is the "
+             "first left out when the budget runs short. After its boot, each arm's own pool "
+             "predicts again (its search's first probes). docs/capacity.md has the model.", ""]
+    if state.kv_arm:
+        lines += [f"{state.kv_arm}.", ""]
+    lines += ["| arm | predicted before its boot | predicted from its own boot | measured "
+              "capacity | the prediction against it | what tune did |",
+              "|---|---|---|---|---|---|"]
+    for c in state.candidates or []:
+        row = rows.get(c.name)
+        found = state.predictions.get(c.name)
+        lines.append(f"| {c.name} | {_before(found)} | {_own(row)} | "
+                     f"{row.capacity.text if row else 'not measured'} | "
+                     f"{against(_best(row, found), row)} | "
+                     f"{outcome(c.name, state, row, refused)} |")
+    return lines + [""]
+
+
+def console(state: TuneRecord, ab: AbFile | None) -> list[str]:
+    """One line per arm: predicted against measured, or why it was not measured."""
+    if not state.predictions or state.result is None:
+        return []
+    rows = {r.name: r for r in state.result.table}
+    refused = refusals(ab)
+    out = []
+    for c in state.candidates or []:
+        row = rows.get(c.name)
+        found = state.predictions.get(c.name)
+        said = found.text() if found else "not known"
+        if row is None:
+            out.append(f"{c.name}: predicted {said}; {outcome(c.name, state, row, refused)}")
+            continue
+        own = f"; from its own boot {_own(row)}" if row.predicted is not None else ""
+        out.append(f"{c.name}: predicted {said}{own}; measured {row.capacity.text} "
+                   f"(the prediction: {against(_best(row, found), row)})")
+    return out
