@@ -29,6 +29,7 @@ DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.m
 TUNE_H200 = "docs/results/gpu-h200/tune-capacity/tune.json"
 CLIFF_CPU = "docs/results/cpu-testbed/capacity/blocks-724/capacity.json"
 GAUGES_CPU = "docs/results/cpu-testbed/capacity/gauges/sequences-agents-4.json.gz"
+TUNE_FP8_CPU = "docs/results/cpu-testbed/tune-fp8/tune.json"
 
 # What a results figure looks like in prose: an N* bracket or bound, an arm marked chosen, a
 # goodput with its number, "largest N 8", "16 agents 100%".
@@ -145,6 +146,24 @@ def gauges_console(run: dict[str, Any]) -> list[str]:
     return lines[start:start + 3]
 
 
+def tune_fp8_rows(tune: dict[str, Any]) -> list[str]:
+    """docs/capacity.md: the CPU tune that added the fp8 KV arm, a row per arm measured (in
+    the order measured): its predictions before its boot and from its own, its pool, its
+    bracket and the N behind it."""
+    rows = {row["name"]: row for row in tune["result"]["table"]}
+    chosen = tune["result"]["chosen"]
+    out = []
+    for arm in (c["name"] for c in tune["candidates"] if c["name"] in rows):
+        row, before = rows[arm], tune["predictions"][arm]
+        tested = ", ".join(f"{n} {'met' if ok else 'missed'}" for n, ok in
+                           row["capacity"]["tested"])
+        out.append(f"| {arm}{' (chosen)' if arm == chosen else ''} | "
+                   f"{'at most ' if before['at_most'] else ''}{before['predicted']} "
+                   f"({before['binding']}) / {row['predicted']} ({row['predicted_binding']}) | "
+                   f"{row['kv_tokens']:,} | {row['capacity']['text']} | {tested} |")
+    return out
+
+
 @dataclass(frozen=True)
 class Figure:
     doc: str
@@ -159,6 +178,7 @@ FIGURES = [
     Figure("docs/capacity.md", TUNE_H200, tune_brackets_beside_predictions),
     Figure("docs/capacity.md", CLIFF_CPU, cliff_rows),
     Figure("docs/capacity.md", GAUGES_CPU, gauges_console),
+    Figure("docs/capacity.md", TUNE_FP8_CPU, tune_fp8_rows),
 ]
 
 # Passages that look like figures and are not results: goals and the notation's definition.

@@ -52,8 +52,10 @@ def tune(
                         "(one boot), at most."),
     max_candidates: int | None = typer.Option(None, "--max-candidates", help="At most this "
                                               "many arms (in priority order: the baseline, "
-                                              "the reference, the one-knob arms, vLLM's "
-                                              "defaults), whatever the budget allows."),
+                                              "the reference, the one-knob arms, the fp8 KV "
+                                              "arm, the engine's defaults; arms predicted "
+                                              "below "
+                                              "--agents last), whatever the budget allows."),
     sweep_points: int = typer.Option(2, "--sweep-points", help="Capacity probes "
                                      "(one agents run at another N, on the arm's boot) per "
                                      "arm, at most."),
@@ -88,14 +90,17 @@ def tune(
     """Boot RECIPE for its (short-context) knee, then measure arms that change one scheduler
     knob at a time against a baseline (max-num-seqs alone; the long-prefill threshold 512,
     1024, 2048; the step budget 2048, 4096, 8192), a reference arm (chunk 8192, no threshold)
-    and the engine's defaults. On llama.cpp the knobs are its own: slots -np (the context -c
-    grows with them, so each agent keeps its window), the step budget -b, the micro-batch -ub
-    256, 1024, 2048 and --kv-unified; it has no long-prefill threshold (those arms are
-    dropped, saying why). Each arm on one boot, its repetitions at --agents beside the workload's
-    long background prefill, then a capacity bisection on the same boot. Arms are ranked by
-    the capacity bracket (lo <= N* < hi), the long prefill's cost in the agents runs against
-    the reference arm within 5%, then goodput's Clopper-Pearson lower bound. The plan is
-    re-made before every boot from the measured times; what the budget leaves buys
+    and the engine's defaults, and where the knee's pool says KV binds, the baseline with fp8
+    KV (vLLM; llama.cpp has no fp8 KV type, which tune says). On llama.cpp the knobs are its
+    own: slots -np (the context -c grows with them, so each agent keeps its window), the step
+    budget -b, the micro-batch -ub 256, 1024, 2048 and --kv-unified; it has no long-prefill
+    threshold (those arms are dropped, saying why). Each arm on one boot, its repetitions at
+    --agents beside the workload's long background prefill, then a capacity search on the same
+    boot around its predicted capacity. Arms predicted to hold fewer than --agents are
+    measured last, and dropped first when the budget runs short (docs/capacity.md). Arms are
+    ranked by the capacity bracket (lo <= N* < hi), the long prefill's cost in the agents runs
+    against the reference arm within 5%, then goodput's Clopper-Pearson lower bound. The plan
+    is re-made before every boot from the measured times; what the budget leaves buys
     interleaved boots of the two finalists (--boots), for claims over boots. The chosen arm
     is written as profile `tuned` into $SM121_HOME/recipes/RECIPE.yaml (a built-in recipe is
     never changed)."""

@@ -106,8 +106,9 @@ def test_arms_predicted_below_the_target_go_last_and_say_why(h200):
     assert below == "predicted at most 39 agents (KV binds), below the target 40"
     assert planned.predictions[FP8_ARM].below is None
     (said,) = [line for line in planned.lines if line.startswith("measured last")]
-    assert "agent-admission (predicted at most 39 agents (KV binds), below the target 40)" \
-        in said
+    assert said.endswith(": agent-admission, reference, seqs-82, lpt-512, lpt-2048, "
+                         "chunk-4096, chunk-8192, vllm-defaults (predicted at most 39 agents "
+                         "(KV binds), below the target 40)")
 
 
 def test_no_fp8_arm_where_kv_does_not_bind_or_the_engine_has_none():
@@ -252,11 +253,14 @@ def test_the_report_holds_each_prediction_against_its_bracket():
     refused = refusals(ab)
     assert refused == {FP8_ARM: ab.samples[0].error}
     record = TuneRecord(
-        request=RequestRecord(recipe="r", workload="w", slo="s", agents=16, budget_s=1),
+        request=RequestRecord(recipe="r", workload="w", slo="s", agents=16, budget_s=1,
+                              max_candidates=2),
         candidates=[Candidate("agent", "agent").to_json(),
-                    Candidate(FP8_ARM, "agent").to_json()],
+                    Candidate(FP8_ARM, "agent").to_json(),
+                    Candidate("lpt-512", "agent").to_json()],
         predictions={"agent": PredictionRecord(predicted=39, binding="KV"),
-                     FP8_ARM: PredictionRecord(predicted=78, binding="KV")},
+                     FP8_ARM: PredictionRecord(predicted=78, binding="KV"),
+                     "lpt-512": _below("lpt-512")},
         kv_arm="fp8 KV arm kv-fp8: KV binds for agent (predicted 39)",
         result=TuneResult(table=[row("agent", 28, 40, 39)], ranking=["agent"], chosen="agent",
                           baseline="agent", reference=None, claims=[],
@@ -267,6 +271,8 @@ def test_the_report_holds_each_prediction_against_its_bracket():
     assert "| agent | 39 agents (KV binds); pool 0 from None | 39 agents (KV binds) | 28..40 " \
            "| inside | measured |" in text
     assert f"| {FP8_ARM} | 78 agents (KV binds)" in text
+    assert "| dropped: predicted 12 agents (KV binds), below the target 16; --max-candidates " \
+        "2 |" in text
     assert "| not measured: its boot failed: the engine did not become ready: the engine " \
         "exited while waiting for its API port (cause: NotImplementedError: FP8 KV cache on " \
         "CPU requires x86 with AVX-512 or AMX.) |" in text

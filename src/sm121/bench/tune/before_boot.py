@@ -113,9 +113,13 @@ def before_boot(request: TuneRequest, recipe: Recipe, engine: EngineAdapter,
     lines.append(note)
     below = [a.name for a in found if predictions[a.name].below]
     if below and len(below) < len(found):
+        reasons: dict[str, list[str]] = {}
+        for name in below:  # most share one reason (one pool): said once
+            reasons.setdefault(predictions[name].below or "", []).append(name)
         lines.append("measured last, after the arms predicted to hold the target "
                      f"{request.agents} (left out first when the budget runs short): "
-                     + "; ".join(f"{n} ({predictions[n].below})" for n in below))
+                     + "; ".join(f"{', '.join(names)} ({why})"
+                                 for why, names in reasons.items()))
     elif below:
         lines.append(f"every arm is predicted below the target {request.agents}: the order "
                      "stays the priority order")

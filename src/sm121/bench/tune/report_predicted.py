@@ -63,7 +63,11 @@ def outcome(name: str, state: TuneRecord, row: ArmRow | None, refused: dict[str,
     if name in state.skipped:
         return (f"dropped: {below}; the budget ran out" if below else
                 "not measured: the budget ran out")
-    return "not measured (--max-candidates, or the tune stopped before it)"
+    names = [c.name for c in state.candidates or []]
+    most = state.request.max_candidates
+    why = (f"--max-candidates {most}" if most is not None and name in names[most:] else
+           "the tune stopped before it")
+    return f"dropped: {below}; {why}" if below else f"not measured: {why}"
 
 
 def _before(found: PredictionRecord | None) -> str:
