@@ -39,6 +39,7 @@ NOT_BENCH = {
     "cpu-testbed/tune/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
     "gpu-h200/tune/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
     "gpu-h200/tune-capacity/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
+    "cpu-testbed/tune-fp8/tune.json": "`sm121 tune`'s state file (sm121/bench/tune/state.py)",
     "cpu-testbed/capacity/blocks-724/capacity.json": "benchmarks/capacity_cliff.py's summary",
     "cpu-testbed/capacity/blocks-760/capacity.json": "benchmarks/capacity_cliff.py's summary",
     "cpu-testbed/capacity/blocks-724-quieter/capacity.json": "benchmarks/capacity_cliff.py's "
