@@ -5,7 +5,9 @@ a chat stream and an Anthropic Messages request with their usage; `connect` hand
 per-slot window (-c 65536 over -np 4: 16,384), not -c; the metrics the adapter names are
 exported; `bench agents` counts every turn through the gateway. A forced tool call is pinned
 as the engine serves it (text first, then the call, which the random model never starts; a
-named tool_choice served as auto), with what agent-check says of it.
+named tool_choice served as auto), with what agent-check says of it; and a request whose
+logit_bias makes the model start the call gets the call the template's grammar forces,
+parsed into `tool_calls`, stream and not, the gateway forwarding its body byte for byte.
 
 Its own engine (llama-server is not the session's vLLM), booted once for the module: a few
 seconds on CPU."""
@@ -19,11 +21,14 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from support import free_port, run_cli
 from support.gateway_process import spawned_gateway
 from support.llamacpp import put_on_path
 from support.timeouts import BOOT_S, SERVE_S
+
+from sm121.gateway.handlers import REQUEST_ID_HEADER
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_engines]
 
@@ -49,19 +54,32 @@ def llama_engine(sm121_home: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def gateway(llama_engine: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def captures(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the gateway writes each request's body as it forwards it (`--capture`, made by
+    the gateway): the bytes that reached the engine."""
+    return tmp_path_factory.mktemp("gateway-llamacpp-capture") / "cap"
+
+
+@pytest.fixture(scope="module")
+def gateway(llama_engine: str, captures: Path, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[str]:
     with spawned_gateway(tmp_path_factory.mktemp("gateway-llamacpp"), "--upstream",
-                         llama_engine, "--recipe", "tiny-llamacpp",
-                         ready="/v1/models") as spawned:
+                         llama_engine, "--recipe", "tiny-llamacpp", "--capture",
+                         str(captures), ready="/v1/models") as spawned:
         yield spawned.url
 
 
 def _post(url: str, body: dict, headers: dict | None = None) -> bytes:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={
+    return _exchange(url, json.dumps(body).encode(), headers)[1]
+
+
+def _exchange(url: str, data: bytes, headers: dict | None = None) -> tuple[str, bytes]:
+    """POST `data`; the gateway's id for the request (its capture's name) and the reply."""
+    request = urllib.request.Request(url, data=data, headers={
         "Content-Type": "application/json", **(headers or {})})
     with urllib.request.urlopen(request, timeout=120) as response:
         assert response.status == 200
-        return response.read()
+        return response.headers.get(REQUEST_ID_HEADER, ""), response.read()
 
 
 def test_a_chat_stream_through_the_gateway_counts_its_tokens(gateway: str) -> None:
@@ -111,6 +129,67 @@ def test_a_forced_tool_call_comes_back_as_text_and_agent_check_says_why(gateway:
     assert named["status"] == "unsupported", named
     assert "llama.cpp does not read a named tool_choice" in named["reason"]
     assert "served as auto" in named["reason"]
+
+
+def _token_ids(engine: str, text: str) -> list[int]:
+    """`text`'s token ids in the GGUF's vocabulary (llama-server's /tokenize; `</s>` read as
+    the special token)."""
+    request = urllib.request.Request(f"{engine}/tokenize", data=json.dumps({
+        "content": text, "parse_special": True}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return [int(t) for t in json.loads(response.read())["tokens"]]
+
+
+def test_a_required_tool_call_the_model_starts_comes_back_as_the_call(
+        gateway: str, llama_engine: str, captures: Path) -> None:
+    """The call llama-server's template and grammar produce when the request requires one,
+    through the gateway. Its grammar (the test above) forces the call once the reply reaches
+    `<tool_call>\n`, which the random-weight model never writes; the request's own sampling
+    parameters (the gateway changes nothing) make it write it, and the engine does the rest.
+    `logit_bias` ranks the marker's six tokens in order (`<`, `tool`, `_`, `call`, `>`, `\n`:
+    60 down to 10, far above the tiny model's own logits) and `presence_penalty` 100 over the
+    last five tokens (llama.cpp's `repeat_last_n`) sinks each once written, so greedy decoding
+    spells the marker and nothing else before it; the closing quote (5) lets a string the
+    grammar opens end, and `</s>` (100) ends the reply where the grammar first allows it,
+    after one whole call. Biases only reorder what the grammar allows: the function's name,
+    the argument keys and the JSON come from the grammar, `tool_calls` from llama-server's
+    parser of the template's format. The body reaches the engine as sent (the capture)."""
+    marker = _token_ids(llama_engine, "<tool_call>\n")
+    (quote,), (eos,) = _token_ids(llama_engine, '"'), _token_ids(llama_engine, "</s>")
+    assert len(set(marker)) == len(marker) == 6, marker
+    bias = {str(t): 10 * (len(marker) - i) for i, t in enumerate(marker)}
+    bias |= {str(quote): 5, str(eos): 100}
+    request = {"model": "tiny", "messages": [{"role": "user", "content": "read setup.py"}],
+               "tools": TOOLS, "tool_choice": "required", "max_tokens": 200,
+               "temperature": 0, "logit_bias": bias, "presence_penalty": 100,
+               "repeat_last_n": len(marker) - 1}
+    sent = json.dumps(request).encode()
+    request_id, raw = _exchange(f"{gateway}/v1/chat/completions", sent)
+    assert (captures / f"{request_id}.request").read_bytes() == sent
+    choice = json.loads(raw)["choices"][0]
+    assert choice["finish_reason"] == "tool_calls", choice
+    assert not choice["message"]["content"]  # nothing before the call
+    (call,) = choice["message"]["tool_calls"]
+    _assert_a_read_file_call(call["function"]["name"], call["function"]["arguments"])
+
+    sent = json.dumps({**request, "stream": True}).encode()
+    request_id, raw = _exchange(f"{gateway}/v1/chat/completions", sent)
+    assert (captures / f"{request_id}.request").read_bytes() == sent
+    events = [json.loads(line[6:]) for line in raw.decode().splitlines()
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    choices = [c for e in events for c in e.get("choices", [])]
+    deltas = [d for c in choices for d in c["delta"].get("tool_calls") or []]
+    assert {d["index"] for d in deltas} == {0}, deltas  # one call, streamed in pieces
+    assert not "".join(c["delta"].get("content") or "" for c in choices)
+    assert [c["finish_reason"] for c in choices if c.get("finish_reason")] == ["tool_calls"]
+    _assert_a_read_file_call("".join(d["function"].get("name") or "" for d in deltas),
+                             "".join(d["function"].get("arguments") or "" for d in deltas))
+
+
+def _assert_a_read_file_call(name: str, arguments: str) -> None:
+    assert name == "read_file"
+    jsonschema.validate(json.loads(arguments), TOOLS[0]["function"]["parameters"])
 
 
 def test_bench_agents_counts_every_turn_through_the_gateway(gateway: str,
