@@ -97,7 +97,7 @@ def on_sigterm(*_: object) -> None:
 
 def pool_args(url: str, run_id: str) -> list[str]:
     """Where the prediction reads the pool: the engine's /metrics, or, where the engine does
-    not say it there (vLLM 0.21's cache-config labels carry no block count), the run's log."""
+    not say it there (an engine whose cache-config labels give no block count), the run's log."""
     if kv_pool(SyncEngineClient(url, timeout_s=30).metrics_text()) is not None:
         return ["--engine-url", url]
     return ["--boot-log", str(runs_dir() / run_id / "engine.log")]

@@ -5,7 +5,7 @@ the resource its engine counters name), beside the capacity model's prediction f
         --max-num-seqs 41 --chunk 2048 --threshold 1024 tune/capacity/*.json
 
 The workload, its turns and the server's max-model-len are read from each file; the pool and
-the profile's knobs are given (a results file of vLLM 0.21 does not carry the block count).
+the profile's knobs are given (results files before 2026-12-06 carry no block count).
 """
 
 from __future__ import annotations

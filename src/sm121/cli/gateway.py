@@ -110,7 +110,7 @@ def gateway(
                                            "in tokens of each upstream given here, as its "
                                            "engine logged it (`KV cache size: N tokens`), for "
                                            "session admission: for an engine sm121 did not "
-                                           "start whose /metrics says no pool (vLLM 0.21). "
+                                           "start whose /metrics says no pool. "
                                            "Default: the engine's /metrics, else the boot "
                                            "log of the sm121 run serving the URL."),
 ) -> None:

@@ -165,8 +165,9 @@ def kv_pool(metrics_text: str) -> tuple[int, int] | None:
 
 
 def kv_pool_of(labels: Mapping[str, Any]) -> tuple[int, int] | None:
-    """kv_pool from cache-config labels already read (a results file keeps them); vLLM 0.21's
-    labels carry no block count."""
+    """kv_pool from cache-config labels already read (a results file keeps them). vLLM 0.21.0
+    gave num_gpu_blocks on the H100 sitting (docs/results/gpu-h100/capacity); the 2026-12-01
+    H200 results files kept four labels and no block count."""
     blocks, size = str(labels.get("num_gpu_blocks", "")), str(labels.get("block_size", ""))
     tokens = str(labels.get("kv_cache_size_tokens", ""))
     if not size.isdigit() or int(size) <= 0:

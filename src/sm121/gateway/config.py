@@ -49,8 +49,8 @@ class UpstreamSpec:
     long_prompt_tokens: int = DEFAULT_LONG_PROMPT_TOKENS
     long_lane: int = 1
     max_model_len: int | None = None  # None: ask the upstream (/v1/models)
-    # The KV pool in tokens where the engine's /metrics does not say it (vLLM 0.21 states no
-    # block count there): from the boot log of the sm121 run serving it, or given
+    # The KV pool in tokens where the engine's /metrics does not say it (an engine or proxy
+    # that gives no block count there): from the boot log of the sm121 run serving it, or given
     # (--pool-tokens, which then overrides: pool_overrides). Session admission reads it.
     pool_tokens: int | None = None
     pool_source: str | None = None  # said in the admission verdict: "the boot log of run X"

@@ -176,7 +176,7 @@ class Replica:
 
     def _learn_pool(self, reported_blocks: int | None) -> None:
         """The pool session admission budgets: the engine's own (/metrics), else the spec's
-        (a run's boot log: vLLM 0.21's /metrics has no block count), in the engine's blocks;
+        (a run's boot log, where /metrics gives no block count), in the engine's blocks;
         a pool given by hand wins over both. Once known, kept."""
         spec = self.spec
         blocks = spec.pool_tokens // self.block_size \

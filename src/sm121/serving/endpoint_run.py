@@ -1,5 +1,5 @@
 """The sm121 run behind an endpoint, and what the run's own files say that the endpoint may
-not: the KV pool its engine logged at boot (vLLM 0.21's /metrics carries no block count, so a
+not: the KV pool its engine logged at boot (where its /metrics gives no block count, a
 running engine's pool is not known from it), its engine args and the adapter's names for them.
 
 `bench agents` (its prediction and verdict) and the gateway (session admission by working

@@ -20,7 +20,7 @@ def spec_from_plan(plan: ServePlan, name: str, url: str,
                    long_prompt_tokens: int = DEFAULT_LONG_PROMPT_TOKENS,
                    long_lane: int = 1, run: RunInfo | None = None) -> UpstreamSpec:
     """`run`: the run serving it, whose boot log states the KV pool where the engine's
-    /metrics does not (vLLM 0.21), for session admission."""
+    /metrics does not, for session admission."""
     seqs = plan.engine_args.get(plan.adapter.memory.max_num_seqs)
     return with_pool(UpstreamSpec(url=url, name=name, policy=plan.request_policy,
                                   max_inflight=seqs if isinstance(seqs, int) and seqs > 0

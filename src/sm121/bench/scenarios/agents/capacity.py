@@ -78,7 +78,7 @@ def slo_ttft(slo: str | None) -> float | None:
 
 def pool_of(cache_config: Mapping[str, Any] | None) -> Pool | None:
     """The engine's pool from its cache-config labels (engines/client.cache_config): blocks
-    x block size; None when the engine does not say (vLLM 0.21 has no block count there)."""
+    x block size; None when the engine does not say (older results files kept no block count)."""
     found = kv_pool_of(cache_config or {})
     if found is None:
         return None
