@@ -44,6 +44,10 @@ NOT_BENCH = {
     "cpu-testbed/capacity/blocks-760/capacity.json": "benchmarks/capacity_cliff.py's summary",
     "cpu-testbed/capacity/blocks-724-quieter/capacity.json": "benchmarks/capacity_cliff.py's "
                                                              "summary",
+    "gpu-h100/capacity/capacity-tuned/capacity.json": "benchmarks/capacity_cliff.py's summary "
+                                                      "(the sitting's last call)",
+    "gpu-h100/capacity/coding-capacity.json": "benchmarks/capacity_cliff.py's summary",
+    "gpu-h100/capacity/long-session-capacity.json": "benchmarks/capacity_cliff.py's summary",
     "cpu-testbed/capacity/gauges/sampler-cost.json": "each run's headline figures, gathered "
                                                      "for its README (its command there)",
 }
