@@ -20,7 +20,8 @@ POOL_TOKENS = typer.Option(None, "--pool-tokens", min=1, help="The KV pool in to
                            "without booting.")
 BOOT_LOG = typer.Option(None, "--boot-log", help="An engine log to read the KV pool from.")
 ENGINE_URL = typer.Option(None, "--engine-url", help="A running engine: its KV pool from "
-                          "/metrics (blocks x block size).")
+                          "/metrics (blocks x block size), and the workload's first prompt as "
+                          "its /tokenize renders it (else the nominal prefix).")
 PREFILL_TOK_S = typer.Option(None, "--prefill-tok-s", min=1.0, help="Prefill throughput at this step "
                              "budget measured at the workload's depth (a calibration figure).")
 MAX_INFLIGHT = typer.Option(None, "--max-inflight", min=1, help="The gateway's in-flight "
@@ -30,12 +31,30 @@ DECODE_TOK_S = typer.Option(None, "--decode-tok-s", min=0.1, help="One stream's 
                             "(with --prefill-tok-s: the step budget's allowance).")
 
 
-def session_shape(workload_name: str, turns: int, max_model_len: int) -> SessionShape:
+def session_shape(workload_name: str, turns: int, max_model_len: int,
+                  engine_url: str | None = None) -> SessionShape:
     """The preset (or YAML file) fitted to the server as a run of `turns` turns sends it, as
-    the capacity model's plain numbers (bench reads its own presets)."""
-    from sm121.bench.scenarios.agents.capacity import load_shape
+    the capacity model's plain numbers (bench reads its own presets). With `engine_url`, its
+    first prompt as that engine renders it; else (or where it cannot) the nominal prefix,
+    which the prediction says."""
+    import asyncio
 
-    return load_shape(workload_name, turns, max_model_len)
+    import aiohttp
+
+    from sm121.bench.scenarios.agents.capacity import NOMINAL_PREFIX, load_shape
+    from sm121.bench.scenarios.agents.first_prompt import first_prompt_at
+    from sm121.engines.engine_error import EngineError
+
+    if engine_url is None:
+        return load_shape(workload_name, turns, max_model_len)
+    try:
+        first = asyncio.run(first_prompt_at(engine_url, workload_name, turns, max_model_len))
+    except (Sm121Error, EngineError, aiohttp.ClientError, OSError, KeyError) as exc:
+        why = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        return load_shape(workload_name, turns, max_model_len, None,
+                          f"{NOMINAL_PREFIX} ({engine_url} did not render it: {why[:200]})")
+    return load_shape(workload_name, turns, max_model_len, first,
+                      f"as {engine_url}/tokenize renders it (system prompt, tools, task)")
 
 
 def knobs_of(engine_args: dict[str, object]) -> Knobs:
@@ -115,16 +134,17 @@ def capacity_json(c: Capacity) -> dict[str, object]:
 def capacity_of(engine_args: dict[str, object], planned_pool: int | None, block_size: int,
                 max_model_len: int, *, workload: str, turns: int, agents: int | None,
                 pool: Pool | None, slo: str | None, rate: Throughput | None,
-                max_inflight: int | None = None) -> Capacity:
+                max_inflight: int | None = None, engine_url: str | None = None) -> Capacity:
     """The prediction for a rendered profile: `pool` when one was given, else the planner's;
-    `max_inflight`: the gateway's in-flight cap in front of the engine, if any."""
+    `max_inflight`: the gateway's in-flight cap in front of the engine, if any; `engine_url`:
+    a running engine that renders the workload's first prompt (else the nominal prefix)."""
     from dataclasses import replace
 
     from sm121.memory.capacity import predict
 
     if pool is None and planned_pool is not None:
         pool = Pool(planned_pool, block_size, "the memory planner")
-    shape = session_shape(workload, turns, max_model_len)
+    shape = session_shape(workload, turns, max_model_len, engine_url)
     knobs = replace(knobs_of(engine_args), inflight_cap=max_inflight)
     return predict(pool, shape, knobs, rate, slo_ttft(slo), agents)
 

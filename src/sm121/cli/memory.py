@@ -72,7 +72,8 @@ def plan_cmd(
         _solve_capacity(name, profile, sets, cluster, memory_plan, agents, workload,
                         turns or 6, cap.given_pool(pool_tokens, boot_log, engine_url,
                                                    memory_plan.block_size), slo,
-                        cap.throughput(prefill_tok_s, decode_tok_s), as_json, max_inflight)
+                        cap.throughput(prefill_tok_s, decode_tok_s), as_json, max_inflight,
+                        engine_url)
         return
     if solve_for:
         solution = solve(request, parse_load(solve_for))
@@ -136,14 +137,14 @@ def _solve_capacity(name: str, profile: str | None, sets: list[str] | None,
                     cluster: str | None, memory_plan: MemoryPlan, agents: int, workload: str,
                     turns: int, pool: Pool | None, slo: str,
                     rate: Throughput | None, as_json: bool,
-                    max_inflight: int | None = None) -> None:
+                    max_inflight: int | None = None, engine_url: str | None = None) -> None:
     from sm121.plan.build import build_plan
 
     serve_plan = build_plan(name, profile, cluster, parse_sets(sets), argv_check=False)
     capacity = cap.capacity_of(
         dict(serve_plan.engine_args), memory_plan.pool_tokens, memory_plan.block_size,
         memory_plan.max_model_len, workload=workload, turns=turns, agents=agents, pool=pool,
-        slo=slo, rate=rate, max_inflight=max_inflight)
+        slo=slo, rate=rate, max_inflight=max_inflight, engine_url=engine_url)
     if as_json:
         print_json(cap.capacity_json(capacity))
     else:

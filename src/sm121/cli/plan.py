@@ -124,7 +124,7 @@ def _plan_capacity(name: str, profile: str | None, cluster: str | None,
         dict(both.serve_plan.engine_args) if both.serve_plan else {}, memory.pool_tokens,
         memory.block_size, memory.max_model_len, workload=cap_args["workload"],
         turns=cap_args["turns"], agents=cap_args["agents"], pool=pool, slo=cap_args["slo"],
-        rate=cap_args["rate"], max_inflight=cap_args["max_inflight"])
+        rate=cap_args["rate"], max_inflight=cap_args["max_inflight"], engine_url=engine_url)
     if as_json:
         print_json({"plan": both.serve_plan.model_dump(mode="json") if both.serve_plan else None,
                     "capacity": cap.capacity_json(capacity)})

@@ -62,13 +62,17 @@ class SessionShape:
 
     workload: str
     turns: int
-    last_context_tokens: int  # a session's context after its last turn: its working set
-    growth_per_turn_tokens: float  # what one turn adds (the new input, the reply, template)
+    # a session's context after its last turn, on average (the expected session, not the
+    # longest): its working set
+    last_context_tokens: int
+    growth_per_turn_tokens: float  # what one turn adds on average (new input, reply, template)
     turn_new_tokens: float  # what a turn prefills when its prefix is cached (mean)
     reply_tokens: float  # a turn's reply (mean)
     think_time_s: float  # between a reply and the next turn (mean)
     long_job_tokens: int | None = None  # a one-shot background job's prompt, None: no job
     resident_long_tokens: int = 0  # long jobs held for the whole run (none in the presets)
+    first_prompt_tokens: int | None = None  # a session's first prompt, as counted
+    prefix_source: str | None = None  # how the first prompt was counted (said in the result)
 
     def working_set(self) -> WorkingSet:
         return WorkingSet(prompt_tokens=self.last_context_tokens)
@@ -164,6 +168,13 @@ class Capacity:
         return out
 
 
+def first_prompt_note(shape: SessionShape) -> str:
+    """Where the working set's first prompt came from, as its pool's source is said."""
+    if shape.first_prompt_tokens is None or shape.prefix_source is None:
+        return ""
+    return f"; first prompt {shape.first_prompt_tokens:,} tokens, {shape.prefix_source}"
+
+
 def kv_allowance(pool: Pool | None, shape: SessionShape) -> tuple[Allowance, int | None]:
     """KV: (pool - resident long jobs) / working set, in blocks; and where the one-shot job's
     window starts evicting (None: no job)."""
@@ -177,7 +188,7 @@ def kv_allowance(pool: Pool | None, shape: SessionShape) -> tuple[Allowance, int
     held = f" - {shape.resident_long_tokens:,} held by long jobs" if resident else ""
     how = (f"{pool.tokens:,} tokens{held} / {shape.last_context_tokens:,} per session "
            f"= {pool.blocks:,}{f' - {resident:,}' if resident else ''} / {per:,} blocks of "
-           f"{pool.block_size}; pool from {pool.source}")
+           f"{pool.block_size}; pool from {pool.source}{first_prompt_note(shape)}")
     transient = None
     if shape.long_job_tokens:
         job = blocks_for(shape.long_job_tokens, pool.block_size)

@@ -6,6 +6,7 @@ prints (docs/capacity.md)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,21 +30,34 @@ from sm121.engines.client import block_size_of, kv_pool_of
 from sm121.memory.capacity import Knobs, Pool, SessionShape, predict
 from sm121.memory.verdict import RunEvidence, expected_reuse, judge
 
+# Where no engine counted the first prompt: the workload's sizes, whose tools the chat template
+# renders larger (their JSON schema, the template's own text): said in every prediction.
+NOMINAL_PREFIX = "nominal prefix: the template's rendering of the tools not counted"
+RENDERED_PREFIX = "as the engine's /tokenize renders it (system prompt, tools, task)"
+RUN_PREFIX = "as the engine counted the run's first turns"
 
-def session_shape(w: Workload, turns: int) -> SessionShape:
-    """A fitted workload (`fit`) as the capacity model's numbers, for a run of `turns` turns."""
+
+def session_shape(w: Workload, turns: int, first_prompt_tokens: int | None = None,
+                  prefix_source: str | None = None) -> SessionShape:
+    """A fitted workload (`fit`) as the capacity model's numbers, for a run of `turns` turns:
+    the working set is the expected session (its first prompt as counted, else the nominal
+    prefix, then mean turns), not the longest one `fit` sizes to max-model-len."""
     if w.fitted is None:
         raise ValueError("session_shape needs a fitted workload (workload.fit)")
     append = (w.append_tokens.min + w.append_tokens.max) / 2 + w.paste.tokens * w.paste.share
-    reply = (w.output_tokens.min + w.output_tokens.max) / 2
+    reply = w.mean_reply_tokens()
+    first = first_prompt_tokens if first_prompt_tokens is not None else \
+        w.prefix_tokens() + TEMPLATE_MARGIN
     return SessionShape(
-        workload=w.name, turns=turns, last_context_tokens=w.fitted.conversation_tokens_max,
-        growth_per_turn_tokens=w.per_turn_tokens(),
+        workload=w.name, turns=turns,
+        last_context_tokens=math.ceil(w.expected_context(turns, first)),
+        growth_per_turn_tokens=w.mean_turn_tokens(),
         # a cached turn prefills its new input, the template, and the previous reply as the
         # chat template re-renders it (its generated blocks may not match token for token)
         turn_new_tokens=append + reply + TEMPLATE_MARGIN, reply_tokens=reply,
         think_time_s=(w.think_time_s.min + w.think_time_s.max) / 2,
-        long_job_tokens=w.fitted.background_tokens)
+        long_job_tokens=w.fitted.background_tokens, first_prompt_tokens=first,
+        prefix_source=prefix_source if first_prompt_tokens is not None else NOMINAL_PREFIX)
 
 
 def knobs_from_args(args: Mapping[str, Any], flags: SchedulerFlags,
@@ -59,14 +73,26 @@ def knobs_from_args(args: Mapping[str, Any], flags: SchedulerFlags,
                  kv_dtype=str(dtype) if dtype else None)
 
 
-def load_shape(workload: str, turns: int, max_model_len: int) -> SessionShape:
-    """A preset (or YAML file) fitted to the server as a run of `turns` turns sends it."""
-    return session_shape(fit_to_server(load_workload(workload), max_model_len, turns), turns)
+def load_shape(workload: str, turns: int, max_model_len: int,
+               first_prompt_tokens: int | None = None,
+               prefix_source: str = RENDERED_PREFIX) -> SessionShape:
+    """A preset (or YAML file) fitted to the server as a run of `turns` turns sends it; its
+    first prompt as an engine counted it (first_prompt.rendered_first_prompt), else nominal."""
+    return session_shape(fit_to_server(load_workload(workload), max_model_len, turns), turns,
+                         first_prompt_tokens, prefix_source)
+
+
+def first_turn_prompt(run: AgentsRun) -> int | None:
+    """The sessions' first prompts as the engine counted them (the mean of turn 0's
+    prompt_tokens), None where the run recorded none."""
+    counted = [t.prompt_tokens for t in run.turns if t.turn == 0 and t.prompt_tokens]
+    return round(sum(counted) / len(counted)) if counted else None
 
 
 def shape_reuse(shape: SessionShape, block_size: int) -> float | None:
     """What the judged turns reuse when nothing is evicted (block rounding only)."""
-    first = shape.last_context_tokens - shape.turns * shape.growth_per_turn_tokens
+    first = shape.first_prompt_tokens if shape.first_prompt_tokens is not None else \
+        shape.last_context_tokens - shape.turns * shape.growth_per_turn_tokens
     return expected_reuse(first, shape.growth_per_turn_tokens, shape.turn_new_tokens,
                           shape.turns, block_size)
 
@@ -145,7 +171,8 @@ def run_verdict(run: AgentsRun, summary: AgentsSummary, workload: Workload, turn
     `knobs` where the run knows them; None for a run of no fixed turns (a --duration run)."""
     if turns <= 0 or summary.slo is None:
         return None
-    shape = session_shape(workload, turns)
+    first = first_turn_prompt(run)
+    shape = session_shape(workload, turns, first, RUN_PREFIX)
     knobs = knobs or Knobs(None, None, None)
     capacity = predict(pool, shape, knobs, agents=summary.agents)
     block = pool.block_size if pool else block_size or 16

@@ -143,7 +143,27 @@ class Workload(_Strict):
         return self.output_tokens.max + append + TEMPLATE_MARGIN
 
     def needed(self, turns: int) -> float:
+        """The longest conversation `turns` turns can make (every turn at its most): what
+        must fit in max-model-len. Not the working set, which is the expected session."""
         return self.prefix_tokens() + TEMPLATE_MARGIN + turns * self.per_turn_tokens()
+
+    def mean_reply_tokens(self) -> float:
+        return (self.output_tokens.min + self.output_tokens.max) / 2
+
+    def mean_turn_tokens(self) -> float:
+        """What one turn adds on average: the previous reply, a tool result (or a paste, at
+        its share), the template's tokens for the two messages."""
+        append = (self.append_tokens.min + self.append_tokens.max) / 2 + \
+            self.paste.tokens * self.paste.share
+        return append + self.mean_reply_tokens() + TEMPLATE_MARGIN
+
+    def expected_context(self, turns: int, first_prompt_tokens: float | None = None) -> float:
+        """A session's context after its last turn, on average: its first prompt (as the
+        engine rendered it, else the nominal prefix and margin), `turns - 1` mean turns, and
+        the last turn's mean reply. The capacity model's working set."""
+        first = self.prefix_tokens() + TEMPLATE_MARGIN if first_prompt_tokens is None \
+            else first_prompt_tokens
+        return first + max(0, turns - 1) * self.mean_turn_tokens() + self.mean_reply_tokens()
 
     def background_tokens(self, max_model_len: int) -> int | None:
         if self.background is None:
