@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sm121.bench.scenarios.agents.capacity import evidence, load_shape, shape_reuse, slo_ttft
-from sm121.bench.scenarios.agents.first_prompt import first_prompt_at
+from sm121.bench.scenarios.agents.first_prompt import rendered_at
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.engines.client import kv_pool, max_model_len
 from sm121.engines.client_sync import SyncEngineClient
@@ -117,8 +117,9 @@ def measure(workload: Path, turns: int, url: str, pool_from: list[str], sets: li
     # the working set starts at the first prompt as this engine renders it (the tools'
     # schemas through its chat template), not the workload's nominal sizes
     fit_len = int(served or args.max_model_len)
-    first = asyncio.run(first_prompt_at(url, str(workload), turns, fit_len))
-    shape = load_shape(str(workload), turns, fit_len, first)
+    found = asyncio.run(rendered_at(url, str(workload), turns, fit_len))
+    shape = load_shape(str(workload), turns, fit_len, found.first_prompt_tokens,
+                       found.source(f"{url}/tokenize"), found.turn_template_tokens)
     capacity = predict(Pool(pool["tokens"], pool["block_size"], pool["source"]), shape,
                        Knobs(args.max_num_seqs, args.chunk, args.threshold or None))
     expected = shape_reuse(shape, pool["block_size"])
@@ -126,7 +127,8 @@ def measure(workload: Path, turns: int, url: str, pool_from: list[str], sets: li
     found = {"workload": workload.stem, "turns": turns, "prediction": capacity.headline(),
              "holds": held, "binding": capacity.binding.value if capacity.binding else None,
              "working_set_tokens": shape.last_context_tokens,
-             "first_prompt_tokens": shape.first_prompt_tokens, "pool": pool,
+             "first_prompt_tokens": shape.first_prompt_tokens,
+             "turn_template_tokens": found.turn_template_tokens, "pool": pool,
              "expected_reuse": expected, "predicted_cliff": held + 1, "runs": runs}
 
     def run(n: int) -> None:

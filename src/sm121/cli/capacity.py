@@ -42,19 +42,19 @@ def session_shape(workload_name: str, turns: int, max_model_len: int,
     import aiohttp
 
     from sm121.bench.scenarios.agents.capacity import NOMINAL_PREFIX, load_shape
-    from sm121.bench.scenarios.agents.first_prompt import first_prompt_at
+    from sm121.bench.scenarios.agents.first_prompt import rendered_at
     from sm121.engines.engine_error import EngineError
 
     if engine_url is None:
         return load_shape(workload_name, turns, max_model_len)
     try:
-        first = asyncio.run(first_prompt_at(engine_url, workload_name, turns, max_model_len))
+        found = asyncio.run(rendered_at(engine_url, workload_name, turns, max_model_len))
     except (Sm121Error, EngineError, aiohttp.ClientError, OSError, KeyError) as exc:
         why = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         return load_shape(workload_name, turns, max_model_len, None,
                           f"{NOMINAL_PREFIX} ({engine_url} did not render it: {why[:200]})")
-    return load_shape(workload_name, turns, max_model_len, first,
-                      f"as {engine_url}/tokenize renders it (system prompt, tools, task)")
+    return load_shape(workload_name, turns, max_model_len, found.first_prompt_tokens,
+                      found.source(f"{engine_url}/tokenize"), found.turn_template_tokens)
 
 
 def knobs_of(engine_args: dict[str, object]) -> Knobs:

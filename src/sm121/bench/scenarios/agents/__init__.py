@@ -5,5 +5,7 @@ their results files."""
 
 # The modules other packages may import (tests/unit/architecture/test_wings.py holds it);
 # the rest are this package's own.
-PUBLIC = ("apis", "capacity", "models", "params", "scenario", "sessions", "slo", "sweep",
-          "texts")  # capacity: the run's verdict and the workload's numbers (cli, tune)
+PUBLIC = ("apis", "capacity", "first_prompt", "models", "params", "scenario", "sessions",
+          "slo", "sweep", "texts")
+# capacity: the run's verdict and the workload's numbers (cli, tune); first_prompt: a
+# session's first prompt and turn as an engine renders them (the cli's --engine-url)

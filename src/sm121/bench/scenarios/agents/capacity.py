@@ -34,27 +34,30 @@ from sm121.memory.verdict import RunEvidence, expected_reuse, judge
 # renders larger (their JSON schema, the template's own text): said in every prediction.
 NOMINAL_PREFIX = "nominal prefix: the template's rendering of the tools not counted"
 RENDERED_PREFIX = "as the engine's /tokenize renders it (system prompt, tools, task)"
-RUN_PREFIX = "as the engine counted the run's first turns"
+RUN_PREFIX = ("as the engine counted the run's first turns (a turn's template tokens: the "
+              f"margin, {TEMPLATE_MARGIN})")
 
 
 def session_shape(w: Workload, turns: int, first_prompt_tokens: int | None = None,
-                  prefix_source: str | None = None) -> SessionShape:
+                  prefix_source: str | None = None,
+                  turn_template_tokens: int | None = None) -> SessionShape:
     """A fitted workload (`fit`) as the capacity model's numbers, for a run of `turns` turns:
     the working set is the expected session (its first prompt as counted, else the nominal
-    prefix, then mean turns), not the longest one `fit` sizes to max-model-len."""
+    prefix; then mean turns, whose template tokens an engine counted, else the margin), not
+    the longest one `fit` sizes to max-model-len."""
     if w.fitted is None:
         raise ValueError("session_shape needs a fitted workload (workload.fit)")
-    append = (w.append_tokens.min + w.append_tokens.max) / 2 + w.paste.tokens * w.paste.share
     reply = w.mean_reply_tokens()
+    template = TEMPLATE_MARGIN if turn_template_tokens is None else turn_template_tokens
     first = first_prompt_tokens if first_prompt_tokens is not None else \
         w.prefix_tokens() + TEMPLATE_MARGIN
     return SessionShape(
         workload=w.name, turns=turns,
-        last_context_tokens=math.ceil(w.expected_context(turns, first)),
-        growth_per_turn_tokens=w.mean_turn_tokens(),
+        last_context_tokens=math.ceil(w.expected_context(turns, first, template)),
+        growth_per_turn_tokens=w.mean_turn_tokens(template),
         # a cached turn prefills its new input, the template, and the previous reply as the
         # chat template re-renders it (its generated blocks may not match token for token)
-        turn_new_tokens=append + reply + TEMPLATE_MARGIN, reply_tokens=reply,
+        turn_new_tokens=w.mean_turn_tokens(template), reply_tokens=reply,
         think_time_s=(w.think_time_s.min + w.think_time_s.max) / 2,
         long_job_tokens=w.fitted.background_tokens, first_prompt_tokens=first,
         prefix_source=prefix_source if first_prompt_tokens is not None else NOMINAL_PREFIX)
@@ -74,12 +77,13 @@ def knobs_from_args(args: Mapping[str, Any], flags: SchedulerFlags,
 
 
 def load_shape(workload: str, turns: int, max_model_len: int,
-               first_prompt_tokens: int | None = None,
-               prefix_source: str = RENDERED_PREFIX) -> SessionShape:
+               first_prompt_tokens: int | None = None, prefix_source: str = RENDERED_PREFIX,
+               turn_template_tokens: int | None = None) -> SessionShape:
     """A preset (or YAML file) fitted to the server as a run of `turns` turns sends it; its
-    first prompt as an engine counted it (first_prompt.rendered_first_prompt), else nominal."""
+    first prompt and a turn's template tokens as an engine counted them
+    (first_prompt.rendered_session), else nominal."""
     return session_shape(fit_to_server(load_workload(workload), max_model_len, turns), turns,
-                         first_prompt_tokens, prefix_source)
+                         first_prompt_tokens, prefix_source, turn_template_tokens)
 
 
 def first_turn_prompt(run: AgentsRun) -> int | None:

@@ -3,11 +3,16 @@ task built the way an agents run builds them (tool_definitions, Conversation.ope
 the engine's /tokenize with the chat template (the engine client renders it where /tokenize
 takes only text). The workload's sizes leave the template's part out: the tools' JSON
 schemas, role markers; on a 20-tool preset that is about 2.5K tokens. The capacity model's
-working set starts here (capacity.load_shape)."""
+working set starts here (capacity.load_shape), and grows by the
+template's tokens a turn counted the same way."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from sm121.bench.client import BenchClient
+from sm121.bench.prompts import filler
 from sm121.bench.runner import resolve_model
 from sm121.bench.scenarios.agents.conversation import (
     Conversation,
@@ -17,29 +22,53 @@ from sm121.bench.scenarios.agents.conversation import (
 from sm121.bench.scenarios.agents.messages import wire
 from sm121.bench.scenarios.agents.session import piece_counter
 from sm121.bench.scenarios.agents.workload import Workload, fit_to_server, load_workload
+from sm121.protocols.replies import ChatMessage
 
 
-async def rendered_first_prompt(client: BenchClient, workload: Workload) -> int:
-    """Tokens of a fitted workload's first request as the engine renders it. The tools travel
-    as `tools` unless the workload places them in the system prompt (a run whose server
-    refuses `tools` moves them there too; counted this way, the template's rendering of them
-    is near the same)."""
+@dataclass(frozen=True)
+class RenderedSession:
+    """A session as the engine renders it: its first prompt, and the template's tokens one
+    turn adds beside its reply's and tool result's own (role markers, turn ends)."""
+
+    first_prompt_tokens: int
+    turn_template_tokens: int
+
+    def source(self, where: str) -> str:
+        return (f"as {where} renders it (system prompt, tools, task; "
+                f"{self.turn_template_tokens} template tokens a turn)")
+
+
+async def rendered_session(client: BenchClient, workload: Workload) -> RenderedSession:
+    """A fitted workload's first request as the engine renders it, and what one more turn
+    (an assistant reply and a tool result, as the run appends them) adds beyond their text.
+    The tools travel as `tools` unless the workload places them in the system prompt (a run
+    whose server refuses `tools` moves them there too)."""
     count = piece_counter(client)
     tools = await tool_definitions(count, workload)
     in_prompt = workload.tools.placement == "system_prompt"
     conv = Conversation(workload, "first-prompt", seed=0,
                         tools_in_prompt=tools_as_text(tools) if in_prompt and tools else "")
     await conv.open(count)
-    body = {"model": client.model, "messages": wire(conv.request()),
-            "add_generation_prompt": True}
-    if tools and not in_prompt:
-        body["tools"] = wire(tools)
-    return int((await client.engine.tokenize(body))["count"])
+
+    async def rendered(messages: list[ChatMessage]) -> int:
+        body: dict[str, Any] = {"model": client.model, "messages": wire(messages),
+                                "add_generation_prompt": True}
+        if tools and not in_prompt:
+            body["tools"] = wire(tools)
+        return int((await client.engine.tokenize(body))["count"])
+
+    first = await rendered(conv.request())
+    reply, result = filler(40, 1), "Tool output:\n" + filler(80, 2)
+    turned = await rendered([*conv.request(), ChatMessage(role="assistant", content=reply),
+                             ChatMessage(role="user", content=result)])
+    template = turned - first - await count(reply) - await count(result)
+    return RenderedSession(first, max(0, template))
 
 
-async def first_prompt_at(url: str, workload: str, turns: int, max_model_len: int) -> int:
-    """rendered_first_prompt of a preset (or YAML file) fitted as a run of `turns` turns
-    sends it, through the engine at `url`."""
+async def rendered_at(url: str, workload: str, turns: int,
+                      max_model_len: int) -> RenderedSession:
+    """rendered_session of a preset (or YAML file) fitted as a run of `turns` turns sends
+    it, through the engine at `url`."""
     fitted = fit_to_server(load_workload(workload), max_model_len, turns)
     async with BenchClient(url, await resolve_model(url, None), api="chat") as client:
-        return await rendered_first_prompt(client, fitted)
+        return await rendered_session(client, fitted)

@@ -150,20 +150,23 @@ class Workload(_Strict):
     def mean_reply_tokens(self) -> float:
         return (self.output_tokens.min + self.output_tokens.max) / 2
 
-    def mean_turn_tokens(self) -> float:
+    def mean_turn_tokens(self, template_tokens: float = TEMPLATE_MARGIN) -> float:
         """What one turn adds on average: the previous reply, a tool result (or a paste, at
-        its share), the template's tokens for the two messages."""
+        its share), the template's tokens for the two messages (as an engine rendered them,
+        else the margin)."""
         append = (self.append_tokens.min + self.append_tokens.max) / 2 + \
             self.paste.tokens * self.paste.share
-        return append + self.mean_reply_tokens() + TEMPLATE_MARGIN
+        return append + self.mean_reply_tokens() + template_tokens
 
-    def expected_context(self, turns: int, first_prompt_tokens: float | None = None) -> float:
+    def expected_context(self, turns: int, first_prompt_tokens: float | None = None,
+                         template_tokens: float = TEMPLATE_MARGIN) -> float:
         """A session's context after its last turn, on average: its first prompt (as the
         engine rendered it, else the nominal prefix and margin), `turns - 1` mean turns, and
         the last turn's mean reply. The capacity model's working set."""
         first = self.prefix_tokens() + TEMPLATE_MARGIN if first_prompt_tokens is None \
             else first_prompt_tokens
-        return first + max(0, turns - 1) * self.mean_turn_tokens() + self.mean_reply_tokens()
+        return first + max(0, turns - 1) * self.mean_turn_tokens(template_tokens) + \
+            self.mean_reply_tokens()
 
     def background_tokens(self, max_model_len: int) -> int | None:
         if self.background is None:
