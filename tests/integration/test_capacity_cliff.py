@@ -41,6 +41,9 @@ def test_the_measured_cliff_lies_where_the_pool_predicts(sm121_home, tmp_path):
                           capture_output=True, text=True, timeout=1800, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     found = json.loads((out / "capacity.json").read_text())["workloads"]
+    for w in found:  # the working set starts at the first prompt as this engine renders it
+        assert w["first_prompt_tokens"] > 8_000 and 0 < w["turn_template_tokens"] < 64, w
+        assert "/tokenize renders it" in w["prediction"], w["prediction"]
     assert [w["working_set_tokens"] for w in found] == sorted(
         w["working_set_tokens"] for w in found)  # two session lengths, shortest first
     assert found[0]["holds"] > found[1]["holds"]  # longer sessions: fewer agents

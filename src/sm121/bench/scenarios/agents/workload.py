@@ -237,12 +237,12 @@ _PRESET_SPECS = {
         "timestamp_first": True},
     # Claude Code sized (issue 44): its system prompt and tool schemas come near 20-25K
     # tokens, and a turn appends a file read or a command's output. The sessions end near
-    # 59K tokens at 6 turns, so the pool binds at a few agents: an H100's 392K holds 6.
+    # 50K tokens at 6 turns (59K at most), so the pool binds at a few agents: an H100's 392K holds 7.
     "long-session": {
         "name": "long-session",
         "description": "a Claude-Code-sized agent: 14K system prompt, 18 tools of 500 tokens, "
                        "each turn appends a 3.5-5.5K-token tool result and answers 64-400 "
-                       "tokens, 2-8 s between turns: about 59K tokens after 6 turns",
+                       "tokens, 2-8 s between turns: about 50K tokens after 6 turns",
         "system_prompt_tokens": 14000, "tools": {"count": 18, "tokens_each": 500},
         "append_tokens": [3500, 5500], "output_tokens": [64, 400], "think_time_s": [2.0, 8.0]},
 }
