@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from sm121.bench.scenarios.agents.models import (
@@ -84,6 +85,22 @@ def load_shape(workload: str, turns: int, max_model_len: int,
     (first_prompt.rendered_session), else nominal."""
     return session_shape(fit_to_server(load_workload(workload), max_model_len, turns), turns,
                          first_prompt_tokens, prefix_source, turn_template_tokens)
+
+
+# tune's predictions before an arm boots: no engine renders the first prompt there, and the
+# nominal prefix undercounts the tools, so tune keeps the longest session for now
+LONGEST = "the longest session (every turn at its most): tune renders no first prompt yet"
+
+
+def longest_shape(workload: str, turns: int, max_model_len: int) -> SessionShape:
+    """load_shape with the longest conversation as the working set (what `fit` sizes to
+    max-model-len): tune's, until its boots render the first prompt."""
+    shape = load_shape(workload, turns, max_model_len)
+    fitted = fit_to_server(load_workload(workload), max_model_len, turns)
+    assert fitted.fitted is not None
+    return replace(shape, last_context_tokens=fitted.fitted.conversation_tokens_max,
+                   growth_per_turn_tokens=fitted.per_turn_tokens(), first_prompt_tokens=None,
+                   prefix_source=LONGEST)
 
 
 def first_turn_prompt(run: AgentsRun) -> int | None:

@@ -9,7 +9,6 @@ template's tokens a turn counted the same way."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sm121.bench.client import BenchClient
 from sm121.bench.prompts import filler
@@ -51,8 +50,8 @@ async def rendered_session(client: BenchClient, workload: Workload) -> RenderedS
     await conv.open(count)
 
     async def rendered(messages: list[ChatMessage]) -> int:
-        body: dict[str, Any] = {"model": client.model, "messages": wire(messages),
-                                "add_generation_prompt": True}
+        body = {"model": client.model, "messages": wire(messages),
+                "add_generation_prompt": True}
         if tools and not in_prompt:
             body["tools"] = wire(tools)
         return int((await client.engine.tokenize(body))["count"])
