@@ -7,8 +7,8 @@ the resource its engine counters name), beside the capacity model's prediction f
 The workload, its turns and the server's max-model-len are read from each file; the pool and
 the profile's knobs are given (results files before 2026-12-06 carry no block count).
 The working set starts at the sessions' first prompt as the engine counted it in the file's
-own first turns; --nominal uses the workload's sizes instead (the tools as the template
-renders them not counted), as a prediction made without an engine does.
+own first turns; --nominal uses the longest session instead (every turn at its largest), as a
+prediction made without an engine does.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def main() -> None:
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--chunk", type=int)
     parser.add_argument("--threshold", type=int)
-    parser.add_argument("--nominal", action="store_true", help="the workload's nominal "
-                        "prefix, not the run's counted first prompt")
+    parser.add_argument("--nominal", action="store_true", help="the longest session, "
+                        "as a prediction without an engine, not the run's counted first prompt")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows = []

@@ -21,7 +21,7 @@ POOL_TOKENS = typer.Option(None, "--pool-tokens", min=1, help="The KV pool in to
 BOOT_LOG = typer.Option(None, "--boot-log", help="An engine log to read the KV pool from.")
 ENGINE_URL = typer.Option(None, "--engine-url", help="A running engine: its KV pool from "
                           "/metrics (blocks x block size), and the workload's first prompt as "
-                          "its /tokenize renders it (else the nominal prefix).")
+                          "its /tokenize renders it (else the longest session).")
 PREFILL_TOK_S = typer.Option(None, "--prefill-tok-s", min=1.0, help="Prefill throughput at this step "
                              "budget measured at the workload's depth (a calibration figure).")
 MAX_INFLIGHT = typer.Option(None, "--max-inflight", min=1, help="The gateway's in-flight "
@@ -35,7 +35,7 @@ def session_shape(workload_name: str, turns: int, max_model_len: int,
                   engine_url: str | None = None) -> SessionShape:
     """The preset (or YAML file) fitted to the server as a run of `turns` turns sends it, as
     the capacity model's plain numbers (bench reads its own presets). With `engine_url`, its
-    first prompt as that engine renders it; else (or where it cannot) the nominal prefix,
+    first prompt as that engine renders it; else (or where it cannot) the longest session,
     which the prediction says."""
     import asyncio
 
@@ -137,7 +137,7 @@ def capacity_of(engine_args: dict[str, object], planned_pool: int | None, block_
                 max_inflight: int | None = None, engine_url: str | None = None) -> Capacity:
     """The prediction for a rendered profile: `pool` when one was given, else the planner's;
     `max_inflight`: the gateway's in-flight cap in front of the engine, if any; `engine_url`:
-    a running engine that renders the workload's first prompt (else the nominal prefix)."""
+    a running engine that renders the workload's first prompt (else the longest session)."""
     from dataclasses import replace
 
     from sm121.memory.capacity import predict

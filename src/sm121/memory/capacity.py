@@ -170,8 +170,10 @@ class Capacity:
 
 def first_prompt_note(shape: SessionShape) -> str:
     """Where the working set's first prompt came from, as its pool's source is said."""
-    if shape.first_prompt_tokens is None or shape.prefix_source is None:
+    if shape.prefix_source is None:
         return ""
+    if shape.first_prompt_tokens is None:
+        return f"; {shape.prefix_source}"
     return f"; first prompt {shape.first_prompt_tokens:,} tokens, {shape.prefix_source}"
 
 

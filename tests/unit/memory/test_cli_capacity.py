@@ -24,36 +24,34 @@ def _capacity(*args: str) -> dict:
     return json.loads(done.stdout)
 
 
-# No engine here: the working set starts at the nominal prefix (15,264), which leaves out the
-# tools' schemas as the chat template renders them (about 2.5K on the H100's Llama: its first
-# prompts counted 17,747), so the prediction runs high; with --engine-url it is rendered.
-def test_the_h100_boot_log_predicts_from_the_nominal_prefix_and_says_so():
+# No engine here: the working set is the longest session (the nominal prefix leaves out the
+# tools' schemas as the chat template renders them, about 2.5K on the H100's Llama, so the
+# expected session from it would over-predict); with --engine-url it is rendered.
+def test_the_h100_boot_log_predicts_nineteen_from_the_longest_session_and_says_so():
     c = _capacity("--boot-log", str(H100_LOG))
-    # 392,032 / 17,860 (15,264 + 4 mean turns of 625 + a mean reply of 96) = 24,502 / 1,117
-    assert (c["predicted"], c["binding"], c["margin"]) == (21, "KV", -3)
-    assert c["working_set_tokens"] == 17_860
+    assert (c["predicted"], c["binding"], c["margin"]) == (19, "KV", -5)
+    assert c["working_set_tokens"] == 19_684
     kv = next(a for a in c["allowances"] if a["resource"] == "KV")
-    assert "first prompt 15,264 tokens, nominal prefix: the template's rendering of the " \
-        "tools not counted" in kv["how"]
+    assert "the longest session (every turn at its largest; no engine counted the first " \
+        "prompt" in kv["how"]
     assert c["pool"] == {"tokens": 392_032, "block_size": 16,
                          "source": "the boot log h100-kv-pool.log"}
 
 
-def test_the_h200_boot_log_predicts_past_the_sequences():
-    # 782,032 / 17,860 (nominal): KV allows 43, max-num-seqs 41 less the job's one 40 (the
-    # H200 tune measured 28 met, 40 missed on this profile; rendered, KV allows 38)
+def test_the_h200_boot_log_predicts_about_thirty_nine():
+    # 782,032 / 19,684: 39 (the H200 tune measured 28 met, 40 missed on this profile;
+    # rendered, KV allows 38)
     c = _capacity("--boot-log", str(H200_LOG))
-    assert (c["predicted"], c["binding"]) == (40, "sequences")
-    assert next(a for a in c["allowances"] if a["resource"] == "KV")["agents"] == 43
+    assert (c["predicted"], c["binding"]) == (39, "KV")
 
 
 def test_plan_prints_the_prediction_and_its_binding_resource():
     done = invoke_cli("plan", "gpu-llama", *TUNED, "--agents", "24", "--workload",
                       "coding-agent-with-batch", "--turns", "5", "--pool-tokens", "392032")
     out = " ".join(done.stdout.split())
-    assert "capacity: holds at most 21 agents of coding-agent-with-batch (KV binds: 392,032 " \
-        "tokens / 17,860 per session" in out and "nominal prefix" in out
-    assert "24 asked: 3 too many" in out and "sequences: allows 40" in out
+    assert "capacity: holds at most 19 agents of coding-agent-with-batch (KV binds: 392,032 " \
+        "tokens / 19,684 per session" in out and "the longest session" in out
+    assert "24 asked: 5 too many" in out and "sequences: allows 40" in out
 
 
 def test_plan_without_a_pool_still_names_what_binds():
@@ -79,7 +77,7 @@ def test_a_tuned_profile_on_a_smaller_pool_is_warned_about():
     assert "tuned on NVIDIA H200: KV pool 779,312 tokens, workload coding-agent-with-batch" in out
     assert "warning: this profile was tuned on NVIDIA H200 with a KV pool of 779,312 tokens " \
         "(it held 28 agents there); the pool here is 392,032, 50% of it" in out
-    assert "holds at most 21 agents" in out
+    assert "holds at most 19 agents" in out
     same = invoke_cli("plan", str(recipe), "--profile", "tuned", "--workload",
                       "coding-agent-with-batch", "--turns", "5", "--boot-log", str(H200_LOG))
     assert "warning" not in same.stdout  # 782,032: at least the tuned pool

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sm121.bench.result_models import AbEntry
-from sm121.bench.scenarios.agents.capacity import knobs_from_args, longest_shape, slo_ttft
+from sm121.bench.scenarios.agents.capacity import knobs_from_args, load_shape, slo_ttft
 from sm121.bench.tune.request import TuneRequest
 from sm121.engines.adapter import EngineAdapter
 from sm121.engines.client import block_size_of, kv_pool_of
@@ -34,7 +34,7 @@ def arm_prediction(request: TuneRequest, entry: AbEntry, engine: EngineAdapter
     if not tokens or not max_len:
         return None
     knobs = knobs_from_args(entry.engine_args, engine.scheduler, engine.memory.kv_cache_dtype)
-    shape = longest_shape(request.workload, request.turns or 6, int(max_len))
+    shape = load_shape(request.workload, request.turns or 6, int(max_len))
     return predict(Pool(tokens, block, "the arm's boot"), shape, knobs,
                    slo_ttft_s=slo_ttft(request.slo), agents=request.agents)
 
@@ -174,5 +174,5 @@ def predict_before_boot(request: TuneRequest, args: Mapping[str, ArgValue],
     if not max_len:  # the arm leaves the context to the engine, the boot did not
         return None
     knobs = knobs_from_args(_set(args), engine.scheduler, engine.memory.kv_cache_dtype)
-    shape = longest_shape(request.workload, request.turns or 6, max_len)
+    shape = load_shape(request.workload, request.turns or 6, max_len)
     return predict(pool, shape, knobs, slo_ttft_s=slo_ttft(request.slo), agents=request.agents)

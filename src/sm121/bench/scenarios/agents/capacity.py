@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from sm121.bench.scenarios.agents.models import (
@@ -31,9 +30,14 @@ from sm121.engines.client import block_size_of, kv_pool_of
 from sm121.memory.capacity import Knobs, Pool, SessionShape, predict
 from sm121.memory.verdict import RunEvidence, expected_reuse, judge
 
-# Where no engine counted the first prompt: the workload's sizes, whose tools the chat template
-# renders larger (their JSON schema, the template's own text): said in every prediction.
-NOMINAL_PREFIX = "nominal prefix: the template's rendering of the tools not counted"
+# Where no engine counted the first prompt: the longest session `fit` sizes to max-model-len
+# (every turn at its largest), said in every prediction. The expected session from the nominal
+# sizes would undercount (the chat template renders the tools larger: 17,747 tokens against
+# 15,264 on the H100 sitting) and over-predict (21 agents of coding-agent-with-batch on the
+# H100's pool, where 18 missed): an over-prediction collapses every agent, so the bound without
+# an engine errs low (19 there; long-session 6 where 8 met, docs/results/gpu-h100/capacity).
+NOMINAL_PREFIX = ("the longest session (every turn at its largest; no engine counted the first "
+                  "prompt, whose tools the template renders larger)")
 RENDERED_PREFIX = "as the engine's /tokenize renders it (system prompt, tools, task)"
 RUN_PREFIX = ("as the engine counted the run's first turns (a turn's template tokens: the "
               f"margin, {TEMPLATE_MARGIN})")
@@ -43,25 +47,27 @@ def session_shape(w: Workload, turns: int, first_prompt_tokens: int | None = Non
                   prefix_source: str | None = None,
                   turn_template_tokens: int | None = None) -> SessionShape:
     """A fitted workload (`fit`) as the capacity model's numbers, for a run of `turns` turns:
-    the working set is the expected session (its first prompt as counted, else the nominal
-    prefix; then mean turns, whose template tokens an engine counted, else the margin), not
-    the longest one `fit` sizes to max-model-len."""
+    the working set is the expected session where an engine counted its first prompt (then
+    mean turns, whose template tokens it counted, else the margin), else the longest one `fit`
+    sizes to max-model-len (NOMINAL_PREFIX says why)."""
     if w.fitted is None:
         raise ValueError("session_shape needs a fitted workload (workload.fit)")
     reply = w.mean_reply_tokens()
     template = TEMPLATE_MARGIN if turn_template_tokens is None else turn_template_tokens
-    first = first_prompt_tokens if first_prompt_tokens is not None else \
-        w.prefix_tokens() + TEMPLATE_MARGIN
+    if first_prompt_tokens is None:
+        last, growth = w.fitted.conversation_tokens_max, w.per_turn_tokens()
+    else:
+        last = math.ceil(w.expected_context(turns, first_prompt_tokens, template))
+        growth = w.mean_turn_tokens(template)
     return SessionShape(
-        workload=w.name, turns=turns,
-        last_context_tokens=math.ceil(w.expected_context(turns, first, template)),
-        growth_per_turn_tokens=w.mean_turn_tokens(template),
+        workload=w.name, turns=turns, last_context_tokens=last, growth_per_turn_tokens=growth,
         # a cached turn prefills its new input, the template, and the previous reply as the
         # chat template re-renders it (its generated blocks may not match token for token)
         turn_new_tokens=w.mean_turn_tokens(template), reply_tokens=reply,
         think_time_s=(w.think_time_s.min + w.think_time_s.max) / 2,
-        long_job_tokens=w.fitted.background_tokens, first_prompt_tokens=first,
-        prefix_source=prefix_source if first_prompt_tokens is not None else NOMINAL_PREFIX)
+        long_job_tokens=w.fitted.background_tokens, first_prompt_tokens=first_prompt_tokens,
+        prefix_source=prefix_source if first_prompt_tokens is not None
+        or (prefix_source or "").startswith(NOMINAL_PREFIX) else NOMINAL_PREFIX)
 
 
 def knobs_from_args(args: Mapping[str, Any], flags: SchedulerFlags,
@@ -85,22 +91,6 @@ def load_shape(workload: str, turns: int, max_model_len: int,
     (first_prompt.rendered_session), else nominal."""
     return session_shape(fit_to_server(load_workload(workload), max_model_len, turns), turns,
                          first_prompt_tokens, prefix_source, turn_template_tokens)
-
-
-# tune's predictions before an arm boots: no engine renders the first prompt there, and the
-# nominal prefix undercounts the tools, so tune keeps the longest session for now
-LONGEST = "the longest session (every turn at its most): tune renders no first prompt yet"
-
-
-def longest_shape(workload: str, turns: int, max_model_len: int) -> SessionShape:
-    """load_shape with the longest conversation as the working set (what `fit` sizes to
-    max-model-len): tune's, until its boots render the first prompt."""
-    shape = load_shape(workload, turns, max_model_len)
-    fitted = fit_to_server(load_workload(workload), max_model_len, turns)
-    assert fitted.fitted is not None
-    return replace(shape, last_context_tokens=fitted.fitted.conversation_tokens_max,
-                   growth_per_turn_tokens=fitted.per_turn_tokens(), first_prompt_tokens=None,
-                   prefix_source=LONGEST)
 
 
 def first_turn_prompt(run: AgentsRun) -> int | None:
