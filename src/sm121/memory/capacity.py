@@ -155,7 +155,8 @@ class Capacity:
         if self.transient_from is not None:
             out.append(f"past {self.transient_from} agents the long job's own blocks evict idle "
                        "prefixes while it runs: each evicted session re-prefills one turn (a "
-                       "transient, not the cliff)")
+                       "transient, not counted as the cliff: whether the SLO absorbs it is "
+                       "measured, not modelled)")
         if self.binding is Resource.KV and self.pool is not None:
             fp8 = "" if (self.kv_dtype or "").startswith("fp8") else (
                 f", kv-cache-dtype fp8 (half the bytes a token: about "
