@@ -117,9 +117,9 @@ def measure(workload: Path, turns: int, url: str, pool_from: list[str], sets: li
     # the working set starts at the first prompt as this engine renders it (the tools'
     # schemas through its chat template), not the workload's nominal sizes
     fit_len = int(served or args.max_model_len)
-    found = asyncio.run(rendered_at(url, str(workload), turns, fit_len))
-    shape = load_shape(str(workload), turns, fit_len, found.first_prompt_tokens,
-                       found.source(f"{url}/tokenize"), found.turn_template_tokens)
+    rendered = asyncio.run(rendered_at(url, str(workload), turns, fit_len))
+    shape = load_shape(str(workload), turns, fit_len, rendered.first_prompt_tokens,
+                       rendered.source(f"{url}/tokenize"), rendered.turn_template_tokens)
     capacity = predict(Pool(pool["tokens"], pool["block_size"], pool["source"]), shape,
                        Knobs(args.max_num_seqs, args.chunk, args.threshold or None))
     expected = shape_reuse(shape, pool["block_size"])
@@ -128,7 +128,7 @@ def measure(workload: Path, turns: int, url: str, pool_from: list[str], sets: li
              "holds": held, "binding": capacity.binding.value if capacity.binding else None,
              "working_set_tokens": shape.last_context_tokens,
              "first_prompt_tokens": shape.first_prompt_tokens,
-             "turn_template_tokens": found.turn_template_tokens, "pool": pool,
+             "turn_template_tokens": rendered.turn_template_tokens, "pool": pool,
              "expected_reuse": expected, "predicted_cliff": held + 1, "runs": runs}
 
     def run(n: int) -> None:
