@@ -3,10 +3,12 @@
 Boots the tiny engine with a KV pool made small on purpose (`num-gpu-blocks-override`: the
 tiny model's bytes per token are so small that VLLM_CPU_KVCACHE_SPACE's whole GiB would hold
 millions of tokens) and a 512-token step (a re-prefilled context then costs many engine steps,
-as a large model's does on a GPU, where a cached turn costs one). For each workload it asks
-`sm121 memory plan --solve agents=N,workload=W --engine-url` for the prediction (the pool read
-from the engine's /metrics), runs `sm121 bench agents` at the predicted N plus each offset,
-judges every run (memory/verdict.py, from the run's /metrics deltas and per-turn reuse) and
+as a large model's does on a GPU, where a cached turn costs one). For each workload it
+predicts as `sm121 memory plan --solve agents=N,workload=W --engine-url` does (the pool read
+from the engine's /metrics, the first prompt as its /tokenize renders it, counted once), runs
+`sm121 bench agents` at the predicted N plus each offset, judges every run against that
+prediction (capacity.judge_run, the verdict every agents run gets: memory/verdict.py, from the
+run's /metrics deltas and each turn's reuse against its own) and
 writes what it found: the measured cliff (the smallest N tested with goodput under 95%), its
 bracket, and the error against the predicted cliff (one agent past what the pool holds).
 
@@ -31,13 +33,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.scenarios.agents.capacity import evidence, load_shape, shape_reuse, slo_ttft
+from sm121.bench.scenarios.agents.capacity import judge_run, session_shape, shape_reuse
 from sm121.bench.scenarios.agents.first_prompt import rendered_at
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
+from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
 from sm121.engines.client import kv_pool, max_model_len
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.memory.capacity import Knobs, Pool, predict
-from sm121.memory.verdict import GOODPUT_TARGET, judge
+from sm121.memory.verdict import GOODPUT_TARGET
 from sm121.paths import runs_dir
 
 HERE = Path(__file__).resolve().parent
@@ -97,38 +100,48 @@ def on_sigterm(*_: object) -> None:
     raise OutOfTime("SIGTERM (the call's time)")
 
 
-def pool_args(url: str, run_id: str) -> list[str]:
-    """Where the prediction reads the pool: the engine's /metrics, or, where the engine does
-    not say it there (an engine whose cache-config labels give no block count), the run's log."""
-    if kv_pool(SyncEngineClient(url, timeout_s=30).metrics_text()) is not None:
-        return ["--engine-url", url]
-    return ["--boot-log", str(runs_dir() / run_id / "engine.log")]
+def engine_pool(url: str, run_id: str, workload: Path, turns: int, sets: list[str],
+                args: argparse.Namespace) -> Pool:
+    """The pool the prediction reads: the engine's /metrics (blocks x block size, as `sm121
+    memory plan --engine-url` reads it, without its /tokenize: measure renders the first
+    prompt once), or, where the engine does not say it there (an engine whose cache-config
+    labels give no block count), the run's boot log through `sm121 memory plan --boot-log`."""
+    found = kv_pool(SyncEngineClient(url, timeout_s=30).metrics_text())
+    if found is not None:
+        blocks, size = found
+        return Pool(blocks * size, size, f"{url}/metrics")
+    asked = json.loads(sm121("memory", "plan", args.recipe, "--profile", args.profile, *sets,
+                             "--solve", f"agents=1,workload={workload},turns={turns}",
+                             "--boot-log", str(runs_dir() / run_id / "engine.log"), "--json"))
+    pool = asked["pool"]
+    return Pool(pool["tokens"], pool["block_size"], pool["source"])
 
 
-def measure(workload: Path, turns: int, url: str, pool_from: list[str], sets: list[str],
+def measure(workload: Path, turns: int, url: str, run_id: str, sets: list[str],
             args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict:
     """The prediction for `workload`, then runs at it and around it; `runs` fills as they end
     (a run whose results file is already in --out is read, not run again: a resumed call)."""
-    asked = json.loads(sm121("memory", "plan", args.recipe, "--profile", args.profile, *sets,
-                             "--solve", f"agents=1,workload={workload},turns={turns}",
-                             *pool_from, "--json"))
-    pool = asked["pool"]
+    pool = engine_pool(url, run_id, workload, turns, sets, args)
     served = max_model_len(SyncEngineClient(url, timeout_s=30).get_json("/v1/models"))
     # the working set starts at the first prompt as this engine renders it (the tools'
-    # schemas through its chat template), not the workload's nominal sizes
+    # schemas through its chat template), not the workload's nominal sizes: counted once,
+    # here, and every run is judged against this prediction
     fit_len = int(served or args.max_model_len)
     rendered = asyncio.run(rendered_at(url, str(workload), turns, fit_len))
-    shape = load_shape(str(workload), turns, fit_len, rendered.first_prompt_tokens,
-                       rendered.source(f"{url}/tokenize"), rendered.turn_template_tokens)
-    capacity = predict(Pool(pool["tokens"], pool["block_size"], pool["source"]), shape,
-                       Knobs(args.max_num_seqs, args.chunk, args.threshold or None))
-    expected = shape_reuse(shape, pool["block_size"])
+    fitted = fit_to_server(load_workload(str(workload)), fit_len, turns)
+    shape = session_shape(fitted, turns, rendered.first_prompt_tokens,
+                          rendered.source(f"{url}/tokenize"), rendered.turn_template_tokens)
+    knobs = Knobs(args.max_num_seqs, args.chunk, args.threshold or None)
+    capacity = predict(pool, shape, knobs)
+    expected = shape_reuse(shape, pool.block_size)
     held = capacity.predicted or 0
     found = {"workload": workload.stem, "turns": turns, "prediction": capacity.headline(),
              "holds": held, "binding": capacity.binding.value if capacity.binding else None,
              "working_set_tokens": shape.last_context_tokens,
              "first_prompt_tokens": shape.first_prompt_tokens,
-             "turn_template_tokens": rendered.turn_template_tokens, "pool": pool,
+             "turn_template_tokens": rendered.turn_template_tokens,
+             "pool": {"tokens": pool.tokens, "block_size": pool.block_size,
+                      "source": pool.source},
              "expected_reuse": expected, "predicted_cliff": held + 1, "runs": runs}
 
     def run(n: int) -> None:
@@ -145,13 +158,19 @@ def measure(workload: Path, turns: int, url: str, pool_from: list[str], sets: li
         else:
             wall = None
         data = json.loads(out.read_text())
-        e = evidence(read_run(data["samples"]), AgentsSummary.model_validate(data["summary"]),
-                     expected, shape.turn_new_tokens, slo_ttft(args.slo), args.max_num_seqs)
-        v = judge(e, capacity)
+        judged = judge_run(read_run(data["samples"]),
+                           AgentsSummary.model_validate(data["summary"]), fitted, turns,
+                           args.slo, pool, knobs=knobs, shape=shape)
+        if judged is None:
+            raise SystemExit(f"{out}: no verdict (the run judged no SLO)")
+        e, v = judged.evidence, judged.verdict
         print(f"  {workload.stem} N={n}: {v.line}", flush=True)
         runs.append({"agents": n, "goodput": e.goodput, "verdict": v.line,
                      "resource": None if v.resource is None else v.resource.value,
                      "met": v.met, "reuse_mean": e.reuse_mean, "reuse_min": e.reuse_min,
+                     "expected_reuse": e.expected_reuse,
+                     "worst_turn_reuse": e.worst_turn_reuse,
+                     "worst_turn_expected": e.worst_turn_expected,
                      "preemptions": e.preemptions, "reprefill_per_turn": e.reprefill_per_turn,
                      "last_prompt_tokens": data["summary"]["by_turn"][-1]["prompt_tokens_mean"],
                      "wall_s": wall, "results": out.name})
@@ -222,12 +241,11 @@ def main() -> None:
     # the boot: a boot cut short would leave an engine no state file names.
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        pool_from = pool_args(url, run_id)
         for spec in args.workloads.split(","):
             name, _, turns = spec.partition(":")
             found.append({"workload": Path(name).stem, "runs": []})
-            found[-1] = measure(Path(name), int(turns or args.turns), url, pool_from, sets,
-                                args, found[-1]["runs"])
+            found[-1] = measure(Path(name), int(turns or args.turns), url, run_id, sets, args,
+                                found[-1]["runs"])
     except OutOfTime as exc:
         stopped = str(exc)
     finally:

@@ -5,7 +5,9 @@ the resource its engine counters name), beside the capacity model's prediction f
         --max-num-seqs 41 --chunk 2048 --threshold 1024 tune/capacity/*.json
 
 The workload, its turns and the server's max-model-len are read from each file; the pool and
-the profile's knobs are given (results files before 2026-12-06 carry no block count).
+the profile's knobs are given (results files before 2026-12-06 carry no block count). Each
+file is judged as `bench agents` judges a run (capacity.judge_run); --json adds the mean
+reuse beside the turns' own expectations, and the turn that fell furthest under its own.
 The working set starts at the sessions' first prompt as the engine counted it in the file's
 own first turns; --nominal uses the longest session instead (every turn at its largest), as a
 prediction made without an engine does.
@@ -16,19 +18,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import sys
 from pathlib import Path
 
-from sm121.bench.scenarios.agents.capacity import (
-    RUN_PREFIX,
-    evidence,
-    first_turn_prompt,
-    load_shape,
-    shape_reuse,
-    slo_ttft,
-)
+from sm121.bench.scenarios.agents.capacity import judge_run, session_shape
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
-from sm121.memory.capacity import Knobs, Pool, predict
-from sm121.memory.verdict import judge
+from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
+from sm121.memory.capacity import Knobs, Pool
 
 
 def main() -> None:
@@ -49,22 +45,28 @@ def main() -> None:
         data = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
         params, server = data["params"], data["server"]
         run = read_run(data["samples"])
-        first = None if args.nominal else first_turn_prompt(run)
-        shape = load_shape(params["workload"], params["turns"], server["max_model_len"],
-                           first, RUN_PREFIX)
-        knobs = Knobs(args.max_num_seqs, args.chunk, args.threshold)
-        capacity = predict(Pool(args.pool_tokens, args.block_size, "given"), shape, knobs,
-                           agents=params["agents"])
-        found = evidence(run, AgentsSummary.model_validate(data["summary"]),
-                         shape_reuse(shape, args.block_size), shape.turn_new_tokens,
-                         slo_ttft(params["slo"]), args.max_num_seqs)
-        verdict = judge(found, capacity)
+        turns = params["turns"]
+        workload = fit_to_server(load_workload(params["workload"]), server["max_model_len"],
+                                 turns)
+        judged = judge_run(run, AgentsSummary.model_validate(data["summary"]), workload, turns,
+                           params["slo"], Pool(args.pool_tokens, args.block_size, "given"),
+                           knobs=Knobs(args.max_num_seqs, args.chunk, args.threshold),
+                           shape=session_shape(workload, turns) if args.nominal else None)
+        if judged is None:
+            print(f"{path.name}: not judged (a run of no fixed turns, or no SLO)",
+                  file=sys.stderr)
+            continue
+        verdict, shape = judged.verdict, judged.shape
         rows.append({"file": path.name, "agents": params["agents"], "verdict": verdict.line,
                      "resource": verdict.resource.value if verdict.resource else None,
                      "agrees": verdict.agrees(params["agents"]),
                      "working_set_tokens": shape.last_context_tokens,
                      "first_prompt_tokens": shape.first_prompt_tokens,
-                     "holds": capacity.predicted})
+                     "holds": judged.capacity.predicted,
+                     "reuse_mean": judged.evidence.reuse_mean,
+                     "expected_reuse": judged.evidence.expected_reuse,
+                     "worst_turn_reuse": judged.evidence.worst_turn_reuse,
+                     "worst_turn_expected": judged.evidence.worst_turn_expected})
         if not args.json:
             print(f"{path.name}: {verdict.line}")
     if args.json:

@@ -4,8 +4,11 @@ From the run's /metrics deltas (preemptions, prefix-cache hits and queries), its
 usage, waiting and running requests), the client's per-turn reuse and re-prefilled tokens, the
 judged turns that missed the SLO during the long prefill, the goodput, and the capacity model's
 prediction for that N. The order of the checks is the order of the evidence's strength:
-- KV: preemptions, or prefix reuse well under what the workload reuses when nothing is evicted
-  (an idle session's prefix was evicted: its turn re-prefilled its whole context);
+- KV: preemptions, or prefix reuse well under what it would be when nothing is evicted (an
+  idle session's prefix was evicted: its turn re-prefilled its whole context). Each judged
+  turn is held to its own expectation (turn_expected_reuse: its previous prompt in whole
+  blocks), so a turn that appends a large tool result to a short context, and so reuses
+  little, is not read as an eviction;
 - admission during the long prefill: most misses fell inside the long job's prefill window;
 - sequences: requests waited while max-num-seqs were running;
 - else the step budget: the agents' own turns queued in a full engine.
@@ -20,7 +23,7 @@ from sm121.memory.capacity import Capacity, Resource
 
 GOODPUT_TARGET = 0.95  # the issue's cliff: the smallest N with goodput under 95%
 REUSE_DROP = 0.10  # mean reuse this far under the expected one: prefixes were evicted
-TURN_REUSE_DROP = 0.25  # one turn's reuse this far under it: part of a prefix was evicted
+TURN_REUSE_DROP = 0.25  # one turn's reuse this far under its own: part of a prefix was evicted
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,20 @@ class RunEvidence:
     prefix_queries: int | None = None  # prefix-cache queries delta (tokens)
     reuse_mean: float | None = None  # the client's cached/prompt after the first turn, mean
     reuse_min: float | None = None
-    expected_reuse: float | None = None  # what the workload reuses when nothing is evicted
+    # what those turns reuse when nothing is evicted, mean: each turn's own expectation
+    # (turn_expected_reuse), else the workload's (expected_reuse)
+    expected_reuse: float | None = None
+    # the judged turn whose reuse fell furthest under its own expectation: its reuse and that
+    # expectation (None: not known per turn; reuse_min is then held to expected_reuse)
+    worst_turn_reuse: float | None = None
+    worst_turn_expected: float | None = None
     kv_usage_peak: float | None = None  # 0..1
     waiting_peak: int | None = None
     running_peak: int | None = None
     max_num_seqs: int | None = None
     reprefill_per_turn: float | None = None  # judged turns' prompt - cached tokens, mean
-    turn_new_tokens: float | None = None  # what a turn prefills when its prefix is cached
+    # what a turn prefills when its prefix is cached, mean (the turns' own, else the workload's)
+    turn_new_tokens: float | None = None
     misses: int | None = None  # judged turns over the SLO
     misses_during_long: int | None = None  # of those, inside the long prefill's window
 
@@ -68,12 +78,14 @@ def evicted(e: RunEvidence) -> str | None:
     """The KV evidence, said as it will be printed; None when there is none."""
     signs: list[str] = []
     expected = e.expected_reuse if e.expected_reuse is not None else 0.95
+    turn, turn_expected = ((e.worst_turn_reuse, e.worst_turn_expected)
+                           if e.worst_turn_expected is not None else (e.reuse_min, expected))
     if e.reuse_mean is not None and e.reuse_mean < expected - REUSE_DROP:
         signs.append(f"reuse fell to {_pct(e.reuse_mean)} (expected {_pct(expected)})")
-    elif e.reuse_min is not None and e.reuse_min < expected - TURN_REUSE_DROP:
+    elif turn is not None and turn < turn_expected - TURN_REUSE_DROP:
         # the tail of an idle session's prefix goes first (vLLM frees a request's blocks
         # last-first), so a small overflow shows as turns that lost part of their prefix
-        signs.append(f"a turn's reuse fell to {_pct(e.reuse_min)} (expected {_pct(expected)})")
+        signs.append(f"a turn's reuse fell to {_pct(turn)} (expected {_pct(turn_expected)})")
     elif (e.reprefill_per_turn is not None and e.turn_new_tokens
           and e.reprefill_per_turn > 2 * e.turn_new_tokens):
         signs.append(f"{e.reprefill_per_turn:,.0f} tokens re-prefilled a turn "
@@ -143,3 +155,21 @@ def expected_reuse(first_prompt_tokens: float, growth_per_turn: float, turn_new_
         cached = (prompt - turn_new_tokens) // block_size * block_size
         shares.append(max(0.0, cached / prompt))
     return sum(shares) / len(shares)
+
+
+def turn_expected_reuse(prompt_tokens: int, previous_prompt_tokens: int,
+                        block_size: int) -> float | None:
+    """What one turn reuses when nothing is evicted: its session's previous prompt in whole
+    blocks, at most its own prompt less the token the engine computes (vLLM matches whole
+    blocks and computes at least a prompt's last token), over its prompt.
+
+    Not the previous reply's blocks: vLLM caches them, but the chat template re-renders the
+    reply and its tokens need not match the generated ones. In the committed H100 and H200
+    runs (docs/results/gpu-h100/capacity, gpu-h200/tune-capacity) every turn of the runs
+    that met, and of those whose misses were not KV, reused its previous prompt's blocks
+    exactly, or those and some or all of its reply's; turns under that came only in the runs
+    the KV checks name."""
+    if prompt_tokens <= 0 or block_size <= 0:
+        return None
+    cached = min(previous_prompt_tokens // block_size, (prompt_tokens - 1) // block_size)
+    return max(0, cached) * block_size / prompt_tokens

@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 from sm121.bench.scenarios.agents.capacity import (
@@ -212,3 +213,61 @@ def test_a_verdict_judged_again_keeps_the_pool_knobs_and_gauges_it_was_judged_wi
     assert lax is not None and lax.met and lax.slo == "ttft_p95=1000s"
     assert (lax.pool_source, lax.max_num_seqs, lax.step_budget, lax.running_peak) == (
         "the boot log of run r", 8, 512, 7)
+
+
+def _appending_run(agents: int, evicted: dict[tuple[int, int], int] | None = None):
+    """A run whose sessions start short and append large tool results (24K, then 500, then
+    20K tokens), every turn reusing its previous prompt's whole blocks (of 16), except the
+    (agent, turn) pairs `evicted` names, which reuse only that many tokens."""
+    from sm121.bench.scenarios.agents.models import SloJudgement
+
+    samples: list[dict] = [{"kind": "config", "agents": agents, "turns": 4, "slo": "ttft_p95=2s"}]
+    for agent in range(agents):
+        prompt, previous = 1_000, None
+        for turn, append in enumerate((None, 24_000, 500, 20_000)):
+            if append is not None:
+                previous, prompt = prompt, prompt + 300 + append  # the reply, then the result
+            cached = 0 if previous is None else (evicted or {}).get(
+                (agent, turn), previous // 16 * 16)
+            samples.append({"kind": "turn", "agent": agent, "turn": turn, "ttft_s": 0.5,
+                            "submitted": float(turn), "prompt_tokens": prompt,
+                            "cached_tokens": cached, "reuse": cached / prompt})
+    summary = AgentsSummary(agents=agents, judged_from_turn=1, slo=SloJudgement(
+        slo="ttft_p95=2s", goodput=0.9, met=False))
+    return read_run(samples), summary
+
+
+def test_large_appends_without_evictions_are_not_read_as_kv():
+    """A turn that appends 24K tokens to a 1.3K context reuses 4%: all it could. Held to the
+    workload's one mean (52%, what these sessions reuse on average) it read as an eviction
+    (25 points under); held to its own expectation, it is none."""
+    from sm121.bench.scenarios.agents.capacity import evidence
+    from sm121.memory.verdict import judge
+
+    run, summary = _appending_run(4)
+    found = evidence(run, summary, 0.52, 625, 2.0, block_size=16)
+    assert found.reuse_min is not None and found.reuse_min < 0.05
+    assert found.worst_turn_expected == found.worst_turn_reuse  # no turn fell short
+    assert found.expected_reuse is not None and abs(found.expected_reuse - found.reuse_mean) < 1e-9
+    # what the turns add when cached: their own numbers (about 15K), not the workload's 625
+    assert found.turn_new_tokens is not None and 15_000 < found.turn_new_tokens < 15_300
+    missed = judge(found)
+    assert missed.resource is not None and missed.resource.value == "step budget", missed.line
+    met = judge(replace(found, goodput=1.0))
+    assert met.met and met.line == "met at 4: goodput 100%"
+    one_mean = judge(replace(found, expected_reuse=0.52, worst_turn_reuse=None,
+                             worst_turn_expected=None))
+    assert one_mean.line.startswith("missed: KV (evictions: a turn's reuse fell to 4% "
+                                    "(expected 52%)")  # the verdict before each turn had its own
+
+
+def test_an_evicted_prefix_among_large_appends_is_still_kv():
+    """Turn 2 of one session adds 800 tokens to a 25.3K context: it should reuse 97%; its
+    prefix was evicted (1,024 tokens cached): KV, said with that turn's own expectation."""
+    from sm121.bench.scenarios.agents.capacity import evidence
+    from sm121.memory.verdict import judge
+
+    run, summary = _appending_run(4, evicted={(1, 2): 1_024})
+    v = judge(evidence(run, summary, 0.52, 625, 2.0, block_size=16))
+    assert v.resource is not None and v.resource.value == "KV"
+    assert "a turn's reuse fell to 4% (expected 97%)" in v.line, v.line

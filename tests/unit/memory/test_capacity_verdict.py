@@ -3,8 +3,10 @@ H100 rows and the H200 tune's probes)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sm121.memory.capacity import Knobs, Pool, Resource, SessionShape, predict
-from sm121.memory.verdict import RunEvidence, expected_reuse, judge
+from sm121.memory.verdict import RunEvidence, expected_reuse, judge, turn_expected_reuse
 
 SHAPE = SessionShape(workload="coding-agent-with-batch", turns=5, last_context_tokens=19_684,
                      growth_per_turn_tokens=884, turn_new_tokens=625, reply_tokens=96,
@@ -79,3 +81,29 @@ def test_a_small_overflow_shows_as_turns_that_lost_part_of_their_prefix():
     below = judge(RunEvidence(10, 0.90, preemptions=0, reuse_mean=0.98, reuse_min=0.976,
                               expected_reuse=0.98), PRED)
     assert below.resource is Resource.STEP_BUDGET  # a miss without evictions is not KV
+
+
+def test_a_turns_own_expectation_is_its_previous_prompt_in_whole_blocks():
+    # 2,000 tokens, then a 30,000-token tool result: 125 whole blocks of the 2,000 are cached
+    assert turn_expected_reuse(32_000, 2_000, 16) == 2_000 / 32_000
+    assert turn_expected_reuse(32_010, 2_010, 16) == 2_000 / 32_010  # the partial block not
+    # the engine computes at least the last token: a prompt all of whose blocks were cached
+    # before (a turn that adds nothing) reuses one block less
+    assert turn_expected_reuse(2_000, 2_000, 16) == 1_984 / 2_000
+    assert turn_expected_reuse(0, 2_000, 16) is None
+
+
+def test_a_turn_is_judged_by_its_shortfall_not_by_the_lowest_reuse():
+    # a big append reuses 6% where 6% was all it could: no eviction, even under a workload
+    # whose mean expectation (here 90%) is far above it
+    big = RunEvidence(8, 0.90, preemptions=0, reuse_mean=0.88, reuse_min=0.0625,
+                      expected_reuse=0.87, worst_turn_reuse=0.0625, worst_turn_expected=0.0625)
+    assert judge(big, PRED).resource is Resource.STEP_BUDGET
+    met = judge(replace(big, goodput=1.0), PRED)
+    assert met.line.startswith("met at 8: goodput 100%; predicted")  # no evictions noted
+    # a turn that lost most of its prefix: its own expectation is said beside it
+    lost = RunEvidence(8, 0.90, preemptions=0, reuse_mean=0.85, reuse_min=0.0625,
+                       expected_reuse=0.87, worst_turn_reuse=0.30, worst_turn_expected=0.92)
+    v = judge(lost, PRED)
+    assert v.resource is Resource.KV
+    assert "a turn's reuse fell to 30% (expected 92%)" in v.line

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sm121.bench.scenarios.agents.models import (
     AgentsRun,
     AgentsSummary,
     CapacityVerdict,
+    TurnSample,
     WorkloadRef,
 )
 from sm121.bench.scenarios.agents.slo import parse_slo
@@ -27,8 +29,14 @@ from sm121.bench.scenarios.agents.workload import (
 from sm121.bench.server import preemptions, prefix_counts
 from sm121.engines.adapter import SchedulerFlags
 from sm121.engines.client import block_size_of, kv_pool_of
-from sm121.memory.capacity import Knobs, Pool, SessionShape, predict
-from sm121.memory.verdict import RunEvidence, expected_reuse, judge
+from sm121.memory.capacity import Capacity, Knobs, Pool, SessionShape, predict
+from sm121.memory.verdict import (
+    RunEvidence,
+    Verdict,
+    expected_reuse,
+    judge,
+    turn_expected_reuse,
+)
 
 # Where no engine counted the first prompt: the longest session `fit` sizes to max-model-len
 # (every turn at its largest), said in every prediction. The expected session from the nominal
@@ -137,13 +145,50 @@ def run_pool(cache_config: Mapping[str, Any] | None, given_tokens: int | None = 
                                      if logged_tokens else None)
 
 
+@dataclass(frozen=True)
+class TurnReuse:
+    """One judged turn's reuse beside what it reuses when nothing is evicted."""
+
+    reuse: float
+    expected: float | None  # its own (turn_expected_reuse), else the workload's
+    new_tokens: float | None  # what it prefills when nothing is evicted (its own numbers only)
+
+
+def turn_reuse(run: AgentsRun, judged: list[TurnSample], block_size: int,
+               fallback: float | None) -> list[TurnReuse]:
+    """Each judged turn after its session's first: what it reused, and what it reuses when
+    nothing is evicted, from its own prompt and its session's previous one
+    (turn_expected_reuse), else `fallback` (the workload's, where the previous turn recorded
+    no prompt)."""
+    prompts = {(t.agent, t.conversation, t.turn): t.prompt_tokens for t in run.turns}
+    found: list[TurnReuse] = []
+    for t in judged:
+        if t.reuse is None or t.turn < 1:
+            continue
+        previous = prompts.get((t.agent, t.conversation, t.turn - 1))
+        own = (turn_expected_reuse(t.prompt_tokens, previous, block_size)
+               if t.prompt_tokens and previous else None)
+        found.append(TurnReuse(t.reuse, fallback if own is None else own,
+                               None if own is None or not t.prompt_tokens
+                               else t.prompt_tokens * (1 - own)))
+    return found
+
+
 def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
              turn_new: float | None, ttft_slo_s: float | None,
-             max_num_seqs: int | None = None) -> RunEvidence:
-    """The run's evidence: judged turns' reuse and re-prefilled tokens (prompt - cached), the
+             max_num_seqs: int | None = None, block_size: int = 16) -> RunEvidence:
+    """The run's evidence: judged turns' reuse, each beside its own expectation, and their
+    re-prefilled tokens (prompt - cached) beside what they add when nothing is evicted
+    (`expected` and `turn_new`: the workload's, where the turns' own are not known), the
     /metrics deltas, the judged misses and those inside the long job's prefill window."""
     judged = [t for t in run.turns if t.turn >= summary.judged_from_turn and t.ttft_s is not None]
-    reuse = [t.reuse for t in judged if t.reuse is not None]
+    turns = turn_reuse(run, judged, block_size, expected)
+    reuse = [t.reuse for t in turns]
+    held = [t for t in turns if t.expected is not None]
+    # the turn that fell furthest under its own expectation: the shortfall, not the lowest
+    # reuse (a large append on a short context reuses little without any eviction)
+    worst = max(held, key=lambda t: (t.expected or 0.0) - t.reuse, default=None)
+    new = [t.new_tokens for t in turns if t.new_tokens is not None]
     reprefill = [t.prompt_tokens - t.cached_tokens for t in judged
                  if t.prompt_tokens is not None and t.cached_tokens is not None]
     misses = during = None
@@ -165,32 +210,51 @@ def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
         prefix_hits=None if hits is None else int(hits),
         prefix_queries=None if queries is None else int(queries),
         reuse_mean=sum(reuse) / len(reuse) if reuse else None,
-        reuse_min=min(reuse) if reuse else None, expected_reuse=expected,
+        reuse_min=min(reuse) if reuse else None,
+        expected_reuse=sum(t.expected or 0.0 for t in held) / len(held) if held else expected,
+        worst_turn_reuse=None if worst is None else worst.reuse,
+        worst_turn_expected=None if worst is None else worst.expected,
         kv_usage_peak=gauges.kv_usage_peak if gauges else None,
         waiting_peak=gauges.waiting_peak if gauges else None,
         running_peak=gauges.running_peak if gauges else None,
         max_num_seqs=max_num_seqs,
         reprefill_per_turn=sum(reprefill) / len(reprefill) if reprefill else None,
-        turn_new_tokens=turn_new, misses=misses, misses_during_long=during)
+        turn_new_tokens=sum(new) / len(new) if new else turn_new, misses=misses,
+        misses_during_long=during)
 
 
-def run_verdict(run: AgentsRun, summary: AgentsSummary, workload: Workload, turns: int,
-                slo: str, pool: Pool | None, block_size: int | None = None,
-                knobs: Knobs | None = None) -> CapacityVerdict | None:
-    """The verdict line of a run of a fitted workload, with the prediction for its N from
-    `pool` (run_pool: given, the engine's /metrics, or its boot log) and the profile's
-    `knobs` where the run knows them; None for a run of no fixed turns (a --duration run)."""
+@dataclass(frozen=True)
+class JudgedRun:
+    """A run judged: its verdict record, and what it was judged from (the session shape and
+    the prediction for its N, the evidence), for the scripts that print them."""
+
+    record: CapacityVerdict
+    verdict: Verdict
+    evidence: RunEvidence
+    shape: SessionShape
+    capacity: Capacity
+
+
+def judge_run(run: AgentsRun, summary: AgentsSummary, workload: Workload, turns: int,
+              slo: str, pool: Pool | None, block_size: int | None = None,
+              knobs: Knobs | None = None, shape: SessionShape | None = None) -> JudgedRun | None:
+    """The verdict of a run of a fitted workload, with the prediction for its N from `pool`
+    (run_pool: given, the engine's /metrics, or its boot log) and the profile's `knobs` where
+    the run knows them. `shape`: the session as predicted before the run (the engine's
+    /tokenize rendering; session_shape without a first prompt: the longest session); else
+    the one that starts at the first prompt the run's own first turns counted. None for a run
+    of no fixed turns (a --duration run)."""
     if turns <= 0 or summary.slo is None:
         return None
-    first = first_turn_prompt(run)
-    shape = session_shape(workload, turns, first, RUN_PREFIX)
+    if shape is None:
+        shape = session_shape(workload, turns, first_turn_prompt(run), RUN_PREFIX)
     knobs = knobs or Knobs(None, None, None)
     capacity = predict(pool, shape, knobs, agents=summary.agents)
     block = pool.block_size if pool else block_size or 16
     found = evidence(run, summary, shape_reuse(shape, block), shape.turn_new_tokens,
-                     slo_ttft(slo), knobs.max_num_seqs)
+                     slo_ttft(slo), knobs.max_num_seqs, block)
     verdict = judge(found, capacity)
-    return CapacityVerdict(
+    record = CapacityVerdict(
         line=verdict.line, resource=verdict.resource.value if verdict.resource else None,
         met=verdict.met, predicted=capacity.predicted,
         binding=capacity.binding.value if capacity.binding else None,
@@ -200,6 +264,16 @@ def run_verdict(run: AgentsRun, summary: AgentsSummary, workload: Workload, turn
         max_num_seqs=knobs.max_num_seqs, step_budget=knobs.step_budget,
         long_prefill_threshold=knobs.long_prefill_threshold, kv_dtype=knobs.kv_dtype,
         engine_metrics=dict(summary.engine_metrics), slo=slo)
+    return JudgedRun(record, verdict, found, shape, capacity)
+
+
+def run_verdict(run: AgentsRun, summary: AgentsSummary, workload: Workload, turns: int,
+                slo: str, pool: Pool | None, block_size: int | None = None,
+                knobs: Knobs | None = None,
+                shape: SessionShape | None = None) -> CapacityVerdict | None:
+    """The verdict record of a run (judge_run's), as the run keeps it."""
+    judged = judge_run(run, summary, workload, turns, slo, pool, block_size, knobs, shape)
+    return None if judged is None else judged.record
 
 
 def rejudged(run: AgentsRun, slo: str, cache_config: Mapping[str, Any] | None,
