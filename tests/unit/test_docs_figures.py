@@ -186,6 +186,8 @@ NOT_RESULTS: dict[tuple[str, str], str] = {
     ("docs/tune.md", "`N* >= 32` says"): "the notation, defined",
     ("docs/tune.md", "at least 32 agents at 95% goodput"): "tune's goal, not a result",
     ("docs/capacity.md", "`met at N: goodput 100%`"): "the verdict line's format",
+    ("docs/capacity.md", "judged turns over the SLO (goodput 79%)"):
+        "the capacity model's prediction for 24 agents, in an example of `sm121 plan`'s output",
     ("docs/agents.md", "(`verdict: met at 8: goodput 100%; predicted 10 (KV binds)`"):
         "an example of the verdict line's format",
 }

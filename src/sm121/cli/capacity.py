@@ -13,6 +13,7 @@ import typer
 from sm121.cli.output import console
 from sm121.errors import Sm121Error
 from sm121.memory.capacity import Capacity, Knobs, Pool, SessionShape, Throughput
+from sm121.memory.long_job_window import JobRate
 
 TURNS_HELP = "Turns per session the workload runs (its last turn sets the working set)."
 POOL_TOKENS = typer.Option(None, "--pool-tokens", min=1, help="The KV pool in tokens, as the engine "
@@ -27,6 +28,10 @@ PREFILL_TOK_S = typer.Option(None, "--prefill-tok-s", min=1.0, help="Prefill thr
 MAX_INFLIGHT = typer.Option(None, "--max-inflight", min=1, help="The gateway's in-flight "
                             "cap in front of the engine (sm121 gateway --max-inflight): it "
                             "bounds the sequences as max-num-seqs does.")
+JOB_PREFILL_TOK_S = typer.Option(None, "--job-prefill-tok-s", min=1.0, help="The workload's "
+                                 "long job's prefill rate at its own depth under the profile's "
+                                 "long-prefill threshold (a calibration figure): what its "
+                                 "window costs the SLO (docs/capacity.md).")
 DECODE_TOK_S = typer.Option(None, "--decode-tok-s", min=0.1, help="One stream's decode rate under load "
                             "(with --prefill-tok-s: the step budget's allowance).")
 
@@ -100,6 +105,10 @@ def throughput(prefill_tok_s: float | None, decode_tok_s: float | None) -> Throu
     return Throughput(prefill_tok_s, decode_tok_s, "given (--prefill-tok-s, --decode-tok-s)")
 
 
+def job_rate(tok_s: float | None) -> JobRate | None:
+    return None if tok_s is None else JobRate(tok_s, "given (--job-prefill-tok-s)")
+
+
 def slo_ttft(slo: str | None) -> float | None:
     """The TTFT threshold of an SLO such as ttft_p95=2s (None: no TTFT term)."""
     from sm121.bench.scenarios.agents.capacity import slo_ttft as threshold
@@ -128,16 +137,22 @@ def capacity_json(c: Capacity) -> dict[str, object]:
             "allowances": [{"resource": a.resource.value, "agents": a.agents, "how": a.how}
                            for a in c.allowances],
             "unknown": [r.value for r in c.unknown], "transient_from": c.transient_from,
+            "window": None if c.window is None else {
+                "agents": c.window.agents, "deficit_tokens": round(c.window.deficit_tokens),
+                "misses": round(c.window.misses, 1), "judged": c.window.judged,
+                "met": c.window.met},
             "headline": c.headline()}
 
 
 def capacity_of(engine_args: dict[str, object], planned_pool: int | None, block_size: int,
                 max_model_len: int, *, workload: str, turns: int, agents: int | None,
                 pool: Pool | None, slo: str | None, rate: Throughput | None,
-                max_inflight: int | None = None, engine_url: str | None = None) -> Capacity:
+                max_inflight: int | None = None, engine_url: str | None = None,
+                job_rate: JobRate | None = None) -> Capacity:
     """The prediction for a rendered profile: `pool` when one was given, else the planner's;
     `max_inflight`: the gateway's in-flight cap in front of the engine, if any; `engine_url`:
-    a running engine that renders the workload's first prompt (else the longest session)."""
+    a running engine that renders the workload's first prompt (else the longest session);
+    `job_rate`: the long job's prefill rate at its depth (what its window costs the SLO)."""
     from dataclasses import replace
 
     from sm121.memory.capacity import predict
@@ -146,7 +161,7 @@ def capacity_of(engine_args: dict[str, object], planned_pool: int | None, block_
         pool = Pool(planned_pool, block_size, "the memory planner")
     shape = session_shape(workload, turns, max_model_len, engine_url)
     knobs = replace(knobs_of(engine_args), inflight_cap=max_inflight)
-    return predict(pool, shape, knobs, rate, slo_ttft(slo), agents)
+    return predict(pool, shape, knobs, rate, slo_ttft(slo), agents, job_rate)
 
 
 def parse_capacity_load(text: str) -> tuple[int, str, int | None]:

@@ -6,10 +6,11 @@ memory question first"):
   pool between its turns, beside what long jobs hold for the whole run. Past that, idle
   sessions' prefixes are evicted, every turn re-prefills its whole context, preemptions start
   and all sessions slow down together. A one-shot background job holds its blocks only while
-  it runs: past `(pool - job) / working set` agents, idle prefixes are evicted once during it
-  (each evicted session re-prefills one turn), a transient the model reports beside the
-  prediction, not as the cliff (the H100 held 16 agents at 100% with 0 preemptions where the
-  job's window alone allows 14; its reuse dipped to 49% during the job).
+  it runs: past `(pool - job) / context` agents, idle prefixes are evicted during it. What
+  that costs the SLO is its own resource, the long job's window (memory/long_job_window.py):
+  the turns that return to an evicted prefix while the job's blocks grow, each re-prefilling
+  beside the job's chunks; known where the job's prefill rate at its depth is given (the H100
+  held 16 agents at 100%, its reuse dipping to 49% during the job, and missed from 18).
 - sequences: max-num-seqs less the long jobs' own sequences (an agent has one request in
   flight at a time), and the gateway's in-flight cap where one is set.
 - the step budget: what the agents' turns (new tokens plus the reply) ask of the engine per
@@ -25,9 +26,11 @@ The model takes plain numbers: the CLI and bench read them from the workload pre
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from sm121.memory import long_job_window as window
+from sm121.memory.long_job_window import JobRate, WindowCost, WindowInputs
 from sm121.memory.working_set import WorkingSet, blocks_for, sessions_that_fit
 
 # Share of the engine's measured throughput the agents may ask for before queueing pushes their
@@ -41,6 +44,7 @@ class Resource(StrEnum):
     SEQUENCES = "sequences"
     STEP_BUDGET = "step budget"
     ADMISSION = "admission during the long prefill"
+    LONG_JOB_WINDOW = "the long job's window"
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class SessionShape:
     resident_long_tokens: int = 0  # long jobs held for the whole run (none in the presets)
     first_prompt_tokens: int | None = None  # a session's first prompt, as counted
     prefix_source: str | None = None  # how the first prompt was counted (said in the result)
+    slo_from_turn: int = 1  # the SLO judges turns from this one on (the presets' 1)
 
     def working_set(self) -> WorkingSet:
         return WorkingSet(prompt_tokens=self.last_context_tokens)
@@ -103,8 +108,9 @@ class Throughput:
 @dataclass(frozen=True)
 class Allowance:
     resource: Resource
-    agents: int | None  # None: not known
+    agents: int | None  # None: not known, or no limit of its own (limits False)
     how: str  # the arithmetic, or why it is not known
+    limits: bool = True  # False: the resource sets no limit at any N (known, not binding)
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,8 @@ class Capacity:
     agents: int | None = None  # the N asked about, if any
     slo_ttft_s: float | None = None
     kv_dtype: str | None = None  # the profile's kv-cache-dtype (None: the model's dtype)
+    window: WindowCost | None = None  # what the long job's window costs the N asked about
+    window_arithmetic: str | None = None  # what an evicted turn costs, said under the allowances
 
     @property
     def margin(self) -> int | None:
@@ -150,9 +158,13 @@ class Capacity:
     def lines(self) -> list[str]:
         out = [self.headline()]
         for a in self.allowances:
-            count = "not known" if a.agents is None else f"allows {a.agents}"
+            count = ("no limit of its own" if not a.limits else "not known"
+                     if a.agents is None else f"allows {a.agents}")
             out.append(f"{a.resource.value}: {count}: {a.how}")
-        if self.transient_from is not None:
+        if self.window_arithmetic:
+            out.append(f"the long job's window: {self.window_arithmetic}")
+        if self.transient_from is not None and not any(
+                a.resource is Resource.LONG_JOB_WINDOW for a in self.allowances):
             out.append(f"past {self.transient_from} agents the long job's own blocks evict idle "
                        "prefixes while it runs: each evicted session re-prefills one turn (a "
                        "transient, not counted as the cliff: whether the SLO absorbs it is "
@@ -267,13 +279,76 @@ def step_allowance(shape: SessionShape, knobs: Knobs, rate: Throughput | None) -
         f"({shape.turn_new_tokens + shape.reply_tokens:,.0f} tokens a turn every {cycle:.2f} s)"))
 
 
+def _job_takes_chunks(shape: SessionShape, knobs: Knobs) -> bool:
+    """A one-shot job whose steps a threshold under the budget caps (else it takes whole
+    steps, and admission during the long prefill counts that)."""
+    threshold, budget = knobs.long_prefill_threshold or 0, knobs.step_budget or 0
+    return bool(shape.long_job_tokens) and threshold > 0 and not (budget and threshold >= budget)
+
+
+def window_inputs(pool: Pool, shape: SessionShape, threshold: int, job_rate: JobRate,
+                  slo_ttft_s: float) -> tuple[WindowInputs, str]:
+    """The long job's window as plain numbers, and how a session's context at its end was
+    counted."""
+    w = WindowInputs(
+        pool_tokens=pool.tokens - shape.resident_long_tokens,
+        job_tokens=shape.long_job_tokens or 0, context_tokens=shape.last_context_tokens,
+        threshold=threshold, reply_tokens=shape.reply_tokens, think_time_s=shape.think_time_s,
+        judged_turns=max(0, shape.turns - shape.slo_from_turn), slo_ttft_s=slo_ttft_s,
+        rate=job_rate)
+    if shape.first_prompt_tokens is None:
+        # no engine counted the first prompt: every session at its largest, a bound that errs
+        # low as the KV allowance's does (the nominal first prompt leaves out the tools'
+        # schemas, so the expected context would undercount the deficit)
+        return w, "every session at its largest (no engine counted the first prompt)"
+    # the job starts once every agent finished its first turn; while it runs (job / threshold
+    # steps) an agent makes a turn every cycle_steps steps
+    done = min(shape.turns - 1, 1 + w.job_tokens / threshold / w.cycle_steps)
+    context = shape.last_context_tokens - (shape.turns - 1 - done) * shape.growth_per_turn_tokens
+    return replace(w, context_tokens=context), f"after about {done:.1f} turns"
+
+
+def window_allowance(pool: Pool | None, shape: SessionShape, knobs: Knobs,
+                     job_rate: JobRate | None, slo_ttft_s: float | None, agents: int | None
+                     ) -> tuple[Allowance | None, WindowCost | None, str | None]:
+    """The most agents whose long job's window leaves goodput at the target (agents None:
+    not known, or no limit of its own), its cost at `agents`, and the arithmetic; None where
+    no one-shot job takes chunks of the steps."""
+    if not _job_takes_chunks(shape, knobs):
+        return None, None, None
+    missing = ("the pool" if pool is None else "the long job's prefill rate at its depth "
+               "under its threshold (--job-prefill-tok-s)" if job_rate is None else
+               "an SLO with a TTFT term")
+    if pool is None or job_rate is None or slo_ttft_s is None:
+        return Allowance(Resource.LONG_JOB_WINDOW, None, (
+            f"the {shape.long_job_tokens or 0:,}-token job's blocks evict idle prefixes while "
+            f"it runs; what that costs the SLO is not known without {missing}")), None, None
+    w, context_note = window_inputs(pool, shape, knobs.long_prefill_threshold or 0, job_rate,
+                                    slo_ttft_s)
+    at = None if agents is None else window.cost(w, agents)
+    where, arithmetic = window.describe(w, context_note)
+    how = where + ("" if at is None else (
+        f"; at {agents}: about {at.misses:.1f} of {at.judged} judged turns over the SLO "
+        f"(goodput {at.goodput:.0%})"))
+    first = window.binds_from(w)
+    if first is None:
+        return Allowance(Resource.LONG_JOB_WINDOW, None, how, limits=False), at, arithmetic
+    return Allowance(Resource.LONG_JOB_WINDOW, first - 1,
+                     f"misses the goodput target from {first}: {how}"), at, arithmetic
+
+
 def predict(pool: Pool | None, shape: SessionShape, knobs: Knobs, rate: Throughput | None = None,
-            slo_ttft_s: float | None = None, agents: int | None = None) -> Capacity:
+            slo_ttft_s: float | None = None, agents: int | None = None,
+            job_rate: JobRate | None = None) -> Capacity:
     """The agents each resource allows; the smallest known one is the prediction."""
     kv, transient = kv_allowance(pool, shape)
     found = [kv, sequence_allowance(shape, knobs), step_allowance(shape, knobs, rate)]
     if (admission := admission_allowance(shape, knobs, rate, slo_ttft_s)) is not None:
         found.append(admission)
+    window_allows, window_cost, arithmetic = window_allowance(pool, shape, knobs, job_rate,
+                                                              slo_ttft_s, agents)
+    if window_allows is not None:
+        found.append(window_allows)
     known = [a for a in found if a.agents is not None]
     bind = min(known, key=lambda a: a.agents or 0) if known else None
     return Capacity(
@@ -281,9 +356,10 @@ def predict(pool: Pool | None, shape: SessionShape, knobs: Knobs, rate: Throughp
         working_set_blocks=None if pool is None else shape.working_set().blocks(pool.block_size),
         allowances=tuple(found), predicted=None if bind is None else bind.agents,
         binding=None if bind is None else bind.resource,
-        unknown=tuple(a.resource for a in found if a.agents is None),
+        unknown=tuple(a.resource for a in found if a.agents is None and a.limits),
         transient_from=transient if transient is not None and transient < (kv.agents or 0)
-        else None, agents=agents, slo_ttft_s=slo_ttft_s, kv_dtype=knobs.kv_dtype)
+        else None, agents=agents, slo_ttft_s=slo_ttft_s, kv_dtype=knobs.kv_dtype,
+        window=window_cost, window_arithmetic=arithmetic)
 
 
 def pool_for_agents(agents: int, shape: SessionShape, block_size: int) -> int:

@@ -23,10 +23,13 @@ TUNED = Knobs(max_num_seqs=41, step_budget=4096, long_prefill_threshold=1024)
 def test_the_h100_pool_binds_on_kv_at_nineteen():
     c = predict(Pool(392_032, 16, "given"), SHAPE, TUNED, agents=24)
     assert (c.predicted, c.binding) == (19, Resource.KV)
-    assert c.margin == -5 and c.unknown == (Resource.STEP_BUDGET,)
+    # the long job's window is a resource of its own, not known without its prefill rate
+    assert c.margin == -5 and c.unknown == (Resource.STEP_BUDGET, Resource.LONG_JOB_WINDOW)
     assert c.allowance(Resource.SEQUENCES).agents == 40  # the long job holds one sequence
-    # the job's own window: (24,502 - 6,141 blocks) / 1,231 = 14, below the cliff: a transient
+    # the job's own window evicts past (24,502 - 6,141 blocks) / 1,231 = 14
     assert c.transient_from == 14
+    assert "not known without the long job's prefill rate" in \
+        c.allowance(Resource.LONG_JOB_WINDOW).how
     assert "holds at most 19 agents" in c.headline() and "KV binds" in c.headline()
 
 
@@ -60,7 +63,8 @@ def test_the_step_budget_shrinks_with_the_long_jobs_share_of_each_step():
     large = predict(Pool(782_032, 16, "given"), SHAPE, Knobs(41, 4096, 1024), rate, 2.0)
     s, l_ = small.allowance(Resource.STEP_BUDGET).agents, large.allowance(Resource.STEP_BUDGET).agents
     assert s is not None and l_ is not None and l_ > s
-    assert small.binding is Resource.STEP_BUDGET and small.unknown == ()
+    assert small.binding is Resource.STEP_BUDGET
+    assert small.unknown == (Resource.LONG_JOB_WINDOW,)
 
 
 def test_the_kv_lever_names_the_pool_a_target_needs():

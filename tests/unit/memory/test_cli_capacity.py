@@ -59,7 +59,7 @@ def test_plan_without_a_pool_still_names_what_binds():
                       "--workload", "coding-agent-with-batch", "--json")
     c = json.loads(done.stdout)["capacity"]
     assert (c["predicted"], c["binding"]) == (5, "sequences")  # the shipped max-num-seqs 6
-    assert c["unknown"] == ["KV", "step budget"]
+    assert c["unknown"] == ["KV", "step budget", "the long job's window"]
 
 
 def test_a_bad_solve_names_the_form():
@@ -94,3 +94,14 @@ def test_a_tuned_profile_record_is_checked_before_it_is_printed(tmp_path):
 def test_the_gateways_in_flight_cap_bounds_the_sequences():
     c = _capacity("--pool-tokens", "392032", "--max-inflight", "12")
     assert (c["predicted"], c["binding"]) == (11, "sequences")  # 12 less the long job's one
+
+
+def test_the_long_jobs_rate_at_its_depth_makes_its_window_a_resource_that_binds():
+    # no engine counted the first prompt: every session at its largest (19,684) from the
+    # job's start, which errs low: the window misses from 17 (the H100 measured 16 met, 18
+    # missed); the KV line stays at 19
+    c = _capacity("--boot-log", str(H100_LOG), "--job-prefill-tok-s", "14707")
+    assert (c["predicted"], c["binding"]) == (16, "the long job's window")
+    kv = next(a for a in c["allowances"] if a["resource"] == "KV")
+    assert kv["agents"] == 19
+    assert c["window"]["agents"] == 24 and c["window"]["met"] is False
