@@ -90,6 +90,15 @@ def test_tune_searches_llama_cpps_own_knobs_and_keeps_each_agents_window(
         # Its own knee, by the client window (llama-server has no prefill histograms).
         knee = json.loads((out / "knee.json").read_text())
         assert knee["status"] == "complete" and knee["summary"]["client"]["knee"]["knee_at"]
+        # While the knee's engine was up it counted the sessions' first prompt (llama-server's
+        # /tokenize through its /apply-template, the tools rendered by the GGUF's template):
+        # more than the workload's nominal 520 tokens; every arm was predicted from it.
+        counted = knee["first_prompt"]
+        assert counted["error"] is None and counted["first_prompt_tokens"] > 520, counted
+        assert counted["max_model_len"] == PER_SLOT and counted["turn_template_tokens"] >= 0
+        assert "working set: the expected session" in result.stdout
+        assert before["agent"]["first_prompt_tokens"] == counted["first_prompt_tokens"]
+        assert "counted on the knee's engine" in (out / "report.md").read_text()
         rows = {r["name"]: r for r in state["result"]["table"]}
         assert set(rows) == set(list(arms)[:5])
         assert all([n for n, _ in r["capacity"]["tested"]] == [1, 2] for r in rows.values())

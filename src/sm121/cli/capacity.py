@@ -42,22 +42,15 @@ def session_shape(workload_name: str, turns: int, max_model_len: int,
     the capacity model's plain numbers (bench reads its own presets). With `engine_url`, its
     first prompt as that engine renders it; else (or where it cannot) the longest session,
     which the prediction says."""
-    import asyncio
-
-    import aiohttp
-
     from sm121.bench.scenarios.agents.capacity import NOMINAL_PREFIX, load_shape
-    from sm121.bench.scenarios.agents.first_prompt import rendered_at
-    from sm121.engines.engine_error import EngineError
+    from sm121.bench.scenarios.agents.first_prompt import rendered_or_why
 
     if engine_url is None:
         return load_shape(workload_name, turns, max_model_len)
-    try:
-        found = asyncio.run(rendered_at(engine_url, workload_name, turns, max_model_len))
-    except (Sm121Error, EngineError, aiohttp.ClientError, OSError, KeyError) as exc:
-        why = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    found = rendered_or_why(engine_url, workload_name, turns, max_model_len)
+    if isinstance(found, str):
         return load_shape(workload_name, turns, max_model_len, None,
-                          f"{NOMINAL_PREFIX} ({engine_url} did not render it: {why[:200]})")
+                          f"{NOMINAL_PREFIX} ({engine_url} did not render it: {found})")
     return load_shape(workload_name, turns, max_model_len, found.first_prompt_tokens,
                       found.source(f"{engine_url}/tokenize"), found.turn_template_tokens)
 

@@ -131,6 +131,9 @@ class Capacity:
     kv_dtype: str | None = None  # the profile's kv-cache-dtype (None: the model's dtype)
     window: WindowCost | None = None  # what the long job's window costs the N asked about
     window_arithmetic: str | None = None  # what an evicted turn costs, said under the allowances
+    # the working set's first prompt as counted (None: the longest session, a bound), and how
+    first_prompt_tokens: int | None = None
+    prefix_source: str | None = None
 
     @property
     def margin(self) -> int | None:
@@ -359,7 +362,8 @@ def predict(pool: Pool | None, shape: SessionShape, knobs: Knobs, rate: Throughp
         unknown=tuple(a.resource for a in found if a.agents is None and a.limits),
         transient_from=transient if transient is not None and transient < (kv.agents or 0)
         else None, agents=agents, slo_ttft_s=slo_ttft_s, kv_dtype=knobs.kv_dtype,
-        window=window_cost, window_arithmetic=arithmetic)
+        window=window_cost, window_arithmetic=arithmetic,
+        first_prompt_tokens=shape.first_prompt_tokens, prefix_source=shape.prefix_source)
 
 
 def pool_for_agents(agents: int, shape: SessionShape, block_size: int) -> int:

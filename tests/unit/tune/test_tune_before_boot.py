@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from sm121.bench.scenarios.agents.capacity import NOMINAL_PREFIX
 from sm121.bench.tune import run
 from sm121.bench.tune.before_boot import before_boot, knee_pool
 from sm121.bench.tune.candidates import Candidate, arms
@@ -220,9 +221,10 @@ def test_a_dropped_arm_is_said_in_the_console_and_the_report(tmp_path):
     state.record.result.table = [r for r in state.record.result.table  # type: ignore[union-attr]
                                  if r.name != "vllm-defaults"]
     report = "\n".join(section(state.record, AbFile.model_validate(results.data)))
-    assert ("| vllm-defaults | 12 agents (KV binds); pool 400,000 from given | - | not "
-            "measured | - | dropped: predicted 12 agents (KV binds), below the target 16; "
-            "the budget ran out |") in report
+    assert ("| vllm-defaults | 12 agents (KV binds); pool 400,000 from given | the longest "
+            "session, 19,684 tokens (a bound) | - | not measured | - | dropped: predicted 12 "
+            "agents (KV binds), below the target 16; the budget ran out |") in report
+    assert "Working set: the longest session (every turn at its largest" in report
     said = console(state.record, None)
     assert "vllm-defaults: predicted 12 agents (KV binds); dropped: predicted 12 agents " \
            "(KV binds), below the target 16; the budget ran out" in said
@@ -232,7 +234,8 @@ def _below(name: str):
     from sm121.bench.tune.result import PredictionRecord
 
     return PredictionRecord(predicted=12, binding="KV", pool_tokens=400_000,
-                            pool_source="given", line=f"{name}: 12",
+                            pool_source="given", line=f"{name}: 12", working_set_tokens=19_684,
+                            prefix_source=NOMINAL_PREFIX,
                             below="predicted 12 agents (KV binds), below the target 16")
 
 
@@ -268,8 +271,9 @@ def test_the_report_holds_each_prediction_against_its_bracket():
                           cost_bound=0.05, device="d", engine="e", date="t"))
     text = "\n".join(section(record, ab))
     assert "fp8 KV arm kv-fp8: KV binds for agent (predicted 39)." in text
-    assert "| agent | 39 agents (KV binds); pool 0 from None | 39 agents (KV binds) | 28..40 " \
-           "| inside | measured |" in text
+    # a tune.json from before the working set was kept says so in its column
+    assert "| agent | 39 agents (KV binds); pool 0 from None | working set not recorded | 39 " \
+           "agents (KV binds) | 28..40 | inside | measured |" in text
     assert f"| {FP8_ARM} | 78 agents (KV binds)" in text
     assert "| dropped: predicted 12 agents (KV binds), below the target 16; --max-candidates " \
         "2 |" in text

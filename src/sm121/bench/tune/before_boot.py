@@ -3,8 +3,10 @@ capacity predicted from the knee's boot (the pool of the same memory settings), 
 arm added where KV binds for the baseline (tune/kv_arm.py), and the arms ordered against the
 target: an arm predicted to hold fewer agents than the target is measured after the arms
 predicted to hold it (or not known), in its priority order, so when the budget runs short it
-is the one left out ("dropped"), and tune says which and why. Made once, with the arms, and
-kept in tune.json: a resume keeps the order."""
+is the one left out ("dropped"), and tune says which and why. The working set is the expected
+session where the knee's engine counted the workload's first prompt, else the longest one
+(tune/first_prompt.py); tune says which. Made once, with the arms, and kept in tune.json: a
+resume keeps the order."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.files import KneeFile
+from sm121.bench.tune.first_prompt import said
 from sm121.bench.tune.kv_arm import fp8_arm
 from sm121.bench.tune.predict import MeasuredPool, predict_before_boot
 from sm121.bench.tune.request import TuneRequest
@@ -60,6 +63,8 @@ def record(capacity: Capacity | None, target: int) -> PredictionRecord:
         at_most=bool(capacity.unknown),
         pool_tokens=capacity.pool.tokens if capacity.pool else None,
         pool_source=capacity.pool.source if capacity.pool else None,
+        working_set_tokens=capacity.working_set_tokens,
+        first_prompt_tokens=capacity.first_prompt_tokens, prefix_source=capacity.prefix_source,
         line=capacity.headline())
     if capacity.predicted < target:
         found.below = f"predicted {found.text()}, below the target {target}"
@@ -69,7 +74,8 @@ def record(capacity: Capacity | None, target: int) -> PredictionRecord:
 def _short(found: PredictionRecord) -> str:
     if found.predicted is None:
         return found.line
-    return f"{found.text()}; pool {found.pool_tokens or 0:,} tokens from {found.pool_source}"
+    return (f"{found.text()}; pool {found.pool_tokens or 0:,} tokens from {found.pool_source}; "
+            f"{found.working_set()}")
 
 
 def ordered(arms: Sequence[Candidate], predictions: Mapping[str, PredictionRecord]
@@ -88,10 +94,11 @@ def before_boot(request: TuneRequest, recipe: Recipe, engine: EngineAdapter,
                 flags: frozenset[str]) -> ArmsBeforeBoot:
     """The arms predicted, the fp8 KV arm added where it applies, and ordered."""
     pools = [p for p in [knee_pool(knee, recipe) if knee else None] if p is not None]
+    counted = knee.first_prompt if knee else None
 
     def predicted(arm: Candidate) -> Capacity | None:
         return predict_before_boot(request, merged(recipe, arm),
-                                   profile_env(recipe, arm.base), pools, engine)
+                                   profile_env(recipe, arm.base), pools, engine, counted)
 
     capacities = {a.name: predicted(a) for a in arms}
     baseline = next((a for a in arms if "baseline" in a.role), arms[0] if arms else None)
@@ -108,8 +115,9 @@ def before_boot(request: TuneRequest, recipe: Recipe, engine: EngineAdapter,
             capacities[kv.name] = predicted(kv)
     predictions = {a.name: record(capacities[a.name], request.agents) for a in arms}
     found = ordered(arms, predictions)
-    lines = [f"predicted before its boot: {a.name}: {_short(predictions[a.name])}"
-             for a in found]
+    lines = [said(counted)] if pools else []
+    lines += [f"predicted before its boot: {a.name}: {_short(predictions[a.name])}"
+              for a in found]
     lines.append(note)
     below = [a.name for a in found if predictions[a.name].below]
     if below and len(below) < len(found):

@@ -19,6 +19,7 @@ from sm121.bench.tune.candidates import Candidate
 from sm121.bench.tune.capacity import Bracket, bracket
 from sm121.bench.tune.claims import claim
 from sm121.bench.tune.files import AbFile
+from sm121.bench.tune.first_prompt import CountedPrompt
 from sm121.bench.tune.knobs import effective_step, engine_of
 from sm121.bench.tune.pick import COST_TARGET, binding
 from sm121.bench.tune.predict import predicted_for
@@ -146,9 +147,12 @@ def _boot_values(row: ArmRow, entries: list[AgentsAbEntry], target: int,
 
 
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
-           ab: AbFile, engine: str, sitting: SittingRecord) -> TuneResult:
+           ab: AbFile, engine: str, sitting: SittingRecord,
+           counted: CountedPrompt | None = None) -> TuneResult:
     """`ab`: the A/B of the arms; `engine`: the engine and version the sitting measured
-    (conditions.engine_version of the knee's server); `sitting`: its device and date."""
+    (conditions.engine_version of the knee's server); `sitting`: its device and date;
+    `counted`: the first prompt the knee's engine counted (each arm's prediction from its own
+    boot takes its working set from it)."""
     samples = ab.samples
     adapter = engine_of(load_recipe(request.recipe).recipe.engine.kind)
     knobs = adapter.scheduler
@@ -164,7 +168,7 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     for r in table:
         c = by_name[r.name]
         r.kv_tokens, r.differs, r.role = kv.get(r.name), list(c.differs), list(c.role)
-        if (pred := predicted_for(request, samples, r.name, adapter)) is not None:
+        if (pred := predicted_for(request, samples, r.name, adapter, counted)) is not None:
             r.predicted = pred.predicted
             r.predicted_binding = pred.binding.value if pred.binding else None
         r.source, r.step = c.source, effective_step(merged_args(request.recipe, c), knobs)

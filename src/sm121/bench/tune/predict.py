@@ -2,7 +2,9 @@
 measured in this tune (the knee's boot, or an earlier arm's) whose memory settings are the
 arm's, so tune can order its arms and add the fp8 KV arm; and after its boot, from its own
 pool, so its search tests about 0.9x and 1.1x of that first and bisects only where the
-measurement disagrees (memory/capacity.py is the model)."""
+measurement disagrees (memory/capacity.py is the model). Both take the expected session where
+the knee's engine counted the workload's first prompt, else the longest one
+(tune/first_prompt.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sm121.bench.result_models import AbEntry
-from sm121.bench.scenarios.agents.capacity import knobs_from_args, load_shape, slo_ttft
+from sm121.bench.scenarios.agents.capacity import knobs_from_args, slo_ttft
+from sm121.bench.tune.first_prompt import CountedPrompt, working_session
 from sm121.bench.tune.request import TuneRequest
 from sm121.engines.adapter import EngineAdapter
 from sm121.engines.client import block_size_of, kv_pool_of
@@ -20,11 +23,11 @@ from sm121.memory.kv import kv_dtype
 from sm121.recipes.schema import ArgValue
 
 
-def arm_prediction(request: TuneRequest, entry: AbEntry, engine: EngineAdapter
-                   ) -> Capacity | None:
+def arm_prediction(request: TuneRequest, entry: AbEntry, engine: EngineAdapter,
+                   counted: CountedPrompt | None = None) -> Capacity | None:
     """The prediction for the arm `entry` measured (its boot's pool, its engine args, read by
-    `engine`, the recipe's); None when its boot logged no pool or the server no context
-    length."""
+    `engine`, the recipe's; `counted`: the knee engine's count of the first prompt); None when
+    its boot logged no pool or the server no context length."""
     labels = entry.server.cache_config or {}
     block = block_size_of(labels) or 16
     logged = getattr(entry.boot, "kv_pool_tokens", None)
@@ -34,16 +37,17 @@ def arm_prediction(request: TuneRequest, entry: AbEntry, engine: EngineAdapter
     if not tokens or not max_len:
         return None
     knobs = knobs_from_args(entry.engine_args, engine.scheduler, engine.memory.kv_cache_dtype)
-    shape = load_shape(request.workload, request.turns or 6, int(max_len))
+    shape = working_session(request.workload, request.turns or 6, int(max_len), counted)
     return predict(Pool(tokens, block, "the arm's boot"), shape, knobs,
                    slo_ttft_s=slo_ttft(request.slo), agents=request.agents)
 
 
 def predicted_for(request: TuneRequest, entries: Sequence[AbEntry], arm: str,
-                  engine: EngineAdapter) -> Capacity | None:
+                  engine: EngineAdapter, counted: CountedPrompt | None = None
+                  ) -> Capacity | None:
     """The prediction for arm `arm` from its first measured run (None: not known)."""
     first = next((e for e in entries if e.profile == arm and not e.error), None)
-    return None if first is None else arm_prediction(request, first, engine)
+    return None if first is None else arm_prediction(request, first, engine, counted)
 
 
 # --- before a boot ---------------------------------------------------------------------------
@@ -162,9 +166,11 @@ def pool_before_boot(args: Mapping[str, ArgValue], env: Mapping[str, str],
 
 def predict_before_boot(request: TuneRequest, args: Mapping[str, ArgValue],
                         env: Mapping[str, str], measured: Sequence[MeasuredPool],
-                        engine: EngineAdapter) -> Capacity | None:
-    """An arm's prediction before its boot; None when no boot measured its memory settings
-    or its context is not known."""
+                        engine: EngineAdapter, counted: CountedPrompt | None = None
+                        ) -> Capacity | None:
+    """An arm's prediction before its boot (`counted`: the knee engine's count of the first
+    prompt, else the longest session); None when no boot measured its memory settings or its
+    context is not known."""
     found = pool_before_boot(args, env, measured, engine)
     if found is None:
         return None
@@ -174,5 +180,5 @@ def predict_before_boot(request: TuneRequest, args: Mapping[str, ArgValue],
     if not max_len:  # the arm leaves the context to the engine, the boot did not
         return None
     knobs = knobs_from_args(_set(args), engine.scheduler, engine.memory.kv_cache_dtype)
-    shape = load_shape(request.workload, request.turns or 6, max_len)
+    shape = working_session(request.workload, request.turns or 6, max_len, counted)
     return predict(pool, shape, knobs, slo_ttft_s=slo_ttft(request.slo), agents=request.agents)

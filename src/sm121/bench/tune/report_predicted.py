@@ -1,8 +1,10 @@
 """The arms' predictions against their measurements (issue 44, "tune confirms a prediction"),
 for report.md and the console: per arm, what the capacity model said before its boot (from
-the knee's pool) and from its own boot's pool, the bracket measured, whether the prediction
-lies inside it, and what tune did with the arm (measured; measured last, being predicted below
-the target; dropped when the budget ran out; its boot failed, with the engine's reason)."""
+the knee's pool) and from its own boot's pool, the working set a session took before the boot
+(the expected session where the knee's engine counted the first prompt, else the longest
+one), the bracket measured, whether the prediction lies inside it, and what tune did with
+the arm (measured; measured last, being predicted below the target; dropped when the budget
+ran out; its boot failed, with the engine's reason)."""
 
 from __future__ import annotations
 
@@ -78,6 +80,19 @@ def _before(found: PredictionRecord | None) -> str:
     return f"{found.text()}; pool {found.pool_tokens or 0:,} from {found.pool_source}"
 
 
+def _working_set(found: PredictionRecord | None) -> str:
+    if found is None or found.predicted is None:
+        return "-"
+    return found.working_set()
+
+
+def _source(found: PredictionRecord) -> str:
+    """Where the working set came from, as one sentence."""
+    if found.first_prompt_tokens is None:
+        return f"Working set: {found.prefix_source}."
+    return f"The sessions' first prompt: {found.first_prompt_tokens:,} tokens, {found.prefix_source}."
+
+
 def _own(row: ArmRow | None) -> str:
     if row is None or row.predicted is None:
         return "-"
@@ -95,17 +110,22 @@ def section(state: TuneRecord, ab: AbFile | None) -> list[str]:
              "Before any boot each arm's capacity was predicted from the knee's boot (the pool "
              "of the same memory settings, scaled to the arm's KV dtype); an arm predicted "
              f"below the target {request.agents} was measured after the others and is the "
-             "first left out when the budget runs short. After its boot, each arm's own pool "
-             "predicts again (its search's first probes). docs/capacity.md has the model.", ""]
+             "first left out when the budget runs short. A session's working set is the "
+             "expected session where the knee's engine counted the workload's first prompt "
+             "(its tools as the chat template renders them), else the longest session, a bound "
+             "that errs low. After its boot, each arm's own pool predicts again (its search's "
+             "first probes). docs/capacity.md has the model.", ""]
     if state.kv_arm:
         lines += [f"{state.kv_arm}.", ""]
-    lines += ["| arm | predicted before its boot | predicted from its own boot | measured "
-              "capacity | the prediction against it | what tune did |",
-              "|---|---|---|---|---|---|"]
+    sources = dict.fromkeys(_source(p) for p in state.predictions.values() if p.prefix_source)
+    lines += [*sources, ""] if sources else []
+    lines += ["| arm | predicted before its boot | working set | predicted from its own boot | "
+              "measured capacity | the prediction against it | what tune did |",
+              "|---|---|---|---|---|---|---|"]
     for c in state.candidates or []:
         row = rows.get(c.name)
         found = state.predictions.get(c.name)
-        lines.append(f"| {c.name} | {_before(found)} | {_own(row)} | "
+        lines.append(f"| {c.name} | {_before(found)} | {_working_set(found)} | {_own(row)} | "
                      f"{row.capacity.text if row else 'not measured'} | "
                      f"{against(_best(row, found), row)} | "
                      f"{outcome(c.name, state, row, refused)} |")

@@ -208,14 +208,19 @@ class CandidateRecord(BaseModel):
 
 class PredictionRecord(BaseModel):
     """An arm's capacity predicted before its boot (bench/tune/predict.py), as tune.json keeps
-    it: the agents, the binding resource, the pool it came from; `below` says why the arm was
-    put last (its prediction under the target), None when it was not."""
+    it: the agents, the binding resource, the pool it came from, the working set a session
+    took (the expected session from the first prompt the knee's engine counted, else the
+    longest one: tune/first_prompt.py); `below` says why the arm was put last (its prediction
+    under the target), None when it was not."""
 
     predicted: int | None = None
     binding: str | None = None
     at_most: bool = False  # some allowance not known: an upper bound
     pool_tokens: int | None = None
     pool_source: str | None = None
+    working_set_tokens: int | None = None  # None: a tune.json from before it was kept
+    first_prompt_tokens: int | None = None  # None: the longest session (nothing counted)
+    prefix_source: str | None = None  # how the first prompt was counted, or why it was not
     line: str = ""
     below: str | None = None
 
@@ -224,6 +229,15 @@ class PredictionRecord(BaseModel):
             return "not known"
         return (f"{'at most ' if self.at_most else ''}{self.predicted} agents "
                 f"({self.binding or '?'} binds)")
+
+    def working_set(self) -> str:
+        """Which session the prediction took, in a few words."""
+        if self.working_set_tokens is None:
+            return "working set not recorded"
+        if self.first_prompt_tokens is None:
+            return f"the longest session, {self.working_set_tokens:,} tokens (a bound)"
+        return (f"the expected session, {self.working_set_tokens:,} tokens (first prompt "
+                f"{self.first_prompt_tokens:,}, counted on the knee's engine)")
 
 
 class TuneRecord(Open):

@@ -26,6 +26,7 @@ from sm121.bench.tune.choose import capacity, choose, tuned_profile
 from sm121.bench.tune.confirm import finalists, next_boot, second_n
 from sm121.bench.tune.exclusive import measure_exclusive
 from sm121.bench.tune.files import AbFile, KneeFile
+from sm121.bench.tune.first_prompt import CountedPrompt, count_on, said
 from sm121.bench.tune.knobs import defaults_of, engine_of
 from sm121.bench.tune.predict import predicted_for
 from sm121.bench.tune.recipe_write import write_tuned
@@ -87,7 +88,7 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _ab(request, state, found, facts, sitting, say)
     arms = AbFile.model_validate(ab.data)
-    result = choose(request, state, found, arms, facts.engine, sitting)
+    result = choose(request, state, found, arms, facts.engine, sitting, knee.first_prompt)
     state.record.result = result
     state.save()
     if not request.write:  # a profile an earlier invocation wrote is not this pick's
@@ -146,9 +147,17 @@ def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> KneeFi
             say(f"knee: measured ({path})")
             return knee
     say(f"knee: booting {request.recipe} for the knee")
+
+    def first_prompt(url: str) -> dict[str, object]:
+        """While the knee's engine is up: the arms' predictions take the working set from
+        what it counts (tune/first_prompt.py)."""
+        counted = count_on(url, request.workload, request.turns or 6)
+        say(f"knee: {said(counted)}")
+        return {"first_prompt": counted.model_dump(mode="json")}
+
     results = knee_on_recipe(request.recipe, base, {}, request.knee_params, path, request.port,
                              trust=request.trust, say=say, cluster=request.cluster,
-                             host=request.host)
+                             host=request.host, while_up=first_prompt)
     state.save()
     return KneeFile.model_validate(results.to_json())
 
@@ -156,16 +165,19 @@ def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> KneeFi
 @dataclass(frozen=True)
 class KneeFacts:
     """What the arms' search reads of the knee's results file: its boot's time to a first
-    generation (the boot estimate before an arm has booted) and the engine it measured."""
+    generation (the boot estimate before an arm has booted), the engine it measured and the
+    first prompt its engine counted (the predictions' working set)."""
 
     boot_s: float | None
     engine: str
+    first_prompt: CountedPrompt | None = None
 
     @staticmethod
     def of(knee: KneeFile, engine: str) -> KneeFacts:
         """`engine`: the recipe's engine, as its adapter names it."""
         boot = knee.boot.timings.first_generation_s if knee.boot else None
-        return KneeFacts(boot, conditions.engine_version(knee.server.version, engine))
+        return KneeFacts(boot, conditions.engine_version(knee.server.version, engine),
+                         knee.first_prompt)
 
 
 def _estimates(request: TuneRequest, knee: KneeFacts | None, ab: AbFile) -> Estimates:
@@ -256,7 +268,8 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
 
     def after(boot: Boot) -> None:
         _exclusive(request, state, boot, name, say)
-        _bisect(request, state, results, boot, name, chosen.sweep_points, say)
+        _bisect(request, state, results, boot, name, chosen.sweep_points, say,
+                knee.first_prompt)
 
     boot_and_measure(arm_request, results, index, name, list(range(chosen.reps)), say,
                      after=after)
@@ -290,7 +303,7 @@ def _finish_bisection(request: TuneRequest, ab_request: AbRequest, state: TuneSt
 
     def after(boot: Boot) -> None:
         _exclusive(request, state, boot, name, say)
-        _bisect(request, state, results, boot, name, probes, say)
+        _bisect(request, state, results, boot, name, probes, say, knee.first_prompt)
 
     boot_and_measure(ab_request, results, index, name, [], say, after=after)
     state.save()
@@ -332,12 +345,13 @@ def _exclusive(request: TuneRequest, state: TuneState, boot: Boot, name: str,
 
 
 def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: Boot,
-            name: str, probes: int, say: Say) -> None:
+            name: str, probes: int, say: Say, counted: CountedPrompt | None = None) -> None:
     """The capacity bisection on this boot: one agents run per N, at most `probes` of them,
     each only when the budget still holds it; about 0.9x and 1.1x of the arm's predicted
     capacity first (bench/tune/predict.py), when its pool is known."""
     engine = engine_of(load_recipe(request.recipe).recipe.engine.kind)
-    pred = predicted_for(request, AbFile.model_validate(results.data).samples, name, engine)
+    pred = predicted_for(request, AbFile.model_validate(results.data).samples, name, engine,
+                         counted)
     if pred is not None:
         say(f"  {name}: predicted: {pred.headline()}")
     for _ in range(probes):
@@ -386,7 +400,7 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
     if request.boots <= 1:
         return
     result = choose(request, state, arms, AbFile.model_validate(results.data), knee.engine,
-                    sitting)
+                    sitting, knee.first_prompt)
     defaults = {c.name for c in arms if "defaults" in c.role}
     pair = finalists(result.ranking, result.baseline, defaults)
     if len(pair) < 2:

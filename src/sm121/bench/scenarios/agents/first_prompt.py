@@ -8,7 +8,10 @@ template's tokens a turn counted the same way."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+
+import aiohttp
 
 from sm121.bench.client import BenchClient
 from sm121.bench.prompts import filler
@@ -21,7 +24,13 @@ from sm121.bench.scenarios.agents.conversation import (
 from sm121.bench.scenarios.agents.messages import wire
 from sm121.bench.scenarios.agents.session import piece_counter
 from sm121.bench.scenarios.agents.workload import Workload, fit_to_server, load_workload
+from sm121.errors import Sm121Error
 from sm121.protocols.replies import ChatMessage
+
+# What an engine that cannot count the first prompt raises: no /tokenize (an EngineError,
+# an Sm121Error), a connection that fails (aiohttp, OSError and its TimeoutError), an answer
+# without a count (KeyError, ValueError).
+NOT_COUNTED = (Sm121Error, aiohttp.ClientError, OSError, KeyError, ValueError)
 
 
 @dataclass(frozen=True)
@@ -71,3 +80,15 @@ async def rendered_at(url: str, workload: str, turns: int,
     fitted = fit_to_server(load_workload(workload), max_model_len, turns)
     async with BenchClient(url, await resolve_model(url, None), api="chat") as client:
         return await rendered_session(client, fitted)
+
+
+def rendered_or_why(url: str, workload: str, turns: int,
+                    max_model_len: int) -> RenderedSession | str:
+    """rendered_at, run to its end; where the engine does not count it, why (one line, for
+    the prediction's working set: the longest session then, capacity.NOMINAL_PREFIX). Not
+    from inside a running event loop."""
+    try:
+        return asyncio.run(rendered_at(url, workload, turns, max_model_len))
+    except NOT_COUNTED as exc:
+        why = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        return why.splitlines()[0][:200] if why.strip() else type(exc).__name__

@@ -4,6 +4,7 @@ batch limit that holds the largest batch, run the knee scenario on it, stop."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,18 @@ def knee_overrides(recipe: str, params: dict[str, Any], overrides: dict[str, Arg
 def knee_on_recipe(recipe: str, profile: str | None, overrides: dict[str, ArgValue],
                    params: dict[str, Any], out: Path, port: int, trust: bool = False,
                    say: Say = lambda _: None, cluster: str | None = None,
-                   host: str = "127.0.0.1"
+                   host: str = "127.0.0.1",
+                   while_up: Callable[[str], Mapping[str, Any]] | None = None
                    ) -> ScenarioResults[KneeSample, KneeSummary]:
+    """`while_up`: asked with the engine's base URL once it is ready, before the knee; what it
+    answers is kept in the results file beside the boot (tune counts its workload's first
+    prompt there, on the only engine it boots before its arms)."""
     args, step_budget, batch_limit = knee_overrides(recipe, params, overrides, profile)
     with booted(recipe, profile, args, port, host, trust=trust, say=say, cluster=cluster) as boot:
+        extra = dict(while_up(boot.plan.base_url)) if while_up is not None else {}
         say(f"knee: engine ready ({step_budget} {args[step_budget]}, {batch_limit} "
             f"{args[batch_limit]}), measuring")
         return asyncio.run(run_scenario(
             Knee(), Target(boot.plan.base_url, boot.plan.readiness.model),
             {**params, "chunk": args[step_budget]}, out, progress=steps(say),
-            header={"boot": boot.record.to_json()}))
+            header={**extra, "boot": boot.record.to_json()}))
