@@ -93,6 +93,11 @@ def ab(
     scenario_params = _params(prefill_tokens, short_at, params)
     check_api(scenario, api)
     if scenario == "agents":
+        # No --run or --pool-tokens here, unlike bench agents and bench sweep: every profile
+        # is a boot of ab's own, whose run the agents scenario finds by its port and whose
+        # boot log states its pool. One run or pool given for all the profiles would judge
+        # every boot but (at most) one against another's: the profiles may differ in their
+        # memory settings (GMU, KV dtype). `--param pool_tokens=N` still reaches the scenario.
         from sm121.bench.scenarios.agents.params import agent_params  # numpy, pydantic: only for agents
 
         scenario_params = {**agent_params(agents, turns, None, workload, slo).model_dump(),

@@ -10,13 +10,23 @@ from pathlib import Path
 import typer
 
 from sm121.bench.results import default_path
-from sm121.bench.scenarios.agents.texts import SLO_HELP, WORKLOAD_HELP
+from sm121.bench.scenarios.agents.texts import (
+    POOL_TOKENS_FLAG,
+    POOL_TOKENS_HELP,
+    RUN_FLAG,
+    RUN_HELP,
+    SLO_HELP,
+    WORKLOAD_HELP,
+)
 from sm121.cli.bench_common import AS_JSON, MODEL, OUT, URL, ints, progress_bar
 from sm121.cli.output import console, print_json
 from sm121.errors import Sm121Error
 
 WORKLOAD = typer.Option("coding-agent", "--workload", "-w", help=WORKLOAD_HELP)
 SLO = typer.Option("ttft_p95=2s", "--slo", help=SLO_HELP)
+# bench agents' --run and --pool-tokens (its params model declares them from the same texts)
+RUN = typer.Option(None, RUN_FLAG, help=RUN_HELP)
+POOL_TOKENS = typer.Option(None, POOL_TOKENS_FLAG, help=POOL_TOKENS_HELP)
 API = typer.Option("chat", "--api", help="chat (default), messages (Anthropic, Claude "
                    "Code's), responses (Codex's), or completions (messages flattened into one "
                    "prompt). The same workload and token-exact prompts on each.")
@@ -32,7 +42,8 @@ def sweep(
     ns: str = typer.Option("1,2,4,6,8", "--agents", help="The N values, comma-separated."),
     turns: int | None = typer.Option(None, "--turns", "-t"),
     duration: float | None = typer.Option(None, "--duration"),
-    workload: str = WORKLOAD, slo: str = SLO, api: str = API, as_json: bool = AS_JSON,
+    workload: str = WORKLOAD, slo: str = SLO, api: str = API,
+    run: str | None = RUN, pool_tokens: int | None = POOL_TOKENS, as_json: bool = AS_JSON,
 ) -> None:
     """The agents scenario at each N on one server: goodput and TTFT against N, and the
     largest N meeting the SLO (every smaller N meeting it too)."""
@@ -47,7 +58,7 @@ def sweep(
     values = sorted(set(ints(ns)))
     if not values or values[0] < 1:
         raise Sm121Error(f"bad --agents {ns!r}", "example: --agents 1,2,4,6,8")
-    params = agent_params(1, turns, duration, workload, slo)
+    params = agent_params(1, turns, duration, workload, slo, run=run, pool_tokens=pool_tokens)
     path = out or default_path("sweep-agents")
     target = Target(url, model, api=api, api_key=os.environ.get("SM121_API_KEY"))
     with progress_bar() as update:

@@ -114,3 +114,25 @@ def test_requests_waiting_at_max_num_seqs_read_as_sequences() -> None:
     assert "max-num-seqs not known: sequences not ruled out" in unknown.line
     unmeasured = EngineGauges(interval_s=0.5, note="the endpoint serves no /metrics")
     assert _verdict(data, None, Knobs(22, None, None), unmeasured).resource == "step budget"
+
+
+def test_bench_sweep_takes_the_run_and_the_pool_as_bench_agents_does() -> None:
+    """`bench sweep` runs the agents scenario at each N: its --run and --pool-tokens are bench
+    agents' own (the same flags and help), and reach every run's params, checked alike."""
+    import typer
+    from support import invoke_cli
+
+    from sm121.cli.bench_agents import register
+    from sm121.cli.bench_scenarios import scenario_command
+
+    app = typer.Typer()
+    register(app)
+    sweep = {p.name: p for p in typer.main.get_command(app).params}
+    agents = {p.name: p for p in scenario_command("agents").params}
+    for name in ("run", "pool_tokens"):
+        assert (sweep[name].opts, sweep[name].help) == (agents[name].opts, agents[name].help)
+        assert sweep[name].help
+    refused = invoke_cli("bench", "sweep", "--url", f"http://127.0.0.1:{free_port()}",
+                         "--pool-tokens", "0", check=False)
+    assert refused.returncode == 2 and "--pool-tokens must be at least 1" in refused.stderr + \
+        refused.stdout

@@ -44,7 +44,14 @@ from sm121.bench.scenarios.agents.params import (
 from sm121.bench.scenarios.agents.replay import ReplayArgs, replay
 from sm121.bench.scenarios.agents.run import AgentsRunArgs, agents
 from sm121.bench.scenarios.agents.summary import HEADLINE, headline
-from sm121.bench.scenarios.agents.texts import SLO_HELP, WORKLOAD_HELP
+from sm121.bench.scenarios.agents.texts import (
+    POOL_TOKENS_FLAG,
+    POOL_TOKENS_HELP,
+    RUN_FLAG,
+    RUN_HELP,
+    SLO_HELP,
+    WORKLOAD_HELP,
+)
 
 _SLO = option("ttft_p95=2s", "--slo", SLO_HELP)
 
@@ -60,15 +67,8 @@ class AgentsParams(Params):
                                 "first turn goes at once; stagger: session i starts i times "
                                 "the workload's mean think time later (behind a gateway with "
                                 "session admission, the report shows each session's wait).")
-    run: str | None = option(None, "--run", "The sm121 run behind --url (default: the running "
-                             "run whose engine or gateway listens on its port): its plan gives "
-                             "the verdict its scheduler settings (max-num-seqs), its boot log "
-                             "the KV pool where the engine's /metrics does not say it (vLLM "
-                             "0.21).")
-    pool_tokens: int | None = option(None, "--pool-tokens", "The KV pool in tokens, as the "
-                                     "engine logged it (`KV cache size: N tokens`), for the "
-                                     "prediction: for an endpoint sm121 did not start; wins "
-                                     "over the engine's /metrics and the run's boot log.")
+    run: str | None = option(None, RUN_FLAG, RUN_HELP)
+    pool_tokens: int | None = option(None, POOL_TOKENS_FLAG, POOL_TOKENS_HELP)
     gauges_every: float = option(INTERVAL_S, "--gauges-every", "Seconds between two reads of "
                                  "the engine's gauges during the run (KV usage, waiting and "
                                  "running requests: their peaks feed the verdict); 0: off.")
