@@ -42,7 +42,16 @@ def spec_for_run(run: RunInfo, long_prompt_tokens: int = DEFAULT_LONG_PROMPT_TOK
 def with_pool(spec: UpstreamSpec, run: RunInfo | None, plan: ServePlan | None = None
               ) -> UpstreamSpec:
     """The spec with the KV pool the run's boot log states (unchanged without a run, a
-    readable plan or a logged pool, or where a pool is already set)."""
+    readable plan or a logged pool, or where a pool is already set).
+
+    Read once, when the gateway starts, and not again as the log changes: a supervised
+    restart boots the run's own argv, so the same pool (up to the few blocks a boot's
+    activation peak moves it), and an engine whose /metrics states its pool is read again
+    anyway when it comes back (the health monitor learns it on re-admission). Another run
+    behind the same URL changes more than the pool: the request policy and the in-flight cap
+    (its max-num-seqs) came from the old run's plan too, so re-reading the pool alone would
+    leave the gateway half right; a gateway follows a new run by starting again with it
+    (`serve --gateway`'s gateway belongs to its run and stops with it)."""
     if run is None or spec.pool_tokens is not None:
         return spec
     if plan is None:
