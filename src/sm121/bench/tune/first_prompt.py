@@ -13,13 +13,12 @@ given by --knee), the bound stays, and tune's output says which and why."""
 
 from __future__ import annotations
 
-from sm121.bench.scenarios.agents.capacity import NOMINAL_PREFIX, load_shape
+from sm121.bench.scenarios.agents.capacity import NOMINAL_PREFIX, load_shape, nominal_prefix
 from sm121.bench.scenarios.agents.first_prompt import (
     NOT_COUNTED,
     RenderedSession,
     rendered_or_why,
 )
-from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
 from sm121.engines.client import max_model_len
 from sm121.engines.client_sync import SyncEngineClient
 from sm121.memory.capacity import SessionShape
@@ -56,8 +55,8 @@ def count_on(url: str, workload: str, turns: int) -> CountedPrompt:
         served = max_model_len(SyncEngineClient(url, timeout_s=30).get_json("/v1/models"))
         if not served:
             return found.model_copy(update={"error": "its /v1/models states no max_model_len"})
-        found = found.model_copy(update={"max_model_len": served, "prefix_tokens": fit_to_server(
-            load_workload(workload), served, turns).prefix_tokens()})
+        found = found.model_copy(update={"max_model_len": served,
+                                         "prefix_tokens": nominal_prefix(workload, turns, served)})
     except NOT_COUNTED as exc:
         why = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         return found.model_copy(update={"error": why.splitlines()[0][:200]})
@@ -85,8 +84,7 @@ def not_applied(counted: CountedPrompt | None, workload: str, turns: int,
         return why
     if counted.workload != workload:
         return f"the knee's engine counted another workload ({counted.workload})"
-    if fit_to_server(load_workload(workload), context, turns).prefix_tokens() != \
-            counted.prefix_tokens:
+    if nominal_prefix(workload, turns, context) != counted.prefix_tokens:
         return (f"the knee's engine counted it fitted to {counted.max_model_len or 0:,} tokens "
                 f"of context; at {context:,} the workload fits at other sizes")
     return None

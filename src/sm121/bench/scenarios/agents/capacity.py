@@ -101,6 +101,13 @@ def load_shape(workload: str, turns: int, max_model_len: int,
                          first_prompt_tokens, prefix_source, turn_template_tokens)
 
 
+def nominal_prefix(workload: str, turns: int, max_model_len: int) -> int:
+    """A preset's (or YAML file's) system prompt, task and tools fitted as a run of `turns`
+    turns sends it, in its nominal sizes: what an engine's count of the first prompt was
+    made at (a count holds where the fit gives the same sizes)."""
+    return fit_to_server(load_workload(workload), max_model_len, turns).prefix_tokens()
+
+
 def first_turn_prompt(run: AgentsRun) -> int | None:
     """The sessions' first prompts as the engine counted them (the mean of turn 0's
     prompt_tokens), None where the run recorded none."""
