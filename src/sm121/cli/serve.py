@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import typer
 from rich.table import Table
@@ -150,8 +151,14 @@ def logs(
     node: str | None = typer.Option(None, "--node", help="Node of a multi-node run."),
     crash: bool = typer.Option(False, "--crash", help="Each crash of a supervised run: when, "
                                "how, the cause and the log lines before it."),
+    raw: bool = typer.Option(False, "--raw", help="The log's bytes as the engine wrote them. "
+                             "Without it, control characters other than newlines and tabs "
+                             "(terminal escapes, bidi controls) are spelled out (\\x1b) and a "
+                             "carriage return ends its line, to a terminal, a file or a pipe "
+                             "alike: the log holds strangers' strings (prompts, model names), "
+                             "and a pipe often ends in a terminal (| less -R, | tail)."),
 ) -> None:
-    """Print the engine log of a run."""
+    """Print the engine log of a run, its control characters spelled out (--raw: as written)."""
     run = control.resolve_run(run_id)
     if crash:
         from sm121.cli.supervise import print_crashes
@@ -161,17 +168,33 @@ def logs(
     path = control.log_path(run, node)
     if not path.is_file():
         raise Sm121Error(f"no log at {path}", "the run may not have started")
-    # The log holds what the engine printed of requests and model files: on a terminal its
-    # hidden characters are spelled out (display.escape); to a file or a pipe, as written.
-    shown = ((lambda text: escape(text, None, keep_newlines=True)) if sys.stdout.isatty()
-             else (lambda text: text))
+    if raw:
+        _write_raw(path, run, follow)
+        return
+    # The log holds what the engine printed of requests and model files: its hidden
+    # characters are spelled out (display.escape) wherever stdout goes. Read as text, a
+    # carriage return is a line end (a progress bar's updates, a line it would overwrite).
     if not follow:
-        sys.stdout.write(shown(path.read_text(errors="replace")))
+        sys.stdout.write(escape(path.read_text(errors="replace"), None, keep_newlines=True))
         return
     try:
         for chunk in control.follow(path, lambda: control.run_alive(run)):
-            sys.stdout.write(shown(chunk))
+            sys.stdout.write(escape(chunk, None, keep_newlines=True))
             sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+
+
+def _write_raw(path: Path, run: RunInfo, follow: bool) -> None:
+    out = sys.stdout.buffer
+    if not follow:
+        out.write(path.read_bytes())
+        out.flush()
+        return
+    try:
+        for chunk in control.follow_bytes(path, lambda: control.run_alive(run)):
+            out.write(chunk)
+            out.flush()
     except KeyboardInterrupt:
         pass
 

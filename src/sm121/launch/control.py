@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from sm121.errors import Sm121Error
 from sm121.hosts import processes
@@ -116,11 +117,24 @@ def log_path(run: RunInfo, node_name: str | None) -> Path:
 def follow(path: Path, still_running: Callable[[], bool]) -> Iterator[str]:
     """Yield new log text as it is written, until the engine is gone."""
     with open(path, errors="replace") as handle:
-        while True:
-            chunk = handle.read()
-            if chunk:
-                yield chunk
-            elif not still_running():
-                return
-            else:
-                time.sleep(0.5)
+        yield from _tail(handle.read, still_running)
+
+
+def follow_bytes(path: Path, still_running: Callable[[], bool]) -> Iterator[bytes]:
+    """`follow`, the bytes as the engine wrote them (`sm121 logs --raw --follow`)."""
+    with open(path, "rb") as handle:
+        yield from _tail(handle.read, still_running)
+
+
+Chunk = TypeVar("Chunk", str, bytes)
+
+
+def _tail(read: Callable[[], Chunk], still_running: Callable[[], bool]) -> Iterator[Chunk]:
+    while True:
+        chunk = read()
+        if chunk:
+            yield chunk
+        elif not still_running():
+            return
+        else:
+            time.sleep(0.5)
