@@ -12,10 +12,12 @@ import math
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import Field, ValidationError
 
 from sm121.bench.result_models import Number, Open
+from sm121.display_markdown import inert
 from sm121.errors import Sm121Error
 
 Series = dict[str, list[tuple[float, float]]]  # label -> (seconds since start, value)
@@ -162,6 +164,7 @@ def plot_timeline(panels: dict[str, Series], marks: list[tuple[float, str]], pat
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # events are a file's: text (report/plots)
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(panels), 1, figsize=(11, 2.6 * len(panels)), sharex=True,
@@ -214,12 +217,12 @@ def timeline_section(path: Path, out: Path) -> list[str]:
     stem = path.name.removesuffix(".jsonl")
     kind = "soak" if any(r.kind == "soak" for r in records) else "top"
     panels = soak_panels(records) if kind == "soak" else top_panels(records)
-    lines = [f"## {kind} timeline — `{path.name}`", "",
+    lines = [f"## {kind} timeline — {inert(path.name, code=True)}", "",
              f"{sum(1 for r in records if r.kind == kind)} samples."]
     marks = events(records)
     lines += ["", *soak_summary(records)]
-    lines += [f"- {what} at {when:.0f} s" for when, what in marks] + [""]
+    lines += [f"- {inert(what)} at {when:.0f} s" for when, what in marks] + [""]
     if panels:
         image = plot_timeline(panels, marks, out / f"{stem}-timeline.png", f"{kind}: {stem}")
-        lines += [f"![{image.stem}]({image.name})", ""]
+        lines += [f"![{inert(image.stem)}]({quote(image.name)})", ""]
     return lines

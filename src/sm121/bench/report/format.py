@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -9,6 +10,7 @@ from pydantic import BaseModel
 from sm121.bench.result_models import AbResults, AbSummary, Stats
 from sm121.bench.scenario import Results
 from sm121.bench.scenarios import find
+from sm121.display_markdown import inert
 
 
 def fmt(value: Any, kind: str = "") -> str:
@@ -23,6 +25,14 @@ def fmt(value: Any, kind: str = "") -> str:
     if kind == "s":
         return f"{value:.3g} s" if value < 10 else f"{value:,.1f} s"
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def md(value: Any, kind: str = "") -> str:
+    """A value of a results file in Markdown: a number as `fmt` writes it, anything else (a
+    string where a number was expected, a key only a newer sm121 writes) inert."""
+    if value is None or isinstance(value, int | float):
+        return fmt(value, kind)
+    return inert(value)
 
 
 def cell(stats: Stats | None, kind: str) -> str:
@@ -42,8 +52,11 @@ def _stats(held: object) -> Stats | None:
     return Stats.model_validate(held.model_dump() if isinstance(held, BaseModel) else held)
 
 
-def table_rows(results: Results) -> tuple[list[str], list[list[str]]]:
-    """(headers, rows) of an A/B comparison or of an overlap summary; empty when none."""
+def table_rows(results: Results, shown: Callable[[str], str] = str
+               ) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of an A/B comparison or of an overlap summary; empty when none.
+    `shown`: how a profile's name (the file's) is written: as it is for a terminal table (its
+    console escapes), `inert` for Markdown (`headline_table`)."""
     spec = find(results.scenario)
     headline = spec.headline if spec is not None else ()
     if spec is None or not headline:
@@ -52,7 +65,8 @@ def table_rows(results: Results) -> tuple[list[str], list[list[str]]]:
     if isinstance(results, AbResults) and isinstance(summary, AbSummary) and summary.metrics:
         profiles = results.params.profiles
         base = profiles[0]
-        headers = ["metric", *profiles, *[f"{p}/{base}" for p in profiles[1:]]]
+        headers = ["metric", *map(shown, profiles),
+                   *[f"{shown(p)}/{shown(base)}" for p in profiles[1:]]]
         rows = []
         for key, label, kind, _better in headline:
             entry = summary.metrics.get(key)
@@ -74,3 +88,8 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
         return []
     return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
             *["| " + " | ".join(r) + " |" for r in rows], ""]
+
+
+def headline_table(results: Results) -> list[str]:
+    """The headline comparison as a Markdown table (`table_rows`, the names in it inert)."""
+    return markdown_table(*table_rows(results, inert))

@@ -7,22 +7,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.report.format import markdown_table, table_rows
+from sm121.bench.report.format import headline_table
 from sm121.bench.results import load_results
 from sm121.bench.scenario import Results, Scenario, Unknown
 from sm121.bench.scenarios import find
 from sm121.bench.timeline import timeline_section
+from sm121.display_markdown import document, inert
 
 
 def _head(data: dict[str, Any], stem: str) -> list[str]:
-    head = [f"## {data['scenario']} ({data['kind']}) — `{stem}.json`", "",
-            f"status {data['status']}, sm121 {data['sm121_version']}, created {data['created']}; "
-            f"params: `{data['params']}`", ""]
-    probe = data.get("probe") or (data["samples"][0].get("probe") if data["kind"] == "ab"
-                                  and data["samples"] else None)
-    if probe:
-        head += [f"Probe: token ids {probe.get('token_ids')}, safe {probe.get('safe')}, "
-                 f"tokens per chunk {probe.get('histogram')}.", ""]
+    """The file's header as it is: every value in it is the file's (display_markdown)."""
+    head = [f"## {inert(data['scenario'])} ({inert(data['kind'])}) — "
+            f"{inert(stem + '.json', code=True)}", "",
+            f"status {inert(data['status'])}, sm121 {inert(data['sm121_version'])}, created "
+            f"{inert(data['created'])}; params: {inert(data['params'], None, code=True)}", ""]
+    first = data["samples"][0] if data["kind"] == "ab" and data["samples"] else None
+    probe = data.get("probe") or (first.get("probe") if isinstance(first, dict) else None)
+    if isinstance(probe, dict) and probe:
+        head += [f"Probe: token ids {inert(probe.get('token_ids'))}, safe "
+                 f"{inert(probe.get('safe'))}, tokens per chunk "
+                 f"{inert(probe.get('histogram'))}.", ""]
     return head
 
 
@@ -32,7 +36,7 @@ def _section(scenario: Scenario[Any, Any], results: Results, out: Path, stem: st
     files = scenario.plots(results, out, stem) if draw else []
     lines = scenario.section(results, files)
     if lines is None:  # no section of its own: the headline table
-        return markdown_table(*table_rows(results))
+        return headline_table(results)
     return lines
 
 
@@ -58,5 +62,5 @@ def render_report(paths: list[Path], out: Path, title: str, slo: str | None = No
     for scenario, theirs in runs.values():  # what only several runs of a scenario show
         lines += scenario.across(theirs)
     report = out / "report.md"
-    report.write_text("\n".join(lines) + "\n")
+    report.write_text(document("\n".join(lines) + "\n"))
     return report

@@ -10,6 +10,9 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
+# Labels are profile names, labels and events from results files: text, never mathtext (a
+# name with `$\foo{$` in it stopped the whole report with matplotlib's parse error)
+matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 

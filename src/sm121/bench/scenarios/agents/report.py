@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sm121.bench.report.format import fmt
+from sm121.bench.report.format import fmt, md
 from sm121.bench.report.format import markdown_table as _table
+from sm121.bench.report.sections import images
 from sm121.bench.result_models import ScenarioResults
 from sm121.bench.scenario import Results
 from sm121.bench.scenarios.agents import plots
@@ -27,6 +28,7 @@ from sm121.bench.scenarios.agents.models import (
     read_run,
 )
 from sm121.bench.scenarios.agents.summary import summarize_run
+from sm121.display_markdown import inert
 from sm121.engines.registry import metric_names
 from sm121.recipes.schema import ArgValue
 
@@ -46,15 +48,15 @@ def summary_lines(s: AgentsSummary) -> list[str]:
     slo = s.slo
     if slo is None:  # a run cut short: no verdict
         return []
-    lines = [f"Workload **{s.workload}**, {s.agents} agents, {s.turns} turns; "
-             f"tools: {s.tools_mode}. Usage cross-check held on {s.usage_checked}/"
+    lines = [f"Workload **{inert(s.workload)}**, {s.agents} agents, {s.turns} turns; "
+             f"tools: {inert(s.tools_mode)}. Usage cross-check held on {s.usage_checked}/"
              f"{s.turns} turns; prompt exact to the token on {s.prompt_exact}/"
              f"{s.turns}.", "",
              f"Goodput **{fmt(slo.goodput, 'pct')}** ({slo.good_turns}/{slo.turns} "
-             f"turns meet every term of `{slo.slo}`); SLO "
+             f"turns meet every term of {inert(slo.slo, code=True)}); SLO "
              f"{'**met**' if slo.met else '**not met**'}. Judged: {_judged(s)}.", ""]
     lines += _table(["SLO term", "observed", "met", "turns meeting"], [
-        [r.term, fmt(r.observed), "yes" if r.met else "no", str(r.turns_meeting)]
+        [inert(r.term), fmt(r.observed), "yes" if r.met else "no", str(r.turns_meeting)]
         for r in slo.terms])
     lines += _table(["TTFT (agent turns)", "p50", "p95", "p99"], [
         ["all turns", *_ttft(s.ttft)], ["judged by the SLO", *_ttft(s.ttft_judged)]])
@@ -96,7 +98,7 @@ def _engine_lines(extras: AgentsSummary) -> list[str]:
     if not deltas:
         return []
     return ["Engine /metrics deltas over the run: " + ", ".join(
-        f"`{_short(k)}` {fmt(v, 'int') if v >= 10 else fmt(v)}"
+        f"{inert(_short(k), code=True)} {fmt(v, 'int') if v >= 10 else fmt(v)}"
         for k, v in deltas.items()) + f"; prefix-cache hit rate "
         f"{fmt(extras.prefix_reuse_metrics, 'pct')}.", ""]
 
@@ -106,7 +108,7 @@ def _gauge_lines(run: AgentsRun, stored: AgentsSummary) -> list[str]:
     gauges = run.gauges or stored.gauges
     if gauges is None:
         return []
-    return [f"Engine gauges over the run: {gauges.line()}.", ""]
+    return [f"Engine gauges over the run: {inert(gauges.line())}.", ""]
 
 
 def _short(metric: str) -> str:
@@ -140,12 +142,11 @@ def run_plots(bars: list[TurnSample], out: Path, stem: str) -> list[Path]:
 def run_section(run: AgentsRun, stored: AgentsSummary, files: list[Path]) -> list[str]:
     """One run in detail: recomputed from its turns, plus what its stored summary adds (the
     engine's deltas, a replay's gaps)."""
-    verdict = [f"**Verdict**: {stored.capacity.line} (docs/capacity.md)"
-               + "".join(f"; {line}" for line in _pool_line(stored.capacity)) + ".", ""] \
-        if stored.capacity is not None else []
+    verdict = [f"**Verdict**: {inert(stored.capacity.line)} (docs/capacity.md)"
+               + "".join(f"; {inert(line)}" for line in _pool_line(stored.capacity)) + ".",
+               ""] if stored.capacity is not None else []
     return [*verdict, *summary_lines(summarize_run(run)), *_engine_lines(stored),
-            *_gauge_lines(run, stored),
-            *_replay_lines(stored), *[f"![{f.stem}]({f.name})" for f in files], ""]
+            *_gauge_lines(run, stored), *_replay_lines(stored), *images(files), ""]
 
 
 def ab_groups(entries: list[AgentsAbEntry], profiles: list[str]) -> dict[str, plots.Groups]:
@@ -170,17 +171,17 @@ def ab_plots(ab: AgentsAb, out: Path, stem: str) -> list[Path]:
 
 def ab_section(ab: AgentsAb, files: list[Path]) -> list[str]:
     verdict = ab.verdict()
-    lines = [f"**Best profile by goodput: {verdict.best}**. {verdict.why}", ""] \
+    lines = [f"**Best profile by goodput: {inert(verdict.best)}**. {inert(verdict.why)}", ""] \
         if verdict else []
     rows = []
     entries = ab.samples
     for entry in entries:
         if entry.error:
-            rows.append([entry.profile, str(entry.rep + 1), "failed", "-", "-", "-", "-", "-",
-                         "-"])
+            rows.append([inert(entry.profile), str(entry.rep + 1), "failed", "-", "-", "-", "-",
+                         "-", "-"])
             continue
         m = entry.metrics
-        rows.append([entry.profile, str(entry.rep + 1), fmt(m.goodput, "pct"),
+        rows.append([inert(entry.profile), str(entry.rep + 1), fmt(m.goodput, "pct"),
                      fmt(m.ttft_p50_s, "s"), fmt(m.ttft_p95_s, "s"),
                      fmt(m.ttft_p95_judged_s, "s"), fmt(m.ttft_p95_during_background_s, "s"),
                      fmt(m.background_ttft_s, "s"), _verdict(m)])
@@ -192,21 +193,23 @@ def ab_section(ab: AgentsAb, files: list[Path]) -> list[str]:
                      "TTFT p95 (judged)", "judged TTFT p95 during background",
                      "background TTFT"] + (["verdict (docs/capacity.md)"] if judged else []),
                     rows)
-    lines += [f"Failed: rep {e.rep + 1} {e.profile}: {e.error}" for e in entries if e.error]
+    lines += [f"Failed: rep {e.rep + 1} {inert(e.profile)}: {inert(e.error)}"
+              for e in entries if e.error]
     served: dict[str, dict[str, ArgValue]] = {}
     for entry in entries:
         if not entry.error:
             served.setdefault(entry.profile, entry.engine_args or {})
     lines += ["", "Engine args per profile (as served by sm121):", ""] + [
-        f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
-                                 if k.startswith(("max-num", "long-prefill", "tool")))
+        f"- {inert(p, code=True)}: " + inert(", ".join(
+            f"{k}={v}" for k, v in args.items()
+            if k.startswith(("max-num", "long-prefill", "tool"))))
         for p, args in served.items()]
-    return lines + [""] + [f"![{f.stem}]({f.name})" for f in files] + [""]
+    return lines + [""] + images(files) + [""]
 
 
 def _verdict(m: RunMetrics) -> str:
     """A run's capacity verdict in a table cell (runs measured before it existed: "-")."""
-    return m.verdict.split(";")[0] if m.verdict else "-"
+    return inert(m.verdict.split(";")[0]) if m.verdict else "-"
 
 
 def _points(sweep: AgentsSweep) -> list[tuple[int, RunMetrics]]:
@@ -221,15 +224,15 @@ def sweep_plots(sweep: AgentsSweep, out: Path, stem: str) -> list[Path]:
 def sweep_section(sweep: AgentsSweep, files: list[Path]) -> list[str]:
     points, held = _points(sweep), sweep.held()
     # a file written before the sweep judged its N has no such key
-    largest = held.get("largest_n", "-")
-    lines = [f"Largest N meeting `{held.get('slo')}`: **{largest}**.", ""]
+    largest = md(held.get("largest_n"))
+    lines = [f"Largest N meeting {inert(held.get('slo'), code=True)}: **{largest}**.", ""]
     judged = any(p.verdict for _, p in points)  # else a sweep from before the verdict
     lines += _table(["N", "goodput", "SLO met", "TTFT p50", "TTFT p95", "decode p50"]
                     + (["verdict (docs/capacity.md)"] if judged else []), [
         [str(n), fmt(p.goodput, "pct"), "yes" if p.slo_met else "no",
          fmt(p.ttft_p50_s, "s"), fmt(p.ttft_p95_s, "s"), fmt(p.decode_p50)]
         + ([_verdict(p)] if judged else []) for n, p in points])
-    return lines + [f"![{f.stem}]({f.name})" for f in files] + [""]
+    return lines + images(files) + [""]
 
 
 def timestamp_ratio(runs: list[Results]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from sm121.bench.gauges import INTERVAL_S
 from sm121.bench.report.compare import compare_with
-from sm121.bench.report.format import markdown_table, table_rows
+from sm121.bench.report.format import headline_table
 from sm121.bench.result_models import (
     AbEntry,
     AbResults,
@@ -143,7 +143,7 @@ class _AgentScenario(Scenario[AgentsSample, AgentsSummary]):
 
     def section(self, results: Results, files: list[Path]) -> list[str] | None:
         """The headline table, then the run, A/B or sweep in detail."""
-        head = markdown_table(*table_rows(results))
+        head = headline_table(results)
         if isinstance(results, AbResults):
             return head + report.ab_section(cast(AgentsAb, results), files)
         if isinstance(results, SweepResults):

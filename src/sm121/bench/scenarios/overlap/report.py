@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sm121.bench.boot_effect import describe
 from sm121.bench.report.compare import compare_with
-from sm121.bench.report.format import fmt, markdown_table, table_rows
+from sm121.bench.report.format import fmt, headline_table, markdown_table
 from sm121.bench.report.sections import images, measured
 from sm121.bench.result_models import AbEntry, AbResults, AbSummary, Open, ScenarioResults
 from sm121.bench.scenario import Results
@@ -21,6 +21,7 @@ from sm121.bench.scenarios.overlap.plots import (
     decode_timeline,
     gap_distribution,
 )
+from sm121.display_markdown import inert
 from sm121.recipes.schema import ArgValue
 
 WINDOWS_NOTE = (
@@ -38,6 +39,7 @@ WINDOWS_NOTE = (
     "and no burst inside the engine window above half a second of undisturbed decode (a "
     "starved API server flushing backlog); the n in each cell says how many repetitions "
     "qualified.")
+RUN = "-"  # the profile of a run's repetitions (a run has none): a table cell as it is
 
 
 def recompute_overlap(results: Results) -> Results:
@@ -60,11 +62,11 @@ def recompute_overlap(results: Results) -> Results:
 
 def _entries(results: Results) -> list[AbEntry[OverlapSample, Open]]:
     """The repetitions of a run or of an A/B's measured entries: a run's sample is an entry
-    of profile "-"."""
+    of profile RUN."""
     if isinstance(results, AbResults):
         return measured(results)
     if isinstance(results, ScenarioResults):
-        return [AbEntry[OverlapSample, Open](profile="-", rep=s.rep, samples=[s])
+        return [AbEntry[OverlapSample, Open](profile=RUN, rep=s.rep, samples=[s])
                 for s in results.samples]
     return []  # overlap has no sweep
 
@@ -97,7 +99,8 @@ def _rep_rows(entries: list[AbEntry[OverlapSample, Open]]) -> tuple[list[str], l
         for sample in entry.samples:
             m = sample.metrics
             retry = " (retry)" if sample.attempt else ""
-            rows.append([entry.profile, f"{entry.rep + 1}{retry}", str(index + 1),
+            name = RUN if entry.profile == RUN else inert(entry.profile)
+            rows.append([name, f"{entry.rep + 1}{retry}", str(index + 1),
                          "yes" if m.valid else "no", fmt(m.decode_share, "pct"),
                          fmt(m.decode_share_client, "pct"), fmt(m.decode_tokens, "int"),
                          fmt(m.decode_tokens_client, "int"), fmt(m.gap_p95, "s"),
@@ -108,7 +111,7 @@ def _rep_rows(entries: list[AbEntry[OverlapSample, Open]]) -> tuple[list[str], l
 
 def overlap_section(results: Results, files: list[Path]) -> list[str]:
     entries = _entries(results)
-    lines = [WINDOWS_NOTE, "", *markdown_table(*table_rows(results))]
+    lines = [WINDOWS_NOTE, "", *headline_table(results)]
     lines += ["Per repetition (order = run order; the profile order alternates between boots):",
               "", *markdown_table(*_rep_rows(entries))]
     effect = results.summary.boot_effect if isinstance(results.summary, AbSummary) else None
@@ -123,9 +126,9 @@ def overlap_section(results: Results, files: list[Path]) -> list[str]:
         for entry in entries:
             seen.setdefault(entry.profile, entry.engine_args)
         failed = [e for e in results.samples if e.error]
-        lines += [f"Failed and re-run: rep {e.rep + 1} {e.profile}: {e.error}"
+        lines += [f"Failed and re-run: rep {e.rep + 1} {inert(e.profile)}: {inert(e.error)}"
                   for e in failed] + ([""] if failed else [])
-        lines += [f"- `{p}`: " + ", ".join(f"{k}={v}" for k, v in args.items()
-                                           if k.startswith(("max-num", "long-prefill")))
+        lines += [f"- {inert(p, code=True)}: " + inert(", ".join(
+            f"{k}={v}" for k, v in args.items() if k.startswith(("max-num", "long-prefill"))))
                   for p, args in seen.items()] + [""]
     return lines

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from sm121.bench.report import plots
-from sm121.bench.report.format import fmt, markdown_table, table_rows
+from sm121.bench.report.format import headline_table, markdown_table, md
 from sm121.bench.report.sections import images
 from sm121.bench.result_models import ScenarioResults
 from sm121.bench.scenario import Results
 from sm121.bench.scenarios.scaling.models import DecodeMetrics, PrefillMetrics, ScalingSample
+from sm121.display_markdown import inert
 
 
 def scaling_plots(results: Results, out: Path, stem: str) -> list[Path]:
@@ -33,8 +34,8 @@ def _columns(sample: ScalingSample) -> list[str]:
 
 def scaling_section(results: Results, files: list[Path]) -> list[str]:
     if not isinstance(results, ScenarioResults):
-        return markdown_table(*table_rows(results))
+        return headline_table(results)
     samples: list[ScalingSample] = results.samples
     headers = _columns(samples[0]) if samples else []
-    body = [[fmt(getattr(s.metrics, h, None)) for h in headers] for s in samples]
-    return [*markdown_table(headers, body), *images(files), ""]
+    body = [[md(getattr(s.metrics, h, None)) for h in headers] for s in samples]
+    return [*markdown_table([inert(h) for h in headers], body), *images(files), ""]

@@ -16,6 +16,7 @@ from sm121.bench.scenarios.trace.models import (
 )
 from sm121.bench.scenarios.trace.run import load, settings, trace
 from sm121.bench.stats import percentile
+from sm121.display_markdown import inert
 
 
 class Trace(Scenario[TraceSample, TraceSummary]):
@@ -60,7 +61,7 @@ class Trace(Scenario[TraceSample, TraceSummary]):
     def section(self, results: Results, files: list[Path]) -> list[str] | None:
         """A run's report: its summary lines (an A/B of trace: its headline table)."""
         if isinstance(results, ScenarioResults) and isinstance(results.summary, TraceSummary):
-            return [*(f"- {line}" for line in self.console(results.summary)), ""]
+            return [*(f"- {inert(line)}" for line in self.console(results.summary)), ""]
         return None
 
     def console(self, summary: TraceSummary) -> list[str]:

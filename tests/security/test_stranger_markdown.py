@@ -1,0 +1,188 @@
+"""Stranger strings in the Markdown sm121 writes: `sm121 bench report` (from results files and
+time series) and `sm121 bench agent-check --out` (from an endpoint's replies), each through the
+real command line. A results file here is a committed one (docs/results) with the strings a
+stranger controls replaced: its version and date, the workload's name, a profile's name, a
+failed repetition's error, an engine argument, the server's model and version, an event of a
+time series; the endpoint is a fake whose model id and every error carry them.
+
+The .md's bytes must hold no control character but its own newlines, every row of a table as
+many cells as its header, and `<img` only inside code spans; read as GitHub reads it (a
+CommonMark parser with GFM tables, raw HTML on), it must hold no element, heading or link the
+stranger wrote, and show the stranger's text spelled out. A normal name comes out as it is."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from support import run_cli
+from support.hostile_text import HOSTILE
+
+from sm121.display import escape
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "cpu-testbed"
+# Every hostile string in one, starting as a heading would (a value may start a line)
+STRANGER = "# h1 " + " ".join(HOSTILE.values())
+PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # newlines are the document's own
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)(?:\\\\)*\|")
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
+def _replace(data: Any, old: str, new: str) -> Any:
+    """`data` with the string `old` (a value, a key, or after `N:` in an A/B's order) as `new`."""
+    if isinstance(data, dict):
+        return {_replace(k, old, new): _replace(v, old, new) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_replace(v, old, new) for v in data]
+    if isinstance(data, str):
+        return new if data == old else re.sub(rf"^(\d+):{re.escape(old)}$",
+                                              lambda m: f"{m.group(1)}:{new}", data)
+    return data
+
+
+def _agents_run(folder: Path) -> Path:
+    data = json.loads(gzip.decompress((RESULTS / "agents" / "coding-agent.json.gz").read_bytes()))
+    data.update(sm121_version=STRANGER, created=STRANGER, error=STRANGER)
+    data["server"].update(model=STRANGER, version=STRANGER)
+    data = _replace(data, "coding-agent", STRANGER)  # the workload's name, everywhere
+    path = folder / "run.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _agents_ab(folder: Path) -> Path:
+    data = json.loads(gzip.decompress((RESULTS / "agents" / "ab-agents.json.gz").read_bytes()))
+    data = _replace(data, "agent-admission", STRANGER)  # a profile: table headers and rows
+    last = data["samples"][-1]
+    last["error"] = STRANGER  # a repetition whose boot failed, with the engine's words
+    data["samples"][0]["engine_args"]["max-num-seqs"] = STRANGER
+    path = folder / "ab.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _timeline(folder: Path) -> Path:
+    lines = (RESULTS / "soak" / "soak.jsonl").read_text().splitlines()[:40]
+    lines.append(json.dumps({"kind": "event", "elapsed_s": 5.0, "what": STRANGER}))
+    path = folder / "soak.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _check_bytes(data: bytes) -> str:
+    text = data.decode()
+    assert not _CONTROL.search(text), _CONTROL.findall(text)[:5]
+    for number, line in enumerate(text.splitlines(), 1):
+        assert "<img" not in _CODE_SPAN.sub("", line), (number, line)
+    _check_tables(text)
+    return text
+
+
+def _check_tables(text: str) -> None:
+    """Every table row has as many cells as the header of its table."""
+    tables = re.findall(r"(?m)(?:^\|.*\n)+", text)
+    assert tables
+    for table in tables:
+        rows = table.splitlines()
+        counts = [len(_UNESCAPED_PIPE.findall(row)) for row in rows]
+        assert len(set(counts)) == 1, (table, counts)
+
+
+def _check_rendered(text: str, headings: set[str], shown: str) -> str:
+    """The document as GitHub reads it: the stranger's text shown, none of its markup (the
+    only images are sm121's plots beside the report)."""
+    html = PARSER.render(text)
+    assert all(re.fullmatch(r"[\w.-]+\.png", src) for src in re.findall(r'<img src="([^"]*)"', html))
+    assert "onerror" not in re.sub(r"&lt;img src=x onerror=alert\(1\)&gt;", "", html)
+    for element in ("<a ", "<del>", "<em>", "<blockquote>", "<ol>", "<hr", "<pre>"):
+        assert element not in html, element
+    assert set(re.findall(r"<h\d>(.*?)</h\d>", html)) == headings
+    assert escapeHtml(shown) in html  # the stranger's text, whole, spelled out
+    return html
+
+
+def test_bench_report_writes_a_strangers_strings_as_text(tmp_path: Path) -> None:
+    files = [_agents_run(tmp_path), _agents_ab(tmp_path), _timeline(tmp_path)]
+    out = tmp_path / "report"
+    run_cli("bench", "report", *map(str, files), "--out", str(out), "--title", "t")
+    text = _check_bytes((out / "report.md").read_bytes())
+    assert "\\x1b]0;pwn\\x07" in text and "a\\|b" in text and "line\\n# heading" in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    _check_rendered(text, {"t", "agents (scenario) — <code>run.json</code>",
+                           "agents (ab) — <code>ab.json</code>",
+                           "soak timeline — <code>soak.jsonl</code>"},
+                    escape(STRANGER, None))
+    # Where each value went: the header's version and date, the workload, the profile's
+    # column and rows beside the normal one (as it was), the failed repetition, the engine
+    # argument, the event of the time series
+    start = "\\# h1 \\x1b]0;pwn\\x07"
+    assert f"status complete, sm121 {start}" in text and f"Workload **{start}" in text
+    assert f"| metric | agent | {start}" in text and f"\n| {start}" in text
+    assert f"Failed: rep 1 {start}" in text and "max-num-seqs=# h1 \\x1b]0;pwn" in text
+    assert f"\n- {start}" in text
+    assert "\n| agent | 1 | 80.0% | 0.785 s |" in text  # the normal profile's row as it was
+
+
+class _HostileEndpoint(BaseHTTPRequestHandler):
+    """A fake endpoint, not an engine: /v1/models lists the stranger's id, everything else
+    answers 400 with the stranger's words as its error message."""
+
+    def _reply(self, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        if self.path == "/v1/models":
+            self._reply(200, {"object": "list", "data": [
+                {"id": STRANGER, "object": "model", "max_model_len": 4096}]})
+        else:
+            self._reply(400, {"error": {"message": STRANGER}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._reply(400, {"error": {"message": STRANGER}})
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hostile_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostileEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_agent_check_writes_an_endpoints_words_as_text(tmp_path: Path, hostile_url: str) -> None:
+    out = tmp_path / "check"
+    result = run_cli("bench", "agent-check", "--url", hostile_url, "--out", str(out),
+                     check=False)
+    assert result.returncode == 1, result.stderr  # cases failed: the report is written
+    text = _check_bytes(out.with_suffix(".md").read_bytes())
+    cases = re.findall(r"(?m)^### (\S+): (\w+)$", text)
+    assert len(cases) > 10
+    # (in a code span outside a table, a `|` shows as `\\|`: display_markdown says why)
+    _check_rendered(text, {f"agent-check: {hostile_url}", "Evidence",
+                           *[f"{case}: {status}" for case, status in cases]},
+                    escape(STRANGER, None).replace("|", "\\|"))
+    # the model id in a code span, a reason in a table cell, a reply in a code span
+    assert "; model ````# h1 \\x1b]0;pwn\\x07" in text  # its ``` needs a longer fence
+    assert "| tools.auto | **FAIL** | tool_choice auto: HTTP 400: " in text
+    assert "  - reply: ``" in text
