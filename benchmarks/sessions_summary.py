@@ -9,7 +9,10 @@ prefix-cache hit rate and preemptions over the run (its /metrics before and afte
 session: its first turn's wait (turn 0 TTFT, which holds the gateway's wait), its judged
 goodput and reuse. And the check that no turn of an active session queued behind a new
 session: the TTFTs of turns >= 1 that started while some session was still waiting for its
-first token."""
+first token.
+
+A run's name (its file's) and a session's agent id are a results folder's strings: each
+enters the Markdown through `display_markdown.inert`."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from sm121.display_markdown import inert
 
 
 def counters(path: Path) -> dict[str, float]:
@@ -86,18 +91,18 @@ def main(out: Path) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for a in arms:
         hit = "-" if a["hit_rate"] is None else f"{a['hit_rate']:.1%}"
-        print(f"| {a['name']} | {a['judged']} | {a['good']} | {a['window']:.1f} | "
+        print(f"| {inert(a['name'])} | {inert(a['judged'])} | {inert(a['good'])} | {a['window']:.1f} | "
               f"{a['good'] / a['window'] * 60:.1f} | {a['ttft_p95']:.2f} s | {a['reuse']:.1%} | "
               f"{hit} | {a['preemptions']:.0f} |")
     print()
     for a in arms:
-        print(f"**{a['name']}** per session (agent: first-turn TTFT, which holds any wait; "
+        print(f"**{inert(a['name'])}** per session (agent: first-turn TTFT, which holds any wait; "
               "good/judged turns; reuse of judged turns; slowest judged TTFT):")
         print()
         print("| agent | first turn TTFT | good / judged | reuse | slowest judged TTFT |")
         print("|---|---|---|---|---|")
         for s in a["sessions"]:
-            print(f"| {s['agent']} | {s['first_ttft']:.2f} s | {s['good']} / {s['judged']} | "
+            print(f"| {inert(s['agent'])} | {s['first_ttft']:.2f} s | {s['good']} / {s['judged']} | "
                   f"{s['reuse']:.1%} | {s['ttft_max']:.2f} s |")
         behind = a["behind"]
         print()

@@ -22,20 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from markdown_it import MarkdownIt
-from markdown_it.common.utils import escapeHtml
 from support import run_cli
-from support.hostile_text import HOSTILE
+from support.markdown_checks import START, STRANGER, check_bytes, check_rendered
 
 from sm121.display import escape
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "cpu-testbed"
-# Every hostile string in one, starting as a heading would (a value may start a line)
-STRANGER = "# h1 " + " ".join(HOSTILE.values())
-PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # newlines are the document's own
-_UNESCAPED_PIPE = re.compile(r"(?<!\\)(?:\\\\)*\|")
-_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 
 
 def _replace(data: Any, old: str, new: str) -> Any:
@@ -79,53 +71,21 @@ def _timeline(folder: Path) -> Path:
     return path
 
 
-def _check_bytes(data: bytes) -> str:
-    text = data.decode()
-    assert not _CONTROL.search(text), _CONTROL.findall(text)[:5]
-    for number, line in enumerate(text.splitlines(), 1):
-        assert "<img" not in _CODE_SPAN.sub("", line), (number, line)
-    _check_tables(text)
-    return text
-
-
-def _check_tables(text: str) -> None:
-    """Every table row has as many cells as the header of its table."""
-    tables = re.findall(r"(?m)(?:^\|.*\n)+", text)
-    assert tables
-    for table in tables:
-        rows = table.splitlines()
-        counts = [len(_UNESCAPED_PIPE.findall(row)) for row in rows]
-        assert len(set(counts)) == 1, (table, counts)
-
-
-def _check_rendered(text: str, headings: set[str], shown: str) -> str:
-    """The document as GitHub reads it: the stranger's text shown, none of its markup (the
-    only images are sm121's plots beside the report)."""
-    html = PARSER.render(text)
-    assert all(re.fullmatch(r"[\w.-]+\.png", src) for src in re.findall(r'<img src="([^"]*)"', html))
-    assert "onerror" not in re.sub(r"&lt;img src=x onerror=alert\(1\)&gt;", "", html)
-    for element in ("<a ", "<del>", "<em>", "<blockquote>", "<ol>", "<hr", "<pre>"):
-        assert element not in html, element
-    assert set(re.findall(r"<h\d>(.*?)</h\d>", html)) == headings
-    assert escapeHtml(shown) in html  # the stranger's text, whole, spelled out
-    return html
-
-
 def test_bench_report_writes_a_strangers_strings_as_text(tmp_path: Path) -> None:
     files = [_agents_run(tmp_path), _agents_ab(tmp_path), _timeline(tmp_path)]
     out = tmp_path / "report"
     run_cli("bench", "report", *map(str, files), "--out", str(out), "--title", "t")
-    text = _check_bytes((out / "report.md").read_bytes())
+    text = check_bytes((out / "report.md").read_bytes())
     assert "\\x1b]0;pwn\\x07" in text and "a\\|b" in text and "line\\n# heading" in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
-    _check_rendered(text, {"t", "agents (scenario) — <code>run.json</code>",
-                           "agents (ab) — <code>ab.json</code>",
-                           "soak timeline — <code>soak.jsonl</code>"},
-                    escape(STRANGER, None))
+    check_rendered(text, {"t", "agents (scenario) — <code>run.json</code>",
+                          "agents (ab) — <code>ab.json</code>",
+                          "soak timeline — <code>soak.jsonl</code>"},
+                   escape(STRANGER, None))
     # Where each value went: the header's version and date, the workload, the profile's
     # column and rows beside the normal one (as it was), the failed repetition, the engine
     # argument, the event of the time series
-    start = "\\# h1 \\x1b]0;pwn\\x07"
+    start = START
     assert f"status complete, sm121 {start}" in text and f"Workload **{start}" in text
     assert f"| metric | agent | {start}" in text and f"\n| {start}" in text
     assert f"Failed: rep 1 {start}" in text and "max-num-seqs=# h1 \\x1b]0;pwn" in text
@@ -175,14 +135,14 @@ def test_agent_check_writes_an_endpoints_words_as_text(tmp_path: Path, hostile_u
     result = run_cli("bench", "agent-check", "--url", hostile_url, "--out", str(out),
                      check=False)
     assert result.returncode == 1, result.stderr  # cases failed: the report is written
-    text = _check_bytes(out.with_suffix(".md").read_bytes())
+    text = check_bytes(out.with_suffix(".md").read_bytes())
     cases = re.findall(r"(?m)^### (\S+): (\w+)$", text)
     assert len(cases) > 10
-    # (in a code span outside a table, a `|` shows as `\\|`: display_markdown says why)
-    _check_rendered(text, {f"agent-check: {hostile_url}", "Evidence",
-                           *[f"{case}: {status}" for case, status in cases]},
-                    escape(STRANGER, None).replace("|", "\\|"))
+    check_rendered(text, {f"agent-check: {hostile_url}", "Evidence",
+                          *[f"{case}: {status}" for case, status in cases]},
+                   escape(STRANGER, None).replace("|", "\\|"))
     # the model id in a code span, a reason in a table cell, a reply in a code span
     assert "; model ````# h1 \\x1b]0;pwn\\x07" in text  # its ``` needs a longer fence
     assert "| tools.auto | **FAIL** | tool_choice auto: HTTP 400: " in text
     assert "  - reply: ``" in text
+

@@ -39,6 +39,12 @@ class Bracket:
                               non_monotone=self.non_monotone)
 
 
+def text_of(record: CapacityRecord) -> str:
+    """A bracket's text made again from its numbers: what a report shows, since the text
+    tune.json keeps is a stranger's once the file is shared (docs/stranger-data.md)."""
+    return Bracket(record.lo, record.hi, tuple(record.tested)).text
+
+
 def bracket(outcomes: Iterable[tuple[int, bool]]) -> Bracket:
     tested = tuple((int(n), bool(m)) for n, m in outcomes)
     missed = [n for n, met in tested if not met]

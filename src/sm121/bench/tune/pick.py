@@ -4,6 +4,8 @@ no arm meets both, which bound binds and by how much. The ranking is by capacity
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sm121.bench.tune.result import ArmRow, Binding
 
 GOODPUT_TARGET = 0.95
@@ -24,13 +26,14 @@ def meets(row: ArmRow, goodput: float = GOODPUT_TARGET, cost: float = COST_TARGE
 
 
 def binding(table: list[ArmRow], goodput: float = GOODPUT_TARGET,
-            cost: float = COST_TARGET) -> Binding:
+            cost: float = COST_TARGET, show: Callable[[str], str] = str) -> Binding:
     """Whether some candidate meets both targets; if none does, which bound binds, by how
-    much, and what the engine would need."""
+    much, and what the engine would need. `show`: how an arm's name is written in the text
+    (report.md makes it inert Markdown; tune.json and the console keep it as it is)."""
     both = [r.name for r in table if all(meets(r, goodput, cost))]
     if both or not table:
         return Binding(met=bool(both), candidates=both, text=(
-            f"{', '.join(both)} meet(s) goodput >= {goodput:.0%} and prefill cost <= "
+            f"{', '.join(map(show, both))} meet(s) goodput >= {goodput:.0%} and prefill cost <= "
             f"{cost:.0%}" if both else "nothing was measured"))
     good = [r for r in table if meets(r, goodput, cost)[0]]
     cheap = [r for r in table if meets(r, goodput, cost)[1]]
@@ -42,11 +45,11 @@ def binding(table: list[ArmRow], goodput: float = GOODPUT_TARGET,
                   f"costs {best.prefill_cost:.1%}, {best.prefill_cost - cost:.1%} over "
                   f"{cost:.0%}")
         parts.append(f"the cost bound binds: the cheapest candidate meeting goodput "
-                     f"({best.name}) {priced}")
+                     f"({show(best.name)}) {priced}")
     if cheap:
         best = max(cheap, key=lambda r: r.goodput or 0)
         parts.append(f"the goodput bound binds: the best candidate within the cost "
-                     f"({best.name}) reaches {_pct(best.goodput)}, "
+                     f"({show(best.name)}) reaches {_pct(best.goodput)}, "
                      f"{goodput - (best.goodput or 0):.1%} short of {goodput:.0%}")
     if not good and not cheap:
         parts.append("both bounds bind: no candidate meets either")

@@ -1,5 +1,9 @@
 """tune's report: report.md with the knee curves, the candidates against goodput and prefill
-cost, the chosen point and the largest N per candidate, and its PNG plots (matplotlib Agg)."""
+cost, the chosen point and the largest N per candidate, and its PNG plots (matplotlib Agg).
+
+tune.json, the results files beside it and a recipe's hooks are a stranger's (tune folders
+are shared and resumed): every string of theirs enters the Markdown through
+`display_markdown.inert` (docs/stranger-data.md), and the plots' labels are text."""
 
 from __future__ import annotations
 
@@ -10,6 +14,9 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
+# Tick labels are arm names from tune.json: text, never mathtext (a `$` in a name is
+# matplotlib's math and `$\foo{$` a parse error that stopped the report)
+matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sm121.bench.boot_effect import boot_effects, describe  # noqa: E402
@@ -19,6 +26,12 @@ from sm121.bench.tune.files import AbFile, KneeFile  # noqa: E402
 from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
 from sm121.bench.tune.report_predicted import section as predicted_section  # noqa: E402
 from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
+from sm121.display import escape  # noqa: E402
+from sm121.display_markdown import document, inert  # noqa: E402
+
+# An arm's name on a tick label: spelled out and cut, so that a stranger's name neither
+# draws missing glyphs nor stretches the figure past its layout
+LABEL = 40
 
 
 def _n(value: float | None, fmt: str = ",.0f") -> str:
@@ -64,7 +77,7 @@ def _errorbar(ax: Any, xs: Sequence[Number | None], rows: Sequence[Stats], style
 def candidates_plot(table: list[ArmRow], chosen: str | None, path: Path) -> Path:
     """Each arm's capacity bracket (lo to hi) and its in-situ prefill cost."""
     fig, (caps, costs) = plt.subplots(1, 2, figsize=(12, 4.5))
-    names = [r.name for r in table]
+    names = [escape(r.name, LABEL) for r in table]
     for i, r in enumerate(table):
         cap = r.capacity
         top = cap.hi if cap.hi is not None else cap.lo
@@ -94,9 +107,9 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
     knee_plot(summary, out / "tune-knee.png")
     candidates_plot(result.table, result.chosen, out / "tune-candidates.png")
     engine = summary.engine or KneeWindow()
-    lines = [f"# sm121 tune: {request.recipe}, {request.workload}, {request.slo}, "
-             f"{request.agents} agents", "",
-             f"{result.device}, {result.engine}, {result.date}. Budget "
+    lines = [f"# sm121 tune: {inert(request.recipe)}, {inert(request.workload)}, "
+             f"{inert(request.slo)}, {request.agents} agents", "",
+             f"{inert(result.device)}, {inert(result.engine)}, {inert(result.date)}. Budget "
              f"{request.budget_s:.0f} s; spent {state.elapsed_s:.0f} s over "
              f"{state.resumed + 1} invocation(s); {len(state.plans)} plans, "
              "one before every boot (below).", "",
@@ -125,10 +138,11 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
         lines += ["## Later repetitions on a boot against its first", ""]
         lines += [f"- {line}" for line in effect_lines] + [""]
     if state.written:
-        lines += [f"Written as profile `tuned` into the user's recipe ({state.written})."]
-        if state.serve_needs_trust:
+        lines += ["Written as profile `tuned` into the user's recipe "
+                  f"({inert(state.written, code=True)})."]
+        if state.serve_needs_trust:  # a recipe's hook commands, among others
             lines += ["", "Serving it needs `--trust` (the user's copy is not built in): "
-                      + "; ".join(state.serve_needs_trust)]
+                      + "; ".join(inert(need) for need in state.serve_needs_trust)]
     path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(document("\n".join(lines) + "\n"))
     return path

@@ -1,20 +1,28 @@
 """report.md's measured part: the arms (each with the knob it moves), their capacity brackets
 with the runs behind them, the long prefill's cost against the reference arm (in situ and
 alone), the plans made before every boot, the pick, the claims, and the distance to the
-goals."""
+goals.
+
+Every string read from tune.json or the results files (arm names, knobs, run ids, file
+names, an arm's reason and args) is a stranger's: it enters through `display_markdown.inert`.
+The sentences sm121 makes of names and numbers (a capacity bracket, the targets' binding)
+are made again here from the numbers, with the names inert."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from sm121.bench.tune.capacity import text_of
+from sm121.bench.tune.pick import binding
 from sm121.bench.tune.result import ArmRow, Probe, TuneRecord, TuneResult
+from sm121.display_markdown import inert
 
 GOAL_AGENTS = 32  # the project's goal: 32 agents at 95% goodput beside the long background job
 
 
 def _file(probe: Probe) -> str:
     """A probe's results file, relative to the tune's folder (as the report names it)."""
-    return f"capacity/{Path(probe.results_file or '?').name}"
+    return f"capacity/{inert(Path(probe.results_file or '?').name)}"
 
 
 def _pct(value: float | None) -> str:
@@ -34,7 +42,7 @@ def _predicted(row: ArmRow) -> str:
     """The capacity model's prediction beside the measured bracket (docs/capacity.md)."""
     if row.predicted is None:
         return ""
-    return f" (predicted {row.predicted}: {row.predicted_binding or '?'} binds)"
+    return f" (predicted {row.predicted}: {inert(row.predicted_binding or '?')} binds)"
 
 
 def _tested(row: ArmRow) -> str:
@@ -47,11 +55,11 @@ def arms_section(state: TuneRecord) -> list[str]:
     # The arm that sets none of the engine's knobs (vllm-defaults, llama.cpp-defaults).
     unset = next((c.name for c in state.candidates or [] if "defaults" in c.role), None)
     lines = ["## Arms", "", "![arms](tune-candidates.png)", "",
-             f"Baseline `{result.baseline}`; reference arm for the prefill cost "
-             f"`{result.reference}`. Every arm holds {request.max_agents} + 1 sequences at "
-             "once (the most agents tested, and the background job)"
-             + (f" but `{unset}`, which sets none of the engine's scheduler knobs." if unset
-                else "."), "",
+             f"Baseline {inert(result.baseline, code=True)}; reference arm for the prefill "
+             f"cost {inert(result.reference, code=True)}. Every arm holds {request.max_agents} "
+             "+ 1 sequences at once (the most agents tested, and the background job)"
+             + (f" but {inert(unset, code=True)}, which sets none of the engine's scheduler "
+                "knobs." if unset else "."), "",
              "| arm | differs from the baseline in | capacity | N tested (one run each; the "
              f"target {request.agents}: majority of reps) | goodput (good/judged, 95% CI) | "
              "judged TTFT p95 (s) | TTFT p95 during the long prefill (s) | decode p50 tok/s | "
@@ -61,8 +69,8 @@ def arms_section(state: TuneRecord) -> list[str]:
     for r in table:
         mark = " (chosen)" if r.name == result.chosen else ""
         lines.append(
-            f"| {r.name}{mark} | {', '.join(r.differs) or '(baseline)'} | "
-            f"{r.capacity.text}{_predicted(r)} | {_tested(r)} | {_pct(r.goodput)} "
+            f"| {inert(r.name)}{mark} | {', '.join(map(inert, r.differs)) or '(baseline)'} | "
+            f"{text_of(r.capacity)}{_predicted(r)} | {_tested(r)} | {_pct(r.goodput)} "
             f"({r.good_turns}/{r.judged_turns}, {_ci(r)}) | "
             f"{_n(r.ttft_p95_judged_s, '.3f')} | "
             f"{_n(r.ttft_p95_during_background_s, '.3f')} | {_n(r.decode_p50, '.1f')} | "
@@ -76,41 +84,42 @@ def arms_section(state: TuneRecord) -> list[str]:
     lines += ["Runs behind each bracket: the target N's repetitions in ab-agents.json (boot "
               "run ids below), each other N one run in capacity/ARM-agents-N.json on the same "
               "boot.", ""]
-    lines += [f"- `{r.name}`: boots {', '.join(r.boots) or '-'}; " + "; ".join(
-        f"N={p.agents}: {_file(p)}" for p in r.probes)
-        for r in table]
+    lines += [f"- {inert(r.name, code=True)}: boots {', '.join(map(inert, r.boots)) or '-'}; "
+              + "; ".join(f"N={p.agents}: {_file(p)}" for p in r.probes) for r in table]
     candidates = state.candidates or []
     lines += ["", "What each arm is:", ""]
-    lines += [f"- `{c.name}` ({c.source}, from `{c.base}`): {c.why}; args "
-              f"{c.args or '(the profile as it is)'}" for c in candidates]
+    lines += [f"- {inert(c.name, code=True)} ({inert(c.source)}, from "
+              f"{inert(c.base, code=True)}): {inert(c.why)}; args "
+              f"{inert(c.args) if c.args else '(the profile as it is)'}" for c in candidates]
     if state.dropped:
-        lines += ["", "Not measured twice: " + "; ".join(state.dropped)]
+        lines += ["", "Not measured twice: " + "; ".join(map(inert, state.dropped))]
     measured = {r.name for r in table}
     unmeasured = [c.name for c in candidates if c.name not in measured]
     if unmeasured:
         lines += ["", f"Not measured (the budget, --max-candidates or a failed boot): "
-                  f"{', '.join(unmeasured)}"]
+                  f"{', '.join(map(inert, unmeasured))}"]
     plans = state.plans
     if plans:
         lines += ["", "## Plans (made again before every boot, from the times measured so far)",
                   "", "| before | budget left (s) | boot (s) | run (s) | arms left | plan: arms x "
                   "reps + probes | fits |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {p.before} | {p.left_s} | {p.boot_s} | {p.rep_s} | "
+        lines += [f"| {inert(p.before)} | {p.left_s} | {p.boot_s} | {p.rep_s} | "
                   f"{p.arms_left} | {p.arms} x {p.reps} + {p.probes} | "
                   f"{'yes' if p.fits else 'no'} |" for p in plans]
     confirm = state.confirm_plan
     if confirm:
-        lines += ["", f"Confirmation: {' and '.join(confirm.finalists)} booted again, "
-                  f"interleaved, up to {confirm.boots} boots each, one run at N="
+        lines += ["", f"Confirmation: {' and '.join(map(inert, confirm.finalists))} booted "
+                  f"again, interleaved, up to {confirm.boots} boots each, one run at N="
                   f"{request.agents}" + (f" and one at N={confirm.second_n}"
                                          if confirm.second_n else "") +
                   " per boot (confirm/ARM-boot-K-agents-N.json)."]
     lines += ["", "## The pick", "",
               f"Ranked by capacity (the bracket's lo, then hi); within equal capacity, arms "
               f"whose prefill cost is over {result.cost_bound:.0%} after the rest, then "
-              f"goodput's lower bound: {', '.join(result.ranking)}. Chosen: "
-              f"**{result.chosen}**.{_over_bound(table, result)}", "",
-              f"Targets (goodput >= 95%, prefill cost <= 5%): {result.binding.text}", ""]
+              f"goodput's lower bound: {', '.join(map(inert, result.ranking))}. Chosen: "
+              f"**{inert(result.chosen)}**.{_over_bound(table, result)}", "",
+              "Targets (goodput >= 95%, prefill cost <= 5%): "
+              f"{binding(table, cost=result.cost_bound, show=inert).text}", ""]
     lines += _goals(table, result)
     claims = result.claims
     if claims:
@@ -118,7 +127,7 @@ def arms_section(state: TuneRecord) -> list[str]:
                   "A claim needs >= 3 boots per arm, one knob differing, the effect's 95% "
                   "interval over boots (judged TTFT p95) clear of 0, and the same direction at "
                   "a second N.", ""]
-        lines += [f"- {c.text}" for c in claims] + [""]
+        lines += [f"- {inert(c.text)}" for c in claims] + [""]
     return lines
 
 
@@ -140,8 +149,8 @@ def _over_bound(table: list[ArmRow], result: TuneResult) -> str:
     within = [r.name for r in table if r.prefill_cost is not None
               and r.prefill_cost <= result.cost_bound and "defaults" not in r.role]
     best = next((r for n in result.ranking for r in table if r.name == n and n in within), None)
-    held = (f"the best arm within it, {best.name}, holds {best.capacity.text}" if best else
-            "no arm is within it")
+    held = (f"the best arm within it, {inert(best.name)}, holds {text_of(best.capacity)}"
+            if best else "no arm is within it")
     return (f" Its long prefill costs {chosen.prefill_cost:.1%} in situ, over the "
             f"{result.cost_bound:.0%} bound: {held}.")
 
@@ -159,15 +168,15 @@ def _goals(table: list[ArmRow], result: TuneResult) -> list[str]:
         verdict = (f": not shown ({GOAL_AGENTS} lies inside the bracket; a run at "
                    f"{GOAL_AGENTS} on this arm would decide).")
     out = [f"Goal: at least {GOAL_AGENTS} agents at 95% goodput beside the background job. "
-           f"The chosen arm: {cap.text}{verdict}"]
+           f"The chosen arm: {text_of(cap)}{verdict}"]
     defaults = next((r for r in table if "defaults" in r.role), None)
     if defaults is None:
         out.append("vLLM's defaults were not measured in this sitting: no comparison.")
     elif (d := defaults.capacity).hi is None:
-        out.append(f"vLLM's defaults (same sitting): {d.text}; with no miss, twice its N* "
+        out.append(f"vLLM's defaults (same sitting): {text_of(d)}; with no miss, twice its N* "
                    "has no upper bound: twice the defaults is not shown.")
     else:
         shown = "shown" if cap.lo >= 2 * d.hi else "not shown"
-        out.append(f"vLLM's defaults (same sitting): {d.text}, so twice its N* is below "
+        out.append(f"vLLM's defaults (same sitting): {text_of(d)}, so twice its N* is below "
                    f"{2 * d.hi}; the chosen arm's lo is {cap.lo}: twice the defaults {shown}.")
     return [" ".join(out), ""]

@@ -4,12 +4,20 @@ the knee's pool) and from its own boot's pool, the working set a session took be
 (the expected session where the knee's engine counted the first prompt, else the longest
 one), the bracket measured, whether the prediction lies inside it, and what tune did with
 the arm (measured; measured last, being predicted below the target; dropped when the budget
-ran out; its boot failed, with the engine's reason)."""
+ran out; its boot failed, with the engine's reason).
+
+In report.md every string read from tune.json or the A/B's file (an arm's name, a pool's
+source, the engine's own error line) enters through `display_markdown.inert`; the console
+lines keep them as they are (the CLI prints them as plain text, escaped)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from sm121.bench.tune.capacity import text_of
 from sm121.bench.tune.files import AbFile
 from sm121.bench.tune.result import ArmRow, PredictionRecord, TuneRecord
+from sm121.display_markdown import inert
 
 
 def against(prediction: int | None, row: ArmRow | None) -> str:
@@ -53,15 +61,16 @@ def reason(error: str) -> str:
     return (f"{lines[0]} ({cause})" if cause else lines[0])[:400]
 
 
-def outcome(name: str, state: TuneRecord, row: ArmRow | None, refused: dict[str, str]
-            ) -> str:
-    """What tune did with the arm."""
+def outcome(name: str, state: TuneRecord, row: ArmRow | None, refused: dict[str, str],
+            show: Callable[[str], str] = str) -> str:
+    """What tune did with the arm; `show`: how a string read from a file (why the arm came
+    last, the engine's reason) is written (report.md makes it inert Markdown)."""
     found = state.predictions.get(name)
-    below = found.below if found else None
+    below = show(found.below) if found and found.below else None
     if row is not None:
         return f"measured last ({below})" if below else "measured"
     if name in refused:
-        return f"not measured: its boot failed: {reason(refused[name])}"
+        return f"not measured: its boot failed: {show(reason(refused[name]))}"
     if name in state.skipped:
         return (f"dropped: {below}; the budget ran out" if below else
                 "not measured: the budget ran out")
@@ -77,7 +86,8 @@ def _before(found: PredictionRecord | None) -> str:
         return "-"
     if found.predicted is None:
         return "not known"
-    return f"{found.text()}; pool {found.pool_tokens or 0:,} from {found.pool_source}"
+    return (f"{inert(found.text())}; pool {found.pool_tokens or 0:,} from "
+            f"{inert(found.pool_source)}")
 
 
 def _working_set(found: PredictionRecord | None) -> str:
@@ -89,14 +99,15 @@ def _working_set(found: PredictionRecord | None) -> str:
 def _source(found: PredictionRecord) -> str:
     """Where the working set came from, as one sentence."""
     if found.first_prompt_tokens is None:
-        return f"Working set: {found.prefix_source}."
-    return f"The sessions' first prompt: {found.first_prompt_tokens:,} tokens, {found.prefix_source}."
+        return f"Working set: {inert(found.prefix_source)}."
+    return (f"The sessions' first prompt: {found.first_prompt_tokens:,} tokens, "
+            f"{inert(found.prefix_source)}.")
 
 
-def _own(row: ArmRow | None) -> str:
+def _own(row: ArmRow | None, show: Callable[[str], str] = str) -> str:
     if row is None or row.predicted is None:
         return "-"
-    return f"{row.predicted} agents ({row.predicted_binding or '?'} binds)"
+    return f"{row.predicted} agents ({show(row.predicted_binding or '?')} binds)"
 
 
 def section(state: TuneRecord, ab: AbFile | None) -> list[str]:
@@ -116,7 +127,7 @@ def section(state: TuneRecord, ab: AbFile | None) -> list[str]:
              "that errs low. After its boot, each arm's own pool predicts again (its search's "
              "first probes). docs/capacity.md has the model.", ""]
     if state.kv_arm:
-        lines += [f"{state.kv_arm}.", ""]
+        lines += [f"{inert(state.kv_arm)}.", ""]
     sources = dict.fromkeys(_source(p) for p in state.predictions.values() if p.prefix_source)
     lines += [*sources, ""] if sources else []
     lines += ["| arm | predicted before its boot | working set | predicted from its own boot | "
@@ -125,10 +136,10 @@ def section(state: TuneRecord, ab: AbFile | None) -> list[str]:
     for c in state.candidates or []:
         row = rows.get(c.name)
         found = state.predictions.get(c.name)
-        lines.append(f"| {c.name} | {_before(found)} | {_working_set(found)} | {_own(row)} | "
-                     f"{row.capacity.text if row else 'not measured'} | "
+        lines.append(f"| {inert(c.name)} | {_before(found)} | {_working_set(found)} | "
+                     f"{_own(row, inert)} | {text_of(row.capacity) if row else 'not measured'} | "
                      f"{against(_best(row, found), row)} | "
-                     f"{outcome(c.name, state, row, refused)} |")
+                     f"{outcome(c.name, state, row, refused, inert)} |")
     return lines + [""]
 
 
