@@ -3,7 +3,8 @@ time series) and `sm121 bench agent-check --out` (from an endpoint's replies), e
 real command line. A results file here is a committed one (docs/results) with the strings a
 stranger controls replaced: its version and date, the workload's name, a profile's name, a
 failed repetition's error, an engine argument, the server's model and version, an event of a
-time series; the endpoint is a fake whose model id and every error carry them.
+time series; the endpoint is a fake whose every error carries them. Its model id is held to
+the served-model-name rule, as `sm121 connect` holds it: one that breaks it is refused.
 
 The .md's bytes must hold no control character but its own newlines, every row of a table as
 many cells as its header, and `<img` only inside code spans; read as GitHub reads it (a
@@ -93,9 +94,15 @@ def test_bench_report_writes_a_strangers_strings_as_text(tmp_path: Path) -> None
     assert "\n| agent | 1 | 80.0% | 0.785 s |" in text  # the normal profile's row as it was
 
 
+# A model id the served-model-name rule allows, with the most of what it allows
+MODEL = "org.x/odd_model:v1-2"
+
+
 class _HostileEndpoint(BaseHTTPRequestHandler):
-    """A fake endpoint, not an engine: /v1/models lists the stranger's id, everything else
-    answers 400 with the stranger's words as its error message."""
+    """A fake endpoint, not an engine: /v1/models lists `model_id`, everything else answers
+    400 with the stranger's words as its error message."""
+
+    model_id = MODEL
 
     def _reply(self, status: int, body: object) -> None:
         data = json.dumps(body).encode()
@@ -108,7 +115,7 @@ class _HostileEndpoint(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
         if self.path == "/v1/models":
             self._reply(200, {"object": "list", "data": [
-                {"id": STRANGER, "object": "model", "max_model_len": 4096}]})
+                {"id": self.model_id, "object": "model", "max_model_len": 4096}]})
         else:
             self._reply(400, {"error": {"message": STRANGER}})
 
@@ -120,14 +127,29 @@ class _HostileEndpoint(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def hostile_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostileEndpoint)
+class _HostileId(_HostileEndpoint):
+    """The same, listing the stranger's model id."""
+
+    model_id = STRANGER
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def hostile_url() -> Iterator[str]:
+    yield from _serve(_HostileEndpoint)
+
+
+@pytest.fixture
+def hostile_id_url() -> Iterator[str]:
+    yield from _serve(_HostileId)
 
 
 def test_agent_check_writes_an_endpoints_words_as_text(tmp_path: Path, hostile_url: str) -> None:
@@ -140,9 +162,23 @@ def test_agent_check_writes_an_endpoints_words_as_text(tmp_path: Path, hostile_u
     assert len(cases) > 10
     check_rendered(text, {f"agent-check: {hostile_url}", "Evidence",
                           *[f"{case}: {status}" for case, status in cases]},
-                   escape(STRANGER, None).replace("|", "\\|"))
+                   escape(STRANGER, None)[:250])  # a reason (a table cell) cuts it
     # the model id in a code span, a reason in a table cell, a reply in a code span
-    assert "; model ````# h1 \\x1b]0;pwn\\x07" in text  # its ``` needs a longer fence
+    assert f"; model `{MODEL}`, max_model_len 4096" in text
     assert "| tools.auto | **FAIL** | tool_choice auto: HTTP 400: " in text
     assert "  - reply: ``" in text
 
+
+def test_agent_check_refuses_a_model_id_that_is_not_a_model_name(
+        tmp_path: Path, hostile_id_url: str) -> None:
+    """An endpoint's id outside the served-model-name rule (model_names.py) is refused by
+    name, as `sm121 connect` refuses it: spelled out, before any case runs, nothing written."""
+    out = tmp_path / "check"
+    result = run_cli("bench", "agent-check", "--url", hostile_id_url, "--out", str(out),
+                     check=False)
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = " ".join((result.stdout + result.stderr).split())  # the console wraps lines
+    assert "lists the model id '# h1 \\x1b]0;pwn\\x07" in said and "Traceback" not in said
+    assert "which is not a model name" in said and "--served-model-name" in said
+    assert "\x1b" not in result.stdout + result.stderr
+    assert not list(tmp_path.iterdir())  # no report, no results file

@@ -24,6 +24,7 @@ from sm121.bench.scenarios.agent_check.report_file import AgentCheckReport, Case
 from sm121.engines.client import EngineClient, max_model_len
 from sm121.engines.registry import adapter_serving
 from sm121.errors import Sm121Error
+from sm121.model_names import MODEL_NAME_RULE, is_model_name
 from sm121.progress import Progress, quiet
 from sm121.protocols.assembly import MalformedStream
 
@@ -105,6 +106,14 @@ async def learn_facts(session: aiohttp.ClientSession, url: str, model: str | Non
         raise Sm121Error(f"{url}/v1/models serves {served}, not {model or 'a model'}",
                          "pass --model with one of them")
     chosen = model or str(served[0])
+    if not is_model_name(chosen):
+        # The served-model-name rule, as `sm121 connect` holds an endpoint's ids to it: the
+        # id goes into every request and the report, so one that is not a model name is
+        # refused by name (as repr) before any case runs.
+        raise Sm121Error(f"{url}/v1/models lists the model id {chosen!r}, which is not a "
+                         "model name: agent-check refuses to check it",
+                         f"a model name is {MODEL_NAME_RULE}; rename the served model "
+                         "(--served-model-name), or pick another with --model")
     card = next((m for m in models.get("data") or []
                  if isinstance(m, dict) and m.get("id") == chosen), {})
     engine = adapter_serving(card.get("owned_by"))
