@@ -4,7 +4,8 @@ window"):
 
     PYTHONPATH=src .venv/bin/python benchmarks/long_job_window.py [--turns]
 
-Runs: the H100 capacity sitting (docs/results/gpu-h100/capacity/capacity-tuned, its pool and
+Runs: the H100 capacity sittings (docs/results/gpu-h100/capacity/capacity-tuned and
+capacity-baseline, the latter measured after the model was written: held out; the pool and
 knobs from each file's verdict record) and the H200 tune (docs/results/gpu-h200/tune-capacity:
 tune-results.tar.gz read in place, each arm's pool and knobs from verdicts.txt).
 
@@ -38,7 +39,8 @@ from sm121.memory.capacity import Pool, window_inputs
 from sm121.memory.long_job_window import JobRate, binds_from, cost
 
 ROOT = Path(__file__).resolve().parents[1]
-H100 = ROOT / "docs/results/gpu-h100/capacity/capacity-tuned"
+H100 = ROOT / "docs/results/gpu-h100/capacity"
+H100_ARMS = ("tuned", "baseline")  # capacity-ARM folders
 H200 = ROOT / "docs/results/gpu-h200/tune-capacity"
 WORKLOAD = "coding-agent-with-batch"
 # A 100K-token prefill beside one decode stream on the H200 (vLLM 0.21.0, the random-weight
@@ -62,11 +64,12 @@ class Run:
 
 
 def h100_runs() -> Iterator[Run]:
-    for path in sorted(H100.glob(f"{WORKLOAD}-agents-*.json.gz")):
-        data = json.loads(gzip.decompress(path.read_bytes()))
-        verdict = next(s for s in data["samples"] if s["kind"] == "capacity")
-        yield Run("H100", "tuned", path.name, data, verdict["pool_tokens"],
-                  verdict["step_budget"], verdict["long_prefill_threshold"] or 0)
+    for arm in H100_ARMS:
+        for path in sorted((H100 / f"capacity-{arm}").glob(f"{WORKLOAD}-agents-*.json.gz")):
+            data = json.loads(gzip.decompress(path.read_bytes()))
+            verdict = next(s for s in data["samples"] if s["kind"] == "capacity")
+            yield Run("H100", arm, path.name, data, verdict["pool_tokens"],
+                      verdict["step_budget"], verdict["long_prefill_threshold"] or 0)
 
 
 def h200_runs() -> Iterator[Run]:

@@ -48,6 +48,10 @@ NOT_BENCH = {
                                                       "(the sitting's last call)",
     "gpu-h100/capacity/coding-capacity.json": "benchmarks/capacity_cliff.py's summary",
     "gpu-h100/capacity/long-session-capacity.json": "benchmarks/capacity_cliff.py's summary",
+    "gpu-h100/capacity/baseline-coding-capacity.json": "benchmarks/capacity_cliff.py's summaries "
+                                                       "of two calls, joined (its README)",
+    "gpu-h100/capacity/baseline-long-session-capacity.json": "benchmarks/capacity_cliff.py's "
+                                                             "summary",
     "cpu-testbed/capacity/gauges/sampler-cost.json": "each run's headline figures, gathered "
                                                      "for its README (its command there)",
 }
