@@ -12,18 +12,49 @@ prediction for that N. The order of the checks is the order of the evidence's st
 - admission during the long prefill: most misses fell inside the long job's prefill window;
 - sequences: requests waited while max-num-seqs were running;
 - else the step budget: the agents' own turns queued in a full engine.
+Whatever it names, the line says what each judged miss met (MissCause): a resource names the
+run's limit, not every miss's; the cold start (the sessions' first prompts at once) is no
+resource the model counts.
 Pure, no I/O; bench reads the numbers and prints the line.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from sm121.memory.capacity import Capacity, Resource
 
 GOODPUT_TARGET = 0.95  # the issue's cliff: the smallest N with goodput under 95%
 REUSE_DROP = 0.10  # mean reuse this far under the expected one: prefixes were evicted
 TURN_REUSE_DROP = 0.25  # one turn's reuse this far under its own: part of a prefix was evicted
+
+
+class MissCause(StrEnum):
+    """What one judged turn over the SLO met, the first that applies, in this order."""
+
+    EVICTED = "evicted"  # it re-prefilled an evicted prefix (lost_prefix)
+    LONG_PREFILL = "long prefill"  # sent inside the long job's prefill window
+    # sent before the long job, or without one while a session's first turn ran: it queued
+    # behind the sessions' cold first prompts, all sent at once
+    COLD_START = "cold start"
+    QUEUED = "queued"  # none of those: a full engine
+
+
+# how the line says each cause, after its count
+_MISS_PHRASES = {
+    MissCause.EVICTED: "on evicted turns",
+    MissCause.LONG_PREFILL: "inside the long prefill's window",
+    MissCause.COLD_START: "in the cold start (turns queued behind the sessions' first prompts)",
+    MissCause.QUEUED: "queued in a full engine",
+}
+
+
+def lost_prefix(reuse: float, expected: float) -> bool:
+    """One turn reused so much less than it would with nothing evicted that part of its
+    prefix was evicted (TURN_REUSE_DROP)."""
+    return reuse < expected - TURN_REUSE_DROP
 
 
 @dataclass(frozen=True)
@@ -53,6 +84,8 @@ class RunEvidence:
     turn_new_tokens: float | None = None
     misses: int | None = None  # judged turns over the SLO
     misses_during_long: int | None = None  # of those, inside the long prefill's window
+    # the misses by what each met first (MissCause's order; a count per cause present)
+    miss_causes: Mapping[MissCause, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +115,7 @@ def evicted(e: RunEvidence) -> str | None:
                            if e.worst_turn_expected is not None else (e.reuse_min, expected))
     if e.reuse_mean is not None and e.reuse_mean < expected - REUSE_DROP:
         signs.append(f"reuse fell to {_pct(e.reuse_mean)} (expected {_pct(expected)})")
-    elif turn is not None and turn < turn_expected - TURN_REUSE_DROP:
+    elif turn is not None and lost_prefix(turn, turn_expected):
         # the tail of an idle session's prefix goes first (vLLM frees a request's blocks
         # last-first), so a small overflow shows as turns that lost part of their prefix
         signs.append(f"a turn's reuse fell to {_pct(turn)} (expected {_pct(turn_expected)})")
@@ -97,6 +130,24 @@ def evicted(e: RunEvidence) -> str | None:
     if e.kv_usage_peak is not None:
         signs.append(f"KV usage peak {e.kv_usage_peak:.2f}")
     return "evictions: " + ", ".join(signs)
+
+
+def miss_breakdown(causes: Mapping[MissCause, int] | None, met: bool) -> str | None:
+    """The misses by cause, as the line says them (None: no miss, or not classified):
+    missed, `misses: 1 of 4 on evicted turns, 3 in the cold start (...)`; met, `2 misses in
+    the cold start (...)`."""
+    counts = [(c, causes[c]) for c in MissCause if causes and causes.get(c)]
+    if not counts:
+        return None
+    total = sum(n for _, n in counts)
+    parts = [f"{n} {_MISS_PHRASES[c]}" for c, n in counts]
+    if not met:
+        first, n = counts[0]
+        parts[0] = f"{n} of {total} {_MISS_PHRASES[first]}"
+        return "misses: " + ", ".join(parts)
+    if len(parts) == 1:
+        return f"{total} miss{'es' if total != 1 else ''} {_MISS_PHRASES[counts[0][0]]}"
+    return f"{total} misses: " + ", ".join(parts)
 
 
 def judge(evidence: RunEvidence, prediction: Capacity | None = None,
@@ -116,9 +167,11 @@ def judge(evidence: RunEvidence, prediction: Capacity | None = None,
         return verdict(None, None, f"not judged (no goodput){pred}")
     kv = evicted(e)
     if e.goodput >= target:
-        note = f" ({kv}, within the SLO)" if kv else ""
+        said = "; ".join(s for s in (kv, miss_breakdown(e.miss_causes, True)) if s)
+        note = f" ({said}, within the SLO)" if said else ""
         return verdict(True, None, f"met at {e.agents}: goodput {_pct(e.goodput)}{note}{pred}")
-    head = f"missed at {e.agents}: goodput {_pct(e.goodput)}"
+    causes = miss_breakdown(e.miss_causes, False)
+    head = f"missed at {e.agents}: goodput {_pct(e.goodput)}{f'; {causes}' if causes else ''}"
     if kv:
         return verdict(False, Resource.KV, f"missed: KV ({kv}); {head}{pred}")
     if e.misses and e.misses_during_long is not None and 2 * e.misses_during_long >= e.misses:

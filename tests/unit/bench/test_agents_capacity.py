@@ -271,3 +271,79 @@ def test_an_evicted_prefix_among_large_appends_is_still_kv():
     v = judge(evidence(run, summary, 0.52, 625, 2.0, block_size=16))
     assert v.resource is not None and v.resource.value == "KV"
     assert "a turn's reuse fell to 4% (expected 97%)" in v.line, v.line
+
+
+def _cold_run(long_job: tuple[float, float] | None):
+    """Four sessions whose first prompts (10,000 tokens) are sent at once at t=0 and run
+    until t=5; each second turn adds 300 tokens and reuses its first prompt's whole blocks.
+    The turns over the SLO (2 s): agent 0's second turn at t=3 (during the first prompts),
+    agent 1's third at t=11 (its prefix evicted: 1,024 tokens cached), agent 2's third at
+    t=12 and agent 3's third at t=20. `long_job`: its submission and first token."""
+    from sm121.bench.scenarios.agents.models import BackgroundSplit, SloJudgement
+
+    samples: list[dict] = [{"kind": "config", "agents": 4, "turns": 3, "slo": "ttft_p95=2s"}]
+    late = {(0, 1): 3.0, (1, 2): 11.0, (2, 2): 12.0, (3, 2): 20.0}
+    for agent in range(4):
+        samples.append({"kind": "turn", "agent": agent, "turn": 0, "submitted": 0.0,
+                        "ttft_s": 4.0, "first_token": 4.0, "finished": 5.0,
+                        "prompt_tokens": 10_000, "cached_tokens": 0, "reuse": 0.0})
+        for turn in (1, 2):
+            prompt = 10_000 + 300 * turn
+            cached = 1_024 if (agent, turn) == (1, 2) else (prompt - 300) // 16 * 16
+            sent = late.get((agent, turn), 6.0 + 7 * turn)
+            samples.append({"kind": "turn", "agent": agent, "turn": turn, "submitted": sent,
+                            "ttft_s": 3.0 if (agent, turn) in late else 0.2,
+                            "finished": sent + 3.5, "prompt_tokens": prompt,
+                            "cached_tokens": cached, "reuse": cached / prompt})
+    background = None
+    if long_job is not None:
+        submitted, first = long_job
+        samples.append({"kind": "background", "agent": -1, "submitted": submitted,
+                        "first_token": first, "ttft_s": first - submitted})
+        background = BackgroundSplit(submitted=submitted, first_token=first)
+    summary = AgentsSummary(agents=4, judged_from_turn=1, background=background,
+                            slo=SloJudgement(slo="ttft_p95=2s", goodput=0.5, met=False))
+    return read_run(samples), summary
+
+
+def test_each_miss_is_named_by_the_first_cause_it_met():
+    """With a long job (sent at t=10, prefilled until t=13): the evicted turn is evicted
+    though it waited inside the window, t=12's is the window's, t=3's was sent before the
+    long job (the cold start), t=20's queued. The resource named is still KV."""
+    from sm121.bench.scenarios.agents.capacity import evidence
+    from sm121.memory.verdict import MissCause, judge
+
+    run, summary = _cold_run((10.0, 13.0))
+    found = evidence(run, summary, None, 300, 2.0, block_size=16)
+    assert found.misses == 4 and found.misses_during_long == 2  # as before: the window's
+    assert found.miss_causes == {MissCause.EVICTED: 1, MissCause.LONG_PREFILL: 1,
+                                 MissCause.COLD_START: 1, MissCause.QUEUED: 1}
+    v = judge(found)
+    assert v.resource is not None and v.resource.value == "KV"
+    assert ("; misses: 1 of 4 on evicted turns, 1 inside the long prefill's window, 1 in the "
+            "cold start (turns queued behind the sessions' first prompts), 1 queued in a full "
+            "engine") in v.line, v.line
+
+
+def test_without_a_long_job_the_cold_start_is_while_a_first_turn_runs():
+    """No long job: t=3 is sent while the first prompts run (until t=5), the cold start;
+    t=12 and t=20 queued."""
+    from sm121.bench.scenarios.agents.capacity import evidence
+    from sm121.memory.verdict import MissCause
+
+    run, summary = _cold_run(None)
+    found = evidence(run, summary, None, 300, 2.0, block_size=16)
+    assert found.miss_causes == {MissCause.EVICTED: 1, MissCause.COLD_START: 1,
+                                 MissCause.QUEUED: 2}
+
+
+def test_the_verdict_record_keeps_the_miss_causes_and_an_older_one_loads():
+    from sm121.bench.scenarios.agents.models import CapacityVerdict
+
+    kept = _verdict(_read(CPU / "sessions-15k-agents-7.json.gz"), POOL)
+    assert kept is not None and kept.resource == "KV"
+    assert kept.miss_causes and sum(kept.miss_causes.values()) > 0
+    assert set(kept.miss_causes) <= {"evicted", "long prefill", "cold start", "queued"}
+    assert "misses: " in kept.line
+    older = CapacityVerdict.model_validate({"kind": "capacity", "line": "met at 4"})
+    assert older.miss_causes == {}

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sm121.memory.capacity import Knobs, Pool, Resource, SessionShape, predict
-from sm121.memory.verdict import RunEvidence, expected_reuse, judge, turn_expected_reuse
+from sm121.memory.verdict import (
+    MissCause,
+    RunEvidence,
+    expected_reuse,
+    judge,
+    turn_expected_reuse,
+)
 
 SHAPE = SessionShape(workload="coding-agent-with-batch", turns=5, last_context_tokens=19_684,
                      growth_per_turn_tokens=884, turn_new_tokens=625, reply_tokens=96,
@@ -107,3 +113,28 @@ def test_a_turn_is_judged_by_its_shortfall_not_by_the_lowest_reuse():
     v = judge(lost, PRED)
     assert v.resource is Resource.KV
     assert "a turn's reuse fell to 30% (expected 92%)" in v.line
+
+
+def test_the_line_says_each_misses_cause_and_keeps_the_resource():
+    # the H100 baseline's 17 agents: one evicted turn, three second turns in the cold start
+    causes = {MissCause.EVICTED: 1, MissCause.COLD_START: 3}
+    lost = RunEvidence(17, 0.941, preemptions=0, reuse_mean=0.96, expected_reuse=0.97,
+                       worst_turn_reuse=0.20, worst_turn_expected=0.97, kv_usage_peak=0.98,
+                       misses=4, misses_during_long=1, miss_causes=causes)
+    v = judge(lost, PRED)
+    assert v.resource is Resource.KV
+    assert ("missed at 17: goodput 94%; misses: 1 of 4 on evicted turns, 3 in the cold start "
+            "(turns queued behind the sessions' first prompts); predicted") in v.line
+    assert judge(replace(lost, miss_causes=None), PRED).resource is Resource.KV  # as before
+    # a met run with misses says them, within the SLO
+    met = judge(RunEvidence(16, 0.969, preemptions=0, reuse_mean=0.97, misses=2,
+                            miss_causes={MissCause.COLD_START: 2}), PRED)
+    assert met.line.startswith("met at 16: goodput 97% (2 misses in the cold start (turns "
+                               "queued behind the sessions' first prompts), within the SLO)")
+    # only the causes present, in their order; the step budget stays the step budget
+    queued = judge(RunEvidence(28, 0.911, preemptions=0, reuse_mean=0.97, misses=10,
+                               misses_during_long=1, miss_causes={
+                                   MissCause.QUEUED: 9, MissCause.LONG_PREFILL: 1}), PRED)
+    assert queued.resource is Resource.STEP_BUDGET
+    assert ("misses: 1 of 10 inside the long prefill's window, 9 queued in a full engine"
+            in queued.line)

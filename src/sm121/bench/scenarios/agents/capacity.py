@@ -1,8 +1,8 @@
 """The capacity model's view of an agents run: the workload's numbers for the prediction
 (memory/capacity.py takes plain numbers: memory/ may not import bench/), the run's evidence
 (its judged turns' reuse and re-prefilled tokens, the /metrics deltas, the engine's gauges'
-peaks, the misses inside the long job's prefill window) and the verdict line every agents run
-prints (docs/capacity.md)."""
+peaks, the misses by what each met: an evicted prefix, the long job's prefill window, the
+cold start) and the verdict line every agents run prints (docs/capacity.md)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,12 @@ from sm121.engines.adapter import SchedulerFlags
 from sm121.engines.client import block_size_of, kv_pool_of
 from sm121.memory.capacity import Capacity, Knobs, Pool, SessionShape, predict
 from sm121.memory.verdict import (
+    MissCause,
     RunEvidence,
     Verdict,
     expected_reuse,
     judge,
+    lost_prefix,
     turn_expected_reuse,
 )
 
@@ -159,6 +161,12 @@ class TurnReuse:
     reuse: float
     expected: float | None  # its own (turn_expected_reuse), else the workload's
     new_tokens: float | None  # what it prefills when nothing is evicted (its own numbers only)
+    key: tuple[int, int, int]  # its agent, conversation and turn
+
+    @property
+    def lost_prefix(self) -> bool:
+        """It re-prefilled an evicted prefix (verdict.lost_prefix, the KV check's rule)."""
+        return self.expected is not None and lost_prefix(self.reuse, self.expected)
 
 
 def turn_reuse(run: AgentsRun, judged: list[TurnSample], block_size: int,
@@ -177,7 +185,38 @@ def turn_reuse(run: AgentsRun, judged: list[TurnSample], block_size: int,
                if t.prompt_tokens and previous else None)
         found.append(TurnReuse(t.reuse, fallback if own is None else own,
                                None if own is None or not t.prompt_tokens
-                               else t.prompt_tokens * (1 - own)))
+                               else t.prompt_tokens * (1 - own), _key(t)))
+    return found
+
+
+def _key(t: TurnSample) -> tuple[int, int, int]:
+    return t.agent, t.conversation, t.turn
+
+
+def miss_causes(run: AgentsRun, missed: list[TurnSample], turns: list[TurnReuse],
+                window: tuple[float, float] | None) -> dict[MissCause, int]:
+    """Each judged miss by the first cause it met (MissCause's order): its prefix was
+    evicted; its wait overlapped the long job's prefill `window` (submitted, first token);
+    it was sent before the long job's submission, or without one while a session's first
+    turn ran (the cold start); else it queued in a full engine."""
+    evicted = {t.key for t in turns if t.lost_prefix}
+    firsts = [(_key(t), t.submitted, t.finished if t.finished is not None else t.first_token)
+              for t in run.turns if t.turn == 0]
+    long_sent = window[0] if window is not None else None
+    found: dict[MissCause, int] = {}
+    for t in missed:
+        if _key(t) in evicted:
+            cause = MissCause.EVICTED
+        elif window is not None and t.submitted < window[1] \
+                and t.submitted + (t.ttft_s or 0.0) > window[0]:
+            cause = MissCause.LONG_PREFILL
+        elif (t.submitted < long_sent if long_sent is not None else
+              any(start <= t.submitted < end for key, start, end in firsts
+                  if end is not None and key != _key(t))):
+            cause = MissCause.COLD_START
+        else:
+            cause = MissCause.QUEUED
+        found[cause] = found.get(cause, 0) + 1
     return found
 
 
@@ -198,15 +237,17 @@ def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
     new = [t.new_tokens for t in turns if t.new_tokens is not None]
     reprefill = [t.prompt_tokens - t.cached_tokens for t in judged
                  if t.prompt_tokens is not None and t.cached_tokens is not None]
-    misses = during = None
+    misses = during = causes = None
     if ttft_slo_s is not None:
         missed = [t for t in judged if (t.ttft_s or 0.0) > ttft_slo_s]
         misses, during = len(missed), 0
         bg = summary.background
+        window: tuple[float, float] | None = None
         if bg is not None and bg.submitted is not None and bg.first_token is not None:
-            start, end = bg.submitted, bg.first_token
+            start, end = window = bg.submitted, bg.first_token
             during = sum(1 for t in missed if t.submitted < end
                          and t.submitted + (t.ttft_s or 0.0) > start)
+        causes = miss_causes(run, missed, turns, window)
     deltas = summary.engine_metrics
     preempted = preemptions(deltas)
     hits, queries = prefix_counts(deltas)
@@ -227,7 +268,7 @@ def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
         max_num_seqs=max_num_seqs,
         reprefill_per_turn=sum(reprefill) / len(reprefill) if reprefill else None,
         turn_new_tokens=sum(new) / len(new) if new else turn_new, misses=misses,
-        misses_during_long=during)
+        misses_during_long=during, miss_causes=causes)
 
 
 @dataclass(frozen=True)
@@ -270,7 +311,8 @@ def judge_run(run: AgentsRun, summary: AgentsSummary, workload: Workload, turns:
         waiting_peak=found.waiting_peak, running_peak=found.running_peak,
         max_num_seqs=knobs.max_num_seqs, step_budget=knobs.step_budget,
         long_prefill_threshold=knobs.long_prefill_threshold, kv_dtype=knobs.kv_dtype,
-        engine_metrics=dict(summary.engine_metrics), slo=slo)
+        engine_metrics=dict(summary.engine_metrics), slo=slo,
+        miss_causes={c.value: n for c, n in (found.miss_causes or {}).items()})
     return JudgedRun(record, verdict, found, shape, capacity)
 
 

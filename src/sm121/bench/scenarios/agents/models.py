@@ -132,6 +132,9 @@ class CapacityVerdict(Open):
     # record judges again on its own (`bench report --slo`): a sweep's entry keeps no summary.
     engine_metrics: dict[str, int | float] = Field(default_factory=dict)
     slo: str | None = None  # the SLO it was judged against
+    # the judged misses by what each met first (memory/verdict.MissCause's values: evicted,
+    # long prefill, cold start, queued); empty in a record from before it was kept
+    miss_causes: dict[str, int] = Field(default_factory=dict)
 
 
 AgentsSample = Annotated[RunConfig | TurnSample | EngineGauges | CapacityVerdict,
