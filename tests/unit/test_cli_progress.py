@@ -48,3 +48,13 @@ def test_a_terminal_gets_a_live_display_and_keeps_the_steps() -> None:
     text = out.getvalue()
     assert "api up" in text and "\x1b[" in text
     assert not re.search(r"^\[\s*\d+\.\d+s\]", text, re.M)
+
+
+def test_a_terminals_live_description_is_never_read_as_markup() -> None:
+    """The spinner's description is the last line said (tune's quote a resumed tune.json):
+    shown as written, `[` and all."""
+    console, out = _console(terminal=True)
+    with LongWait("booting", console) as wait:
+        wait.update("[red]arm[/red] [link=http://x]y", 1, 2)
+        time.sleep(0.2)
+    assert "[red]arm[/red] [link=http://x]y" in out.getvalue()

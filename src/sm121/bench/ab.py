@@ -28,6 +28,7 @@ from sm121.bench.scenarios import get
 from sm121.errors import Sm121Error, shorten_words
 from sm121.progress import Say
 from sm121.recipes.schema import ArgValue
+from sm121.safe_paths import file_under
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def _measure_or_record(request: AbRequest, boot: Boot, profile: str, rep: int, s
 def measure_on_boot(request: AbRequest, boot: Boot, profile: str, rep: int, say: Say
                     ) -> AbEntry[Any, Open]:
     """One repetition of the scenario on a served engine (its own results file)."""
-    sub_out = request.out.with_suffix("") / f"{profile}-rep{rep + 1}.json"
+    sub_out = file_under(request.out.with_suffix(""), f"{profile}-rep{rep + 1}.json")
     spec = get(request.scenario)
     say(f"  {profile}: ready, running {request.scenario} (repetition {rep + 1})")
     run = asyncio.run(run_scenario(

@@ -52,8 +52,10 @@ class LongWait:
     def __enter__(self) -> LongWait:
         self._started = self._last_line = time.monotonic()
         if self.live:
-            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 TimeElapsedColumn(), console=self.console, transient=True)
+            # the description is the last line said, which may quote a stranger: never markup
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False),
+                                 BarColumn(), TimeElapsedColumn(), console=self.console,
+                                 transient=True)
             self._bar.start()
             self._task = self._bar.add_task(self.title, total=None)
         else:

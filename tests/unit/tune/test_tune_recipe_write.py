@@ -62,3 +62,22 @@ def test_a_users_own_tuned_profile_or_inline_profiles_are_refused():
     inline = "name: x\nprofiles: {agent: {purpose: p}}\n"
     with pytest.raises(Sm121Error, match="inline"):
         with_tuned(inline, PROFILE, "x.yaml")
+
+
+def test_a_strangers_text_in_a_comment_or_the_purpose_is_spelled_out_and_the_file_reads(
+        tmp_path, monkeypatch):
+    """The header, the comments and the purpose quote what tune read back (a device, an arm's
+    reason): a control character PyYAML refuses anywhere in a file is spelled out, a line
+    break in any spelling folds to a space, and a string value with DEL reads back as it was."""
+    monkeypatch.setenv("SM121_HOME", str(tmp_path))
+    hostile = "H200\x1b]0;pwn\x07\x7f\x00\u2028x:\x85y\u202e\ufeff"
+    profile = TunedProfile(f"p {hostile}", {"max-num-seqs": 9, "served-model-name": "a\x7fb"},
+                           {"max-num-seqs": hostile}, [f"Sitting: {hostile}", "a" * 5000])
+    text = write_tuned("tiny-cpu", _builtin("tiny-cpu"), profile).read_text()
+    spelled = "H200\\x1b]0;pwn\\x07\\x7f\\x00 x: y\\u202e\\ufeff"
+    assert f"  # Sitting: {spelled}\n" in text and f"      # {spelled}\n" in text
+    assert "…(4000 more characters)" in text  # a comment line is bounded
+    assert all(c.isprintable() or c == "\n" for c in text)
+    tuned = load_recipe("tiny-cpu").recipe.profiles["tuned"]
+    assert tuned.args["served-model-name"] == "a\x7fb"
+    assert tuned.purpose == f"p {spelled}"

@@ -24,6 +24,7 @@ from sm121.bench.tune.result import (
     TuneResult,
 )
 from sm121.engines.registry import adapter_for
+from sm121.errors import Sm121Error
 from sm121.recipes.schema import EngineKind
 
 KNOBS = adapter_for(EngineKind.VLLM).scheduler
@@ -251,3 +252,12 @@ def test_llama_cpp_arms_are_its_own_knobs_and_keep_each_slots_context():
     capped, _ = arms("agent", {"agent": {**agent, "ub": 4096}}, largest_n=2, knobs=knobs,
                      memory=memory)
     assert "ubatch-2048" not in {a.name for a in capped}
+
+
+def test_an_arm_whose_name_is_not_an_arm_name_is_refused_by_name() -> None:
+    """A recipe's profile name longer than an arm name may be (the arm's files are named
+    after it): refused as an error that names the rule, before tune.json holds it."""
+    long = "p" * 101
+    with pytest.raises(Sm121Error, match="at most 100 characters"):
+        Candidate(long, long).to_json()
+    assert Candidate("llama.cpp-defaults", "agent").to_json().name == "llama.cpp-defaults"

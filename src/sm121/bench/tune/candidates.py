@@ -31,8 +31,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from pydantic import ValidationError
+
 from sm121.bench.tune.result import CandidateRecord
+from sm121.display import escape, quoted
 from sm121.engines.adapter import MemoryFlags, SchedulerFlags
+from sm121.errors import Sm121Error
 from sm121.recipes.schema import ArgValue
 
 THRESHOLDS = (512, 1024, 2048)
@@ -60,10 +64,16 @@ class Candidate:
     role: tuple[str, ...] = ()  # "baseline", "reference", "defaults"
 
     def to_json(self) -> CandidateRecord:
-        """The arm as tune.json keeps it (`model_dump(mode="json")` writes it)."""
-        return CandidateRecord(name=self.name, base=self.base, args=dict(self.args),
-                               why=self.why, source=self.source, differs=list(self.differs),
-                               role=list(self.role))
+        """The arm as tune.json keeps it (`model_dump(mode="json")` writes it); refused when
+        its name is not an arm name (a recipe profile's longer than ARM_NAME_MAX)."""
+        try:
+            return CandidateRecord(name=self.name, base=self.base, args=dict(self.args),
+                                   why=self.why, source=self.source,
+                                   differs=list(self.differs), role=list(self.role))
+        except ValidationError as exc:
+            raise Sm121Error(f"cannot measure arm {quoted(self.name, 120)}: "
+                             f"{escape(exc.errors()[0]['msg'])}",
+                             "give the recipe's profile a shorter name") from exc
 
     @staticmethod
     def from_json(data: object) -> Candidate:

@@ -4,7 +4,12 @@ The user's file is edited as text, so its own comments stay: the block between t
 markers is replaced (or added right under `profiles:`), every value with a comment line of
 what measured it. When the user has no file of that name, it starts as a copy of the recipe
 tune measured (the built-in's text); the built-in itself is package data and never written.
-The result is parsed and validated before it replaces the file (atomically)."""
+The result is parsed and validated before it replaces the file (atomically).
+
+The comments and the purpose quote what the tune read back (the device, the engine's version,
+an arm's reason: a stranger's when the tune folder was handed over): each is one line as
+display.escape shows it, so no control character ends the comment or makes the YAML
+unreadable (PyYAML refuses them anywhere in a file)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sm121.display import escape
 from sm121.errors import Sm121Error
 from sm121.recipes.loader import parse_yaml, user_recipes_dir, validate_model
 from sm121.recipes.schema import ArgValue, MeasuredOn, Recipe
@@ -34,8 +40,14 @@ class TunedProfile:
     measured_on: MeasuredOn | None = None  # the device, pool and workload it holds for
 
 
+# A comment line's length, at most: a stranger's megabyte reason is cut to this
+LINE_LIMIT = 1000
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """One comment line (or the purpose): whitespace runs as one space, every other hidden
+    character spelled out (`\\x1b`), bounded."""
+    return escape(" ".join(text.split()), LINE_LIMIT)
 
 
 def _value(value: ArgValue) -> str:
@@ -43,7 +55,9 @@ def _value(value: ArgValue) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return json.dumps(value)  # a JSON string is a YAML string
+    # A JSON string is a YAML string, ASCII only (ensure_ascii), control characters escaped;
+    # DEL, which JSON leaves as itself and YAML refuses, as its escape, so the value reads back
+    return json.dumps(value).replace("\x7f", "\\u007f")
 
 
 def block(profile: TunedProfile, indent: str = "  ") -> list[str]:

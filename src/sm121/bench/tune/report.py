@@ -28,6 +28,7 @@ from sm121.bench.tune.report_predicted import section as predicted_section  # no
 from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
 from sm121.display import escape  # noqa: E402
 from sm121.display_markdown import document, inert  # noqa: E402
+from sm121.safe_paths import file_under  # noqa: E402
 
 # An arm's name on a tick label: spelled out and cut, so that a stranger's name neither
 # draws missing glyphs nor stretches the figure past its layout
@@ -104,8 +105,8 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
     """report.md and its plots, from the knee's run, the A/B's results file (the
     repetitions' boot effects read it) and tune.json."""
     summary, result, request = knee.summary, state.chosen(), state.request
-    knee_plot(summary, out / "tune-knee.png")
-    candidates_plot(result.table, result.chosen, out / "tune-candidates.png")
+    knee_plot(summary, file_under(out, "tune-knee.png"))  # written through no link
+    candidates_plot(result.table, result.chosen, file_under(out, "tune-candidates.png"))
     engine = summary.engine or KneeWindow()
     lines = [f"# sm121 tune: {inert(request.recipe)}, {inert(request.workload)}, "
              f"{inert(request.slo)}, {request.agents} agents", "",
@@ -143,6 +144,6 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
         if state.serve_needs_trust:  # a recipe's hook commands, among others
             lines += ["", "Serving it needs `--trust` (the user's copy is not built in): "
                       + "; ".join(inert(need) for need in state.serve_needs_trust)]
-    path = out / "report.md"
+    path = file_under(out, "report.md")
     path.write_text(document("\n".join(lines) + "\n"))
     return path

@@ -6,14 +6,20 @@ state every step adds to); the field order is its key order."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from sm121.errors import Sm121Error
+from sm121.names import check_arm_name
 from sm121.open_model import Open
 from sm121.recipes.schema import ArgValue
 
 # The knee scenario's params as given (`sm121 tune --knee-steps/--knee-batches/--knee-reps`)
 KneeParamsGiven = dict[str, list[int] | int | None]
+# An arm's name, wherever tune.json holds one: tune builds file names from it and prints it,
+# and a tune.json may be a stranger's (a shared folder resumed), so it is checked at load.
+ArmName = Annotated[str, AfterValidator(check_arm_name)]
 
 
 class Probe(Open):
@@ -59,7 +65,7 @@ class ExclusivePrefill(BaseModel):
 class ArmRow(BaseModel):
     """One arm over its runs at the target N and its probes (tune/choose.py builds it)."""
 
-    name: str
+    name: ArmName
     reps: int = 0
     boots: list[str] = Field(default_factory=list)
     goodput: float | None = None
@@ -76,7 +82,7 @@ class ArmRow(BaseModel):
     capacity: CapacityRecord = CapacityRecord(lo=0, hi=None, text="not measured", tested=[])
     probes: list[Probe] = Field(default_factory=list)
     confirm: list[Probe] = Field(default_factory=list)  # the finalists' confirmation runs
-    prefill_reference: str | None = None
+    prefill_reference: ArmName | None = None
     prefill_cost: float | None = None  # background TTFT over the reference arm's, minus 1
     # The exclusive long prefill, one per boot (tune/exclusive.py): median TTFT over the
     # arm's boots, and its cost against the reference arm's median
@@ -138,10 +144,10 @@ class SittingRecord(BaseModel):
 
 class TuneResult(BaseModel):
     table: list[ArmRow]
-    ranking: list[str]
-    chosen: str | None
-    baseline: str | None
-    reference: str | None
+    ranking: list[ArmName]
+    chosen: ArmName | None
+    baseline: ArmName | None
+    reference: ArmName | None
     claims: list[Claim]
     binding: Binding
     cost_bound: float
@@ -153,7 +159,7 @@ class TuneResult(BaseModel):
 class PlanRecord(Open):
     """The plan made before an arm's boot, from the times measured so far."""
 
-    before: str
+    before: ArmName
     left_s: int | float
     boot_s: int | float
     rep_s: int | float
@@ -166,7 +172,7 @@ class PlanRecord(Open):
 
 
 class ConfirmPlan(BaseModel):
-    finalists: list[str]
+    finalists: list[ArmName]
     second_n: int | None
     boots: int
 
@@ -197,8 +203,8 @@ class CandidateRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    name: str
-    base: str
+    name: ArmName
+    base: ArmName  # the recipe profile it starts from
     args: dict[str, ArgValue] = Field(default_factory=dict)
     why: str = ""
     source: str = "step 1"
@@ -256,15 +262,15 @@ class TuneRecord(Open):
     dropped: list[str] = Field(default_factory=list)
     # each arm's prediction before any boot, and what the fp8 KV arm's check said (added, or
     # why not), made with the arms (bench/tune/before_boot.py)
-    predictions: dict[str, PredictionRecord] = Field(default_factory=dict)
+    predictions: dict[ArmName, PredictionRecord] = Field(default_factory=dict)
     kv_arm: str | None = None
     plans: list[PlanRecord] = Field(default_factory=list)
-    skipped: list[str] = Field(default_factory=list)
-    sweeps: dict[str, list[Probe]] = Field(default_factory=dict)
-    capacity: dict[str, CapacityRecord] = Field(default_factory=dict)
+    skipped: list[ArmName] = Field(default_factory=list)
+    sweeps: dict[ArmName, list[Probe]] = Field(default_factory=dict)
+    capacity: dict[ArmName, CapacityRecord] = Field(default_factory=dict)
     confirm_plan: ConfirmPlan | None = None
-    confirm: dict[str, list[Probe]] = Field(default_factory=dict)
-    exclusive: dict[str, list[ExclusivePrefill]] = Field(default_factory=dict)
+    confirm: dict[ArmName, list[Probe]] = Field(default_factory=dict)
+    exclusive: dict[ArmName, list[ExclusivePrefill]] = Field(default_factory=dict)
     result: TuneResult | None = None  # None: not chosen yet
     written: str | None = None
     report: str | None = None

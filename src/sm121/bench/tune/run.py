@@ -36,22 +36,32 @@ from sm121.bench.tune.request import TuneRequest, agent_params
 from sm121.bench.tune.result import ConfirmPlan, PlanRecord, SittingRecord, TuneRecord
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
+from sm121.display import escape
 from sm121.errors import Sm121Error
 from sm121.plan.build import require_arms_trust
 from sm121.plan.effective import profile_args
 from sm121.plan.trust import trust_needs
 from sm121.progress import Say
 from sm121.recipes.loader import load_recipe
+from sm121.safe_paths import file_under
 
 
 def run_tune(request: TuneRequest, say: Say = lambda _: None) -> TuneRecord:
     """The tune, resumed where its tune.json stopped; tune.json as it ends, typed."""
+    say = _one_line(say)
     state = TuneState(request.out, request.to_record(), fresh=request.fresh)
     try:
         _tune(request, state, say)
         return state.record
     finally:  # an interrupted tune keeps the time it spent (the budget counts it)
         state.save()
+
+
+def _one_line(say: Say) -> Say:
+    """tune's progress, a line at a time as display.escape shows it: the lines quote what a
+    resumed tune.json holds (an arm's reason, why it was put last) and engines' errors, a
+    stranger's strings, whose newline must not start a line of its own on the console."""
+    return lambda line: say(escape(line, None))
 
 
 def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
@@ -138,7 +148,7 @@ def _recipe_text(name: str, builtin: bool, source: str) -> str:
 
 
 def _knee(request: TuneRequest, state: TuneState, base: str, say: Say) -> KneeFile:
-    path = request.out / "knee.json"
+    path = file_under(request.out, "knee.json")  # copied into: never through a link
     if request.knee_file is not None and not path.is_file():
         shutil.copyfile(request.knee_file, path)
     if path.is_file():
@@ -255,14 +265,14 @@ def _arm(request: TuneRequest, ab_request: AbRequest, state: TuneState, results:
         why = (f"{left:.0f} s of the budget left and one boot estimated at "
                f"{chosen.seconds:.0f} s")
         for c in arms[index:]:
-            say(f"dropped {c.name}: {below[c.name]}; {why}" if c.name in below else
+            say(f"dropped {c.name}: {escape(below[c.name])}; {why}" if c.name in below else
                 f"{c.name}: not measured, {why}")
         state.record.skipped.extend(c.name for c in arms[index:])
         state.changed("skipped")
         return False
-    last = f" (measured last: {below[name]})" if name in below else ""
-    say(f"arm {index + 1} of {len(arms)}: {name}{last} ({candidate.why}); {left:.0f} s left, plan "
-        f"{chosen.candidates} arm(s) x {chosen.reps} reps + {chosen.sweep_points} probes "
+    last = f" (measured last: {escape(below[name])})" if name in below else ""
+    say(f"arm {index + 1} of {len(arms)}: {name}{last} ({escape(candidate.why)}); {left:.0f} s "
+        f"left, plan {chosen.candidates} arm(s) x {chosen.reps} reps + {chosen.sweep_points} probes "
         f"(boot {est.boot_s:.0f} s, run {est.rep_s:.0f} s measured so far)")
     arm_request = replace(ab_request, reps=chosen.reps, reps_per_boot=chosen.reps)
 
@@ -370,7 +380,7 @@ def _bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: 
                 f"{request.budget_s - state.elapsed_s:.0f} s of the budget left")
             break
         say(f"  {name}: capacity {found.text}; probing N={n}")
-        out = request.out / "capacity" / f"{name}-agents-{n}.json"
+        out = file_under(request.out, "capacity", f"{name}-agents-{n}.json")
         try:
             point = run_point(boot, agent_params(request), n, out, say)
         except Sm121Error as exc:
@@ -430,7 +440,7 @@ def _confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
             _exclusive(request, state, boot, name, say)
             if other is None:
                 return
-            out = request.out / "confirm" / f"{name}-boot-{index}-agents-{other}.json"
+            out = file_under(request.out, "confirm", f"{name}-boot-{index}-agents-{other}.json")
             try:
                 point = run_point(boot, agent_params(request), other, out, say)
             except Sm121Error as exc:

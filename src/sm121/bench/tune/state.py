@@ -1,7 +1,10 @@
 """tune's state on disk (OUT/tune.json), written after every step, so that an interrupted
 tune (Ctrl-C, SIGTERM, a device call's time limit) resumes where it stopped: the knee, the
 candidates, the plan, which boots and sweep points are measured, the time already spent.
-It is one typed record (`result.TuneRecord`) from the moment it is read to each write."""
+It is one typed record (`result.TuneRecord`) from the moment it is read to each write. Read
+back it may be a stranger's (a tune folder handed over and resumed): a field that does not fit
+its type (an arm name outside result.ArmName's allow-list) refuses the whole file, before any
+path, boot or line is made from it."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from sm121.bench.tune.result import ExclusivePrefill, Probe, RequestRecord, TuneRecord
+from sm121.display import escape, quoted
 from sm121.errors import Sm121Error
 from sm121.runs.state import write_json_atomic
 
@@ -39,9 +43,10 @@ class TuneState:
             record = TuneRecord.model_validate(json.loads(self.path.read_text()))
         except ValueError as exc:  # JSON that does not parse, or a field that does not fit
             where = ""
-            if isinstance(exc, ValidationError):
+            if isinstance(exc, ValidationError):  # a key may be the stranger's name itself
                 error = exc.errors()[0]
-                where = f" (field {'.'.join(str(p) for p in error['loc'])!r}: {error['msg']})"
+                field = quoted(".".join(str(p) for p in error["loc"]), 200)
+                where = f" (field {field}: {escape(error['msg'])})"
             raise Sm121Error(f"{self.path} is not a tune.json this sm121 reads{where}",
                              "pass --fresh to start this tune over") from exc
         asked = question.model_dump(mode="json")
