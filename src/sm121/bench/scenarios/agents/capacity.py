@@ -193,6 +193,11 @@ def _key(t: TurnSample) -> tuple[int, int, int]:
     return t.agent, t.conversation, t.turn
 
 
+def _waited_in(t: TurnSample, window: tuple[float, float]) -> bool:
+    """The turn's wait for its first token overlapped `window` (submitted, first token)."""
+    return t.submitted < window[1] and t.submitted + (t.ttft_s or 0.0) > window[0]
+
+
 def miss_causes(run: AgentsRun, missed: list[TurnSample], turns: list[TurnReuse],
                 window: tuple[float, float] | None) -> dict[MissCause, int]:
     """Each judged miss by the first cause it met (MissCause's order): its prefix was
@@ -207,8 +212,7 @@ def miss_causes(run: AgentsRun, missed: list[TurnSample], turns: list[TurnReuse]
     for t in missed:
         if _key(t) in evicted:
             cause = MissCause.EVICTED
-        elif window is not None and t.submitted < window[1] \
-                and t.submitted + (t.ttft_s or 0.0) > window[0]:
+        elif window is not None and _waited_in(t, window):
             cause = MissCause.LONG_PREFILL
         elif (t.submitted < long_sent if long_sent is not None else
               any(start <= t.submitted < end for key, start, end in firsts
@@ -244,9 +248,8 @@ def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
         bg = summary.background
         window: tuple[float, float] | None = None
         if bg is not None and bg.submitted is not None and bg.first_token is not None:
-            start, end = window = bg.submitted, bg.first_token
-            during = sum(1 for t in missed if t.submitted < end
-                         and t.submitted + (t.ttft_s or 0.0) > start)
+            window = bg.submitted, bg.first_token
+            during = sum(1 for t in missed if _waited_in(t, window))
         causes = miss_causes(run, missed, turns, window)
     deltas = summary.engine_metrics
     preempted = preemptions(deltas)
