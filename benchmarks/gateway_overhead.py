@@ -37,6 +37,7 @@ from pathlib import Path
 
 import aiohttp
 
+from sm121.free_ports import free_port
 from sm121.hosts.processes import group_members
 from sm121.protocols.sse import SSEParser
 
@@ -166,14 +167,6 @@ async def measure(paths: dict[str, str], pgids: dict[str, int | None], model: st
 
 
 # ---- the processes ----------------------------------------------------------------------
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
 
 def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     with open(log, "ab") as handle:

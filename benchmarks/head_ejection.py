@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -23,17 +22,12 @@ from typing import Any
 import aiohttp
 import uvicorn
 
+from sm121.free_ports import free_port
 from sm121.gateway.app import start_site
 from sm121.gateway.config import GatewayConfig, UpstreamSpec
 from sm121.gateway.handlers import GATEWAY
 
 KEEP_ALIVE_S = 5  # vLLM's uvicorn default
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -43,6 +43,7 @@ from typing import Any
 import aiohttp
 
 from sm121 import paths
+from sm121.free_ports import free_port
 from sm121.protocols.sse import SSEParser
 
 SM121 = [sys.executable, "-m", "sm121.cli.main"]
@@ -171,12 +172,6 @@ async def chats(url: str, chat: Chat, during: Any = None) -> float:
 
 
 # ---- the gateway ------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
 
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:

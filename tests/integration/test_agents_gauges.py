@@ -1,14 +1,19 @@
 """The engine's gauges during `sm121 bench agents` on the real tiny engine, booted with
 max-num-seqs below the agents (`--set max-num-seqs=2`, 4 agents that are always busy: short
-think times, a 20K-token context whose turns each prefill 1.5-2K new tokens): requests wait
-while two run, the run misses its SLO, and its verdict names sequences (the gauges' peaks
-against the max-num-seqs of the run's own plan, found by the URL's port); the peaks and the
-series are in the results file, the console summary and the report. Its own boot: the
-session engine must keep its own max-num-seqs.
+think times, a 20K-token context whose turns each add 100-200 tokens and get 16-32 back):
+requests wait while two run, the run misses its SLO, and its verdict names sequences (the
+gauges' peaks against the max-num-seqs of the run's own plan, found by the URL's port); the
+peaks and the series are in the results file, the console summary and the report. Its own
+boot: the session engine must keep its own max-num-seqs.
 
-Prefill-heavy on purpose: with long replies instead, the tiny engine's API server spent the
-run streaming tokens and answered /metrics only in its idle gaps, where nothing was running
-or waiting (docs/capacity.md, Limits)."""
+The workload is chosen so that most scrapes can see two running:
+- not decode-heavy: with long replies the tiny engine's API server spent the run streaming
+  and answered /metrics only in its idle gaps, where nothing ran or waited;
+- not prefill-heavy: vLLM sets its gauges after each engine step, so a long prefill step
+  shows the state before it (one running, the one just admitted not yet counted). With this
+  test's first workload (1.5-2K-token appends, 4-8 back) 1-4 of 9-11 scrapes read two
+  running, and a loaded CI run read none. This one read two running in 9-10 of 19-22 scrapes
+  beside two busy loops (docs/results/cpu-testbed/capacity/gauges/README.md)."""
 
 from __future__ import annotations
 
@@ -25,8 +30,8 @@ MAX_NUM_SEQS = 2
 WORKLOAD = """preset: coding-agent
 system_prompt_tokens: 20000
 tools: {count: 2, tokens_each: 40}
-append_tokens: [1500, 2000]
-output_tokens: [4, 8]
+append_tokens: [100, 200]
+output_tokens: [16, 32]
 think_time_s: [0.05, 0.1]
 """
 
@@ -52,8 +57,8 @@ def test_a_run_bound_by_max_num_seqs_reads_sequences(two_seqs: TinyEngine, tmp_p
     workload.write_text(WORKLOAD)
     out = tmp_path / "agents.json"
     result = run_cli("bench", "agents", "--url", two_seqs.base_url, "--agents", "4",
-                     "--turns", "3", "--workload", str(workload), "--slo", "ttft_p95=0.1s",
-                     "--out", str(out), timeout=900)
+                     "--turns", "4", "--gauges-every", "0.25", "--workload", str(workload),
+                     "--slo", "ttft_p95=0.1s", "--out", str(out), timeout=900)
     data = json.loads(out.read_text())
     (gauges,) = [s for s in data["samples"] if s.get("kind") == "gauges"]
     assert gauges["scrapes"] >= 3

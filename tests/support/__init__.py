@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -13,13 +12,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from sm121.free_ports import free_port
+
+__all__ = ["free_port"]  # re-exported: every test takes its ports from here
+
 SM121 = [sys.executable, "-m", "sm121.cli.main"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def run_cli(*args: str, check: bool = True, timeout: float = 900,

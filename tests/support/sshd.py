@@ -23,11 +23,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from sm121.free_ports import free_port
 
 SSHD_PATHS = ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
 
@@ -87,7 +88,7 @@ def start_sshd(folder: Path, nodes: int = 3, extra_config: str = "") -> Sshd:
         raise RuntimeError("sshd is not installed (scripts/ensure-sshd.sh installs it)")
     folder.mkdir(parents=True, exist_ok=True)
     hosts = [f"127.0.0.{2 + i}" for i in range(nodes)]
-    port = _free_port(hosts)
+    port = free_port(hosts)
     _keygen(folder / "host_key")
     _keygen(folder / "client_key")
     (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
@@ -147,26 +148,6 @@ def _privilege_separation_dir() -> None:
     # sshd runs unprivileged and does without it.
     with contextlib.suppress(PermissionError):
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-
-
-def _free_port(hosts: list[str]) -> int:
-    """A port free on every one of the addresses."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind((hosts[0], 0))
-            port = int(probe.getsockname()[1])
-        if all(_bindable(host, port) for host in hosts[1:]):
-            return port
-    raise RuntimeError(f"no port free on all of {hosts}")
-
-
-def _bindable(host: str, port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def _wait_listening(server: Sshd, timeout: float = 20) -> None:

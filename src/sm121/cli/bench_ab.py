@@ -9,11 +9,11 @@ import typer
 
 from sm121.bench.results import default_path
 from sm121.bench.scenarios import get
-from sm121.cli.bench_common import free_port
 from sm121.cli.options import CLUSTER, HOST, TRUST
 from sm121.cli.output import console, console_summary, parse_sets, print_json
 from sm121.cli.progress import LongWait
 from sm121.errors import Sm121Error
+from sm121.free_ports import free_port
 from sm121.recipes.schema import ArgValue
 
 

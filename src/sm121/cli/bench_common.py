@@ -5,7 +5,6 @@ one registered scenario against a URL. The bench command modules import this one
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,13 +31,6 @@ API = typer.Option(None, "--api", help="completions or chat (default: the scenar
                    "agents speak chat). Exact-length prompts are exact over completions; chat "
                    "adds the template's tokens. agents also speak messages (Anthropic, Claude "
                    "Code's) and responses (Codex's): the same workload, prompts exact.")
-
-
-def free_port() -> int:
-    """A loopback port free now, for an engine the command boots itself (ab, tune)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def ints(text: str) -> list[int]:

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from sm121.cli.bench_common import free_port
 from sm121.cli.options import CLUSTER, HOST, JSON, TRUST
 from sm121.cli.output import console, print_json
 from sm121.cli.progress import LongWait
 from sm121.display import plain
 from sm121.errors import Sm121Error
+from sm121.free_ports import free_port
 
 if TYPE_CHECKING:
     from sm121.bench.tune.result import TuneRecord
