@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from support import invoke_cli
 
-from sm121.bench.tune.candidates import Candidate
-from sm121.bench.tune.choose import merged_args
+from sm121.bench.tune.candidates import Candidate, merged_args
+from sm121.recipes.loader import load_recipe
 
 pytestmark = [pytest.mark.integration, pytest.mark.beside_unit]
 
@@ -55,10 +55,11 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
         arms = [Candidate.from_json(c) for c in state["candidates"]]
         assert arms[0].name == "agent" and arms[0].role == ("baseline",)
         assert arms[1].name == "chunk-8192" and arms[1].role == ("reference",)
+        recipe = load_recipe("tiny-cpu").recipe
         for arm in arms:  # one knob per step-1 arm; every arm holds the largest N + 1
             if arm.source == "step 1":
                 assert len(arm.differs) == 1, arm
-            seqs = merged_args("tiny-cpu", arm).get("max-num-seqs")
+            seqs = merged_args(recipe, arm).get("max-num-seqs")
             assert seqs is None if arm.name == "vllm-defaults" else int(str(seqs)) >= 3
         assert {a.name for a in arms} >= {"seqs-12", "lpt-512", "chunk-4096", "vllm-defaults"}
         # A plan before every boot; the second from the times the first boot measured.

@@ -19,9 +19,9 @@ import pytest
 from support import invoke_cli
 from support.llamacpp import put_on_path
 
-from sm121.bench.tune.candidates import Candidate
-from sm121.bench.tune.choose import merged_args
+from sm121.bench.tune.candidates import Candidate, merged_args
 from sm121.engines.registry import adapter_for
+from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import EngineKind
 
 pytestmark = [pytest.mark.integration, pytest.mark.beside_unit]
@@ -62,16 +62,17 @@ def test_tune_searches_llama_cpps_own_knobs_and_keeps_each_agents_window(
         assert not [n for n in arms if n.startswith("lpt-")]
         assert any(d.startswith("lpt-512/1024/2048: ") and KNOBS.no_threshold in d
                    for d in state["dropped"])
+        recipe = load_recipe("tiny-llamacpp").recipe
         for arm in arms.values():  # one knob per step-1 arm, in llama.cpp's names
             if arm.source == "step 1":
                 assert len(arm.differs) == 1, arm
-            args = merged_args("tiny-llamacpp", arm)
+            args = merged_args(recipe, arm)
             if arm.name != "llama.cpp-defaults":  # the slots hold the largest N + 1 ...
                 assert int(str(args[KNOBS.max_num_seqs])) >= 3, arm
                 assert MEMORY.per_request_context(args) == PER_SLOT or (  # ... each its window
                     arm.name == "shared-pool" and args[MEMORY.shared_pool] is True)
         assert arms["seqs-8"].differs == (KNOBS.max_num_seqs,)
-        assert merged_args("tiny-llamacpp", arms["seqs-8"])[MEMORY.max_model_len] == 8 * PER_SLOT
+        assert merged_args(recipe, arms["seqs-8"])[MEMORY.max_model_len] == 8 * PER_SLOT
         assert arms["ubatch-256"].differs == (KNOBS.micro_batch,)
         # The real server gave every measured arm's agents the recipe's per-slot window.
         ab = json.loads((out / "ab-agents.json").read_text())

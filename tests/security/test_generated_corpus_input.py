@@ -161,7 +161,7 @@ def test_a_planted_tune_arm(kind: str, shape: str, started_tune: dict[str, Any],
     every hidden character spelled out."""
     booted: list[str] = []
     # Nothing may boot: were the check to let an arm through, the knee would be next.
-    monkeypatch.setattr("sm121.bench.tune.run.knee_on_recipe",
+    monkeypatch.setattr("sm121.bench.tune.knee_step.knee_on_recipe",
                         lambda *a, **k: booted.append("knee") or (_ for _ in ()).throw(
                             RuntimeError("booted")))
     value = _value(kind, box)

@@ -46,7 +46,7 @@ def no_boot(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         booted.append("knee")
         raise RuntimeError("the tune went on to boot the knee")
 
-    monkeypatch.setattr("sm121.bench.tune.run.knee_on_recipe", knee)
+    monkeypatch.setattr("sm121.bench.tune.knee_step.knee_on_recipe", knee)
     return booted
 
 

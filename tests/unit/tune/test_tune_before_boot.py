@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 
+from sm121.bench.ab import AbRequest, open_results
 from sm121.bench.scenarios.agents.capacity import NOMINAL_PREFIX
-from sm121.bench.tune import run
+from sm121.bench.tune import arm_boots
 from sm121.bench.tune.before_boot import before_boot, knee_pool
 from sm121.bench.tune.candidates import Candidate, arms
 from sm121.bench.tune.files import AbFile, KneeFile
+from sm121.bench.tune.knee_step import KneeFacts
 from sm121.bench.tune.kv_arm import FP8_ARM, fp8_arm
 from sm121.bench.tune.predict import (
     MeasuredPool,
@@ -29,7 +31,7 @@ from sm121.bench.tune.predict import (
     predict_before_boot,
 )
 from sm121.bench.tune.report_predicted import console, section
-from sm121.bench.tune.request import TuneRequest
+from sm121.bench.tune.request import TuneRequest, agent_params
 from sm121.bench.tune.result import ArmRow, CapacityRecord, Probe
 from sm121.bench.tune.state import TuneState
 from sm121.engines.registry import adapter_for
@@ -204,17 +206,17 @@ def test_a_dropped_arm_is_said_in_the_console_and_the_report(tmp_path):
     state = TuneState(request.out, request.to_record())
     state.record.predictions = {"vllm-defaults": _below("vllm-defaults")}
     arms_ = [Candidate.from_json(c) for c in state.record.candidates or []]
-    ab_request = run.AbRequest(request.recipe, [c.name for c in arms_], "agents", 1,
-                               run.agent_params(request).model_dump(),
-                               request.out / "ab-agents.json", request.port, resume=True,
-                               variants={c.name: (c.base, dict(c.args)) for c in arms_})
-    results = run.open_results(ab_request)
+    ab_request = AbRequest(request.recipe, [c.name for c in arms_], "agents", 1,
+                           agent_params(request).model_dump(),
+                           request.out / "ab-agents.json", request.port, resume=True,
+                           variants={c.name: (c.base, dict(c.args)) for c in arms_})
+    results = open_results(ab_request)
     results.data["samples"] = [s for s in results.data["samples"]
                                if s["profile"] != "vllm-defaults"]
     lines: list[str] = []
     index = [c.name for c in arms_].index("vllm-defaults")
-    assert not run._arm(request, ab_request, state, results, run.KneeFacts(None, "vllm"),
-                        index, arms_, lines.append)
+    assert not arm_boots.measure_arm(request, ab_request, state, results,
+                                     KneeFacts(None, "vllm"), index, arms_, lines.append)
     assert lines[-1].startswith("dropped vllm-defaults: predicted 12 agents (KV binds), "
                                 "below the target 16; ")
     assert "vllm-defaults" in state.record.skipped
@@ -284,7 +286,7 @@ def test_the_report_holds_each_prediction_against_its_bracket():
 
 
 def test_the_tuned_profile_names_the_fp8_arm_as_what_set_the_kv_dtype(h200):
-    from sm121.bench.tune.choose import tuned_profile
+    from sm121.bench.tune.tuned_profile import tuned_profile
 
     request = _request(h200)
     planned = _arms(request, h200)
@@ -304,7 +306,7 @@ def test_the_tuned_profile_names_the_fp8_arm_as_what_set_the_kv_dtype(h200):
 
 def test_an_fp8_arm_the_engine_refuses_is_recorded_and_the_tune_goes_on(tmp_path, monkeypatch):
     """The real A/B boot path with the engine's refusal in place of a boot: the arm's runs are
-    recorded as failed with the engine's reason, `_arm` goes on to the next arm, a resume
+    recorded as failed with the engine's reason, `measure_arm` goes on to the next arm, a resume
     passes it, and the report says why it was not measured."""
     from contextlib import contextmanager
 
@@ -319,11 +321,11 @@ def test_an_fp8_arm_the_engine_refuses_is_recorded_and_the_tune_goes_on(tmp_path
                    "fp8", "KV lever", ("kv-cache-dtype",))
     state.record.candidates = [*(state.record.candidates or []), kv.to_json()]
     arms_ = [Candidate.from_json(c) for c in state.record.candidates]
-    ab_request = run.AbRequest(request.recipe, [c.name for c in arms_], "agents", 1,
-                               run.agent_params(request).model_dump(),
-                               request.out / "ab-agents.json", request.port, resume=True,
-                               variants={c.name: (c.base, dict(c.args)) for c in arms_})
-    results = run.open_results(ab_request)
+    ab_request = AbRequest(request.recipe, [c.name for c in arms_], "agents", 1,
+                           agent_params(request).model_dump(),
+                           request.out / "ab-agents.json", request.port, resume=True,
+                           variants={c.name: (c.base, dict(c.args)) for c in arms_})
+    results = open_results(ab_request)
 
     @contextmanager
     def refused(*args: Any, **kwargs: Any):
@@ -333,13 +335,15 @@ def test_an_fp8_arm_the_engine_refuses_is_recorded_and_the_tune_goes_on(tmp_path
     monkeypatch.setattr(ab_module, "booted", refused)
     lines: list[str] = []
     index = len(arms_) - 1
-    knee = run.KneeFacts(None, "vllm")
-    assert run._arm(request, ab_request, state, results, knee, index, arms_, lines.append)
+    knee = KneeFacts(None, "vllm")
+    assert arm_boots.measure_arm(request, ab_request, state, results, knee, index, arms_,
+                                 lines.append)
     failed = [s for s in results.data["samples"] if s["profile"] == FP8_ARM]
     assert failed and all("FP8 KV cache on CPU requires" in s["error"] for s in failed)
     assert any(line.startswith(f"  {FP8_ARM}: failed: the engine did not become ready")
                for line in lines)
-    assert run._arm(request, ab_request, state, results, knee, index, arms_, lines.append)
+    assert arm_boots.measure_arm(request, ab_request, state, results, knee, index, arms_,
+                                 lines.append)
     assert len([s for s in results.data["samples"] if s["profile"] == FP8_ARM]) == len(failed)
     from sm121.bench.tune.result import PredictionRecord
 

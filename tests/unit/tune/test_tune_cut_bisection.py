@@ -11,9 +11,11 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from sm121.bench.tune import run
+from sm121.bench.ab import AbRequest, open_results
+from sm121.bench.tune import after_runs, arm_boots
 from sm121.bench.tune.candidates import Candidate
-from sm121.bench.tune.request import TuneRequest
+from sm121.bench.tune.knee_step import KneeFacts
+from sm121.bench.tune.request import TuneRequest, agent_params
 from sm121.bench.tune.result import ExclusivePrefill, Probe
 from sm121.bench.tune.state import TuneState
 
@@ -51,19 +53,20 @@ def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monke
         probed.append(0)  # 0: the exclusive long prefill, in order with the probes
         return ExclusivePrefill(run_id="boot", prompt_tokens=98242, ttft_s=7.0)
 
-    monkeypatch.setattr(run, "boot_and_measure", boot_and_measure)
-    monkeypatch.setattr(run, "run_point", run_point)
-    monkeypatch.setattr(run, "measure_exclusive", measure_exclusive)
+    monkeypatch.setattr(arm_boots, "boot_and_measure", boot_and_measure)
+    monkeypatch.setattr(after_runs, "run_point", run_point)
+    monkeypatch.setattr(after_runs, "measure_exclusive", measure_exclusive)
     arms = [Candidate.from_json(c) for c in state.record.candidates or []]
-    ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
-                               run.agent_params(request).model_dump(), request.out / "ab-agents.json",
-                               request.port, resume=True,
-                               variants={c.name: (c.base, dict(c.args)) for c in arms})
-    results = run.open_results(ab_request)
-    knee = run.KneeFacts(None, "vllm 0.21.0")
+    ab_request = AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
+                           agent_params(request).model_dump(), request.out / "ab-agents.json",
+                           request.port, resume=True,
+                           variants={c.name: (c.base, dict(c.args)) for c in arms})
+    results = open_results(ab_request)
+    knee = KneeFacts(None, "vllm 0.21.0")
     lines: list[str] = []
     for index in range(5):  # the five arms that were measured
-        assert run._arm(request, ab_request, state, results, knee, index, arms, lines.append)
+        assert arm_boots.measure_arm(request, ab_request, state, results, knee, index, arms,
+                                     lines.append)
     # Only the two cut arms boot, with no run at the target N, each for the probes it has
     # left: seqs-82 two (its N=40 was cut), lpt-2048 one (its N=8 was measured, N=4 cut);
     # each boot's exclusive long prefill first, while the engine is idle. seqs-82's pool
@@ -82,17 +85,17 @@ def test_a_cut_bisection_boots_its_arm_again_for_the_probes_left(tmp_path, monke
 def test_a_cut_bisection_without_budget_records_what_was_tested(tmp_path, monkeypatch):
     request, state = _sitting(tmp_path)
     state.record.elapsed_s = request.budget_s - 10  # no boot fits
-    monkeypatch.setattr(run, "boot_and_measure",
+    monkeypatch.setattr(arm_boots, "boot_and_measure",
                         lambda *a, **k: (_ for _ in ()).throw(AssertionError("booted")))
     arms = [Candidate.from_json(c) for c in state.record.candidates or []]
-    ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
-                               run.agent_params(request).model_dump(), request.out / "ab-agents.json",
-                               request.port, resume=True,
-                               variants={c.name: (c.base, dict(c.args)) for c in arms})
-    results = run.open_results(ab_request)
+    ab_request = AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
+                           agent_params(request).model_dump(), request.out / "ab-agents.json",
+                           request.port, resume=True,
+                           variants={c.name: (c.base, dict(c.args)) for c in arms})
+    results = open_results(ab_request)
     index = [c.name for c in arms].index("seqs-82")
-    assert not run._arm(request, ab_request, state, results, run.KneeFacts(None, ""), index,
-                        arms, print)
+    assert not arm_boots.measure_arm(request, ab_request, state, results, KneeFacts(None, ""),
+                                     index, arms, print)
     assert state.record.capacity["seqs-82"].text.startswith("N* >= 16")
 
 
@@ -115,22 +118,22 @@ def test_a_reference_arm_without_an_exclusive_prefill_is_booted_once_for_it(tmp_
         boots.append((name, reps))
         after(object())
 
-    monkeypatch.setattr(run, "boot_and_measure", boot_and_measure)
-    monkeypatch.setattr(run, "measure_exclusive", lambda boot, params, say: ExclusivePrefill(
-        run_id="again", prompt_tokens=98242, ttft_s=6.9))
+    monkeypatch.setattr(arm_boots, "boot_and_measure", boot_and_measure)
+    monkeypatch.setattr(after_runs, "measure_exclusive", lambda boot, params, say:
+                        ExclusivePrefill(run_id="again", prompt_tokens=98242, ttft_s=6.9))
     arms = [Candidate.from_json(c) for c in state.record.candidates or []]
-    ab_request = run.AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
-                               run.agent_params(request).model_dump(), out / "ab-agents.json",
-                               request.port, resume=True,
-                               variants={c.name: (c.base, dict(c.args)) for c in arms})
-    results = run.open_results(ab_request)
-    knee = run.KneeFacts(None, "vllm 0.21.0")
+    ab_request = AbRequest(request.recipe, [c.name for c in arms], "agents", 1,
+                           agent_params(request).model_dump(), out / "ab-agents.json",
+                           request.port, resume=True,
+                           variants={c.name: (c.base, dict(c.args)) for c in arms})
+    results = open_results(ab_request)
+    knee = KneeFacts(None, "vllm 0.21.0")
     for _ in range(2):
-        run._reference_alone(request, ab_request, state, results, knee, arms, print)
+        arm_boots.reference_alone(request, ab_request, state, results, knee, arms, print)
     assert boots == [("reference", [])]
     assert [e.ttft_s for e in state.exclusive("reference")] == [6.9]
     state.record.elapsed_s = request.budget_s - 10  # no budget: says so, boots nothing
     state.forget("exclusive")
     said: list[str] = []
-    run._reference_alone(request, ab_request, state, results, knee, arms, said.append)
+    arm_boots.reference_alone(request, ab_request, state, results, knee, arms, said.append)
     assert boots == [("reference", [])] and "no exclusive long prefill" in said[0]

@@ -14,11 +14,11 @@ import socket
 from pathlib import Path
 
 from sm121.bench.scenarios.agents.capacity import NOMINAL_PREFIX
-from sm121.bench.tune import run
 from sm121.bench.tune.before_boot import before_boot, record
 from sm121.bench.tune.candidates import arms
 from sm121.bench.tune.files import KneeFile
 from sm121.bench.tune.first_prompt import CountedPrompt, count_on, said
+from sm121.bench.tune.knee_step import KneeFacts
 from sm121.bench.tune.predict import MeasuredPool, predict_before_boot
 from sm121.bench.tune.request import TuneRequest
 from sm121.engines.registry import adapter_for
@@ -47,7 +47,7 @@ def test_a_knee_file_keeps_the_count_and_an_older_one_without_it_still_loads():
     old = json.loads(CPU_KNEE.read_text())
     assert "first_prompt" not in old
     knee = KneeFile.model_validate(old)  # a knee measured before tune counted: a resume
-    assert knee.first_prompt is None and run.KneeFacts.of(knee, "vllm").first_prompt is None
+    assert knee.first_prompt is None and KneeFacts.of(knee, "vllm").first_prompt is None
     assert "first_prompt" not in knee.to_json()  # written back as it came
     counted = CountedPrompt(workload="coding-agent-with-batch", turns=2, max_model_len=65_536,
                             prefix_tokens=15_200, first_prompt_tokens=17_747,
@@ -56,7 +56,7 @@ def test_a_knee_file_keeps_the_count_and_an_older_one_without_it_still_loads():
         {**old, "first_prompt": counted.model_dump(mode="json")})))
     assert again.first_prompt == counted
     assert KneeFile.model_validate(again.to_json()).first_prompt == counted
-    assert run.KneeFacts.of(again, "vllm").first_prompt == counted
+    assert KneeFacts.of(again, "vllm").first_prompt == counted
     # an engine that counted nothing: why, kept as well
     failed = CountedPrompt(workload="w", turns=2, error="/tokenize answered 404")
     assert KneeFile.model_validate({**old, "first_prompt": failed.to_json()}).first_prompt \

@@ -197,8 +197,8 @@ def test_the_budget_left_confirms_the_chosen_arm_against_the_baseline_interleave
 
 
 def test_the_written_profile_says_only_what_was_measured_and_names_its_runs(tmp_path):
-    from sm121.bench.tune.choose import tuned_profile
     from sm121.bench.tune.request import TuneRequest
+    from sm121.bench.tune.tuned_profile import tuned_profile
 
     found, _ = arms("agent", {"agent": AGENT}, largest_n=4, knobs=KNOBS)
     chosen = next(a for a in found if a.name == "chunk-4096")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sm121.bench.tune.candidates import Candidate
+from sm121.bench.tune.candidates import Candidate, merged_args
 from sm121.bench.tune.files import KneeFile
 from sm121.bench.tune.first_prompt import said
 from sm121.bench.tune.kv_arm import fp8_arm
@@ -24,7 +24,7 @@ from sm121.engines.adapter import EngineAdapter
 from sm121.engines.client import block_size_of
 from sm121.memory.capacity import Capacity
 from sm121.plan.effective import profile_args, profile_env
-from sm121.recipes.schema import ArgValue, Recipe
+from sm121.recipes.schema import Recipe
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,6 @@ def knee_pool(knee: KneeFile, recipe: Recipe) -> MeasuredPool | None:
         where="the knee's boot",
         args={**profile_args(recipe, boot.profile), **boot.overrides},
         env=profile_env(recipe, boot.profile), max_model_len=knee.server.max_model_len)
-
-
-def merged(recipe: Recipe, arm: Candidate) -> dict[str, ArgValue]:
-    return {**profile_args(recipe, arm.base), **arm.args}
 
 
 def record(capacity: Capacity | None, target: int) -> PredictionRecord:
@@ -97,14 +93,14 @@ def before_boot(request: TuneRequest, recipe: Recipe, engine: EngineAdapter,
     counted = knee.first_prompt if knee else None
 
     def predicted(arm: Candidate) -> Capacity | None:
-        return predict_before_boot(request, merged(recipe, arm),
+        return predict_before_boot(request, merged_args(recipe, arm),
                                    profile_env(recipe, arm.base), pools, engine, counted)
 
     capacities = {a.name: predicted(a) for a in arms}
     baseline = next((a for a in arms if "baseline" in a.role), arms[0] if arms else None)
     note = "no fp8 KV arm: no baseline arm"
     if baseline is not None:
-        kv, note = fp8_arm(baseline, merged(recipe, baseline), capacities[baseline.name],
+        kv, note = fp8_arm(baseline, merged_args(recipe, baseline), capacities[baseline.name],
                            engine, flags)
         if kv is not None and kv.name not in capacities:
             # after the one-knob arms, before the recipe's other profiles and the defaults

@@ -3,9 +3,10 @@
 An arm costs one boot, its repetitions (with rests between them), its capacity probes (one
 agents run each, on the same boot) and a stop. The plan prefers `reps` repetitions; it keeps
 as many arms as fit, at least `least` of them, trying fewer repetitions and then fewer probes
-before giving up arms. tune (run.py) plans again before every boot, for the arms still to
-measure, with `measured` estimates: the median boot and run times this tune has measured so
-far, the guesses only until there are none, so a wrong first guess costs one boot at most."""
+before giving up arms. tune (tune/arm_boots.py) plans again before every boot, for the arms
+still to measure, with `measured` estimates (tune/costs.py): the median boot and run times
+this tune has measured so far, the guesses only until there are none, so a wrong first guess
+costs one boot at most."""
 
 from __future__ import annotations
 

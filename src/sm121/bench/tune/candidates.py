@@ -37,7 +37,8 @@ from sm121.bench.tune.result import CandidateRecord
 from sm121.display import escape, quoted
 from sm121.engines.adapter import MemoryFlags, SchedulerFlags
 from sm121.errors import Sm121Error
-from sm121.recipes.schema import ArgValue
+from sm121.plan.effective import profile_args
+from sm121.recipes.schema import ArgValue, Recipe
 
 THRESHOLDS = (512, 1024, 2048)
 CHUNKS = (2048, 4096, 8192)
@@ -81,6 +82,11 @@ class Candidate:
         record = CandidateRecord.model_validate(data)
         return Candidate(record.name, record.base, dict(record.args), record.why,
                          record.source, tuple(record.differs), tuple(record.role))
+
+
+def merged_args(recipe: Recipe, candidate: Candidate) -> dict[str, ArgValue]:
+    """The candidate's engine args: its base profile's (recipe args under them), its own on top."""
+    return {**profile_args(recipe, candidate.base), **candidate.args}
 
 
 def _int(value: object) -> int | None:

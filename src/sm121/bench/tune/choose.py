@@ -2,20 +2,17 @@
 its Clopper-Pearson interval, the continuous metrics beside it, and the long prefill's cost
 where it runs (the background job inside the agents runs, and the same prompt alone once per
 boot, each against the reference arm of the same sitting); the ranking by capacity; the
-claims; and the `tuned` profile, each value's comment naming the run that set it. No number
-from the short-context knee prices anything here: a step's cost depends on the context it
-attends to."""
+and the claims (the `tuned` profile made from the answer is tune/tuned_profile.py's). No
+number from the short-context knee prices anything here: a step's cost depends on the
+context it attends to."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from statistics import median
-
-from pydantic import ValidationError
 
 from sm121.bench.scenarios.agents.models import AgentsAbEntry, RunMetrics
 from sm121.bench.stats import clopper_pearson
-from sm121.bench.tune.candidates import Candidate
+from sm121.bench.tune.candidates import Candidate, merged_args
 from sm121.bench.tune.capacity import Bracket, bracket
 from sm121.bench.tune.claims import claim
 from sm121.bench.tune.files import AbFile
@@ -23,19 +20,11 @@ from sm121.bench.tune.first_prompt import CountedPrompt
 from sm121.bench.tune.knobs import effective_step, engine_of
 from sm121.bench.tune.pick import COST_TARGET, binding
 from sm121.bench.tune.predict import predicted_for
-from sm121.bench.tune.recipe_write import TunedProfile
 from sm121.bench.tune.request import TuneRequest
 from sm121.bench.tune.result import ArmRow, Probe, SittingRecord, TuneResult
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
-from sm121.plan.effective import profile_args
 from sm121.recipes.loader import load_recipe
-from sm121.recipes.schema import ArgValue, MeasuredOn
-
-
-def merged_args(recipe: str, candidate: Candidate) -> dict[str, ArgValue]:
-    """The candidate's engine args: its base profile's (recipe args under them), its own on top."""
-    return {**profile_args(load_recipe(recipe).recipe, candidate.base), **candidate.args}
 
 
 def _kv(ab: AbFile) -> dict[str, int | None]:
@@ -154,7 +143,8 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     `counted`: the first prompt the knee's engine counted (each arm's prediction from its own
     boot takes its working set from it)."""
     samples = ab.samples
-    adapter = engine_of(load_recipe(request.recipe).recipe.engine.kind)
+    recipe = load_recipe(request.recipe).recipe
+    adapter = engine_of(recipe.engine.kind)
     knobs = adapter.scheduler
     table = [r for c in found if (r := row(c.name, samples, request.agents,
                                            state.sweep(c.name)))]
@@ -171,7 +161,7 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
         if (pred := predicted_for(request, samples, r.name, adapter, counted)) is not None:
             r.predicted = pred.predicted
             r.predicted_binding = pred.binding.value if pred.binding else None
-        r.source, r.step = c.source, effective_step(merged_args(request.recipe, c), knobs)
+        r.source, r.step = c.source, effective_step(merged_args(recipe, c), knobs)
     ranked = rank(table)
     chosen = next((r.name for r in ranked if "defaults" not in r.role), None)
     baseline = next((c.name for c in found if "baseline" in c.role), None)
@@ -187,90 +177,3 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
                       baseline=baseline, reference=reference, claims=claims,
                       binding=binding(table), cost_bound=COST_TARGET,
                       device=sitting.device, engine=engine, date=sitting.date)
-
-
-def _file(probe: Probe) -> str:
-    """A probe's results file, relative to the tune's folder (as the report names it)."""
-    return f"capacity/{Path(probe.results_file or '?').name}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def _ci(r: ArmRow) -> str:
-    ci = r.goodput_ci
-    return f"[{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "[-]"
-
-
-def tuned_profile(request: TuneRequest, result: TuneResult, found: list[Candidate],
-                  report: Path) -> TunedProfile:
-    """The chosen arm as profile `tuned`: only what was measured, each value's comment naming
-    the run (boot, results file) that set it."""
-    chosen = next(c for c in found if c.name == result.chosen)
-    r = next(x for x in result.table if x.name == chosen.name)
-    recipe = load_recipe(request.recipe).recipe
-    engine = engine_of(recipe.engine.kind)
-    knobs = engine.scheduler
-    args = {**recipe.profiles[chosen.base].args, **chosen.args}
-    boots = ", ".join(r.boots) or "?"
-    cap = r.capacity
-    probes = "; ".join(f"N={p.agents} {'met' if p.slo_met else 'missed'} "
-                       f"({_file(p)})" for p in r.probes)
-    capacity_text = (f"capacity {cap.text} on boot {boots} (N={request.agents}: "
-                     f"{r.reps} runs in ab-agents.json{'; ' + probes if probes else ''})")
-    ref = r.prefill_reference
-    alone = (f"; alone on the engine {_pct(r.exclusive_cost)} (median of "
-             f"{r.exclusive_boots} boot(s))"
-             if r.exclusive_cost is not None else "")
-    prefill = (f"long prefill in the agents runs at N={request.agents}: "
-               f"{r.prefill_rate or 0:,.0f} tok/s, {_pct(r.prefill_cost)} against "
-               f"reference arm {ref}{alone}" if ref else
-               "long prefill cost not priced (the reference arm was not measured)")
-    differs = ("the baseline" if not chosen.differs else
-               "differs from the baseline in " + ", ".join(chosen.differs))
-    arm = f"arm {chosen.name} ({differs})"
-    step_knobs = (knobs.batched_tokens, knobs.long_prefill_threshold, knobs.micro_batch)
-    comments = {name: f"{arm}; {capacity_text}; {prefill}" for name in step_knobs if name}
-    comments[knobs.max_num_seqs] = (
-        f"holds {request.largest_n} agents (the most the capacity search may test; it tested up "
-        f"to {_tested(r)} on boot {boots}) and the background job")
-    memory, runs = engine.memory, merged_args(request.recipe, chosen)
-    each = memory.per_request_context(runs)
-    if each is not None and memory.splits_context(runs):  # grown with the sequences
-        comments[memory.max_model_len] = (f"{each:,} tokens for each of the "
-                                          f"{runs.get(knobs.max_num_seqs)} sequences")
-    if knobs.max_num_seqs in chosen.differs:  # the seqs-alone arm: its value is the finding
-        comments[knobs.max_num_seqs] = f"{arm}; {capacity_text}"
-    for name in chosen.differs:  # a knob beyond the scheduler's (the fp8 KV arm's dtype)
-        comments.setdefault(name, f"{arm}; {capacity_text}; {chosen.why}")
-    notes = {name: (comments[name] if name in comments and name in chosen.args else
-                    f"from profile {chosen.base}; {comments[name]}" if name in comments else
-                    f"from profile {chosen.base}, unchanged") for name in args}
-    header = [f"Chosen by sm121 tune, ranked by capacity N* (ranking: "
-              f"{', '.join(result.ranking)}): {chosen.name}, {chosen.why}.",
-              f"Sitting: {result.device}, {result.engine}, {result.date}; "
-              f"{len({b for x in result.table for b in x.boots})} boots; "
-              f"report {report}.",
-              f"Goodput {_pct(r.goodput)} at {request.agents} agents ({r.good_turns}/"
-              f"{r.judged_turns} judged turns, 95% interval {_ci(r)}), {request.workload}, "
-              f"{request.slo}."]
-    return TunedProfile(f"{chosen.name} chosen by sm121 tune for {request.workload} at "
-                        f"{request.slo}: {cap.text}", args, notes, header,
-                        _measured_on(result.device, r, request.workload))
-
-
-def _measured_on(device: str, r: ArmRow, workload: str) -> MeasuredOn | None:
-    """The record plan and serve compare a pool with; None when the boot logged no pool or
-    a name would not pass the recipe's own check (a stranger's device string)."""
-    if not r.kv_tokens:
-        return None
-    try:
-        return MeasuredOn(device=device, pool_tokens=r.kv_tokens, workload=workload,
-                          agents=r.capacity.lo or None)
-    except ValidationError:
-        return None
-
-
-def _tested(r: ArmRow) -> int:
-    return max((n for n, _ in r.capacity.tested), default=0)

@@ -26,6 +26,7 @@ from sm121.bench.tune.files import AbFile, KneeFile  # noqa: E402
 from sm121.bench.tune.report_arms import arms_section as _arms  # noqa: E402
 from sm121.bench.tune.report_predicted import section as predicted_section  # noqa: E402
 from sm121.bench.tune.result import ArmRow, TuneRecord  # noqa: E402
+from sm121.bench.tune.shown import number  # noqa: E402
 from sm121.display import escape  # noqa: E402
 from sm121.display_markdown import document, inert  # noqa: E402
 from sm121.safe_paths import file_under  # noqa: E402
@@ -33,14 +34,6 @@ from sm121.safe_paths import file_under  # noqa: E402
 # An arm's name on a tick label: spelled out and cut, so that a stranger's name neither
 # draws missing glyphs nor stretches the figure past its layout
 LABEL = 40
-
-
-def _n(value: float | None, fmt: str = ",.0f") -> str:
-    return "-" if value is None else format(value, fmt)
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
 
 
 def knee_plot(summary: KneeSummary, path: Path) -> Path:
@@ -120,14 +113,14 @@ def write_report(out: Path, knee: KneeFile, ab: AbFile, state: TuneRecord) -> Pa
     for name, shown in (("engine", summary.engine), ("client", summary.client)):
         window = shown or KneeWindow()
         k, sat = window.knee, window.decode_saturation
-        lines.append(f"| {name} | {k.knee_at} | {_n(k.knee_rate)} | {_n(k.peak)} "
+        lines.append(f"| {name} | {k.knee_at} | {number(k.knee_rate)} | {number(k.peak)} "
                      f"({k.peak_at}) | {sat.knee_at}"
-                     f"{'' if sat.saturated else ' (not saturated)'} | {_n(sat.peak)} |")
+                     f"{'' if sat.saturated else ' (not saturated)'} | {number(sat.peak)} |")
     lines += ["", "Prefill tok/s by step, engine window (median [min-max], "
               f"{summary.reps if summary.reps is not None else '?'} reps):", "",
               "| step | " + " | ".join(str(r.step) for r in engine.prefill) + " |",
               "|---|" + "---|" * len(engine.prefill),
-              "| tok/s | " + " | ".join(f"{_n(r.median)} [{_n(r.min)}-{_n(r.max)}]"
+              "| tok/s | " + " | ".join(f"{number(r.median)} [{number(r.min)}-{number(r.max)}]"
                                        for r in engine.prefill) + " |", "",
               "The knee is short-context (one fresh prompt per step): it is shown, and it "
               "prices nothing below; the long prefill is priced in the agents runs.", ""]

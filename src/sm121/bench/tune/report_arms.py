@@ -15,6 +15,7 @@ from pathlib import Path
 from sm121.bench.tune.capacity import text_of
 from sm121.bench.tune.pick import binding
 from sm121.bench.tune.result import ArmRow, Probe, TuneRecord, TuneResult
+from sm121.bench.tune.shown import number, pct
 from sm121.display_markdown import inert
 
 GOAL_AGENTS = 32  # the project's goal: 32 agents at 95% goodput beside the long background job
@@ -23,14 +24,6 @@ GOAL_AGENTS = 32  # the project's goal: 32 agents at 95% goodput beside the long
 def _file(probe: Probe) -> str:
     """A probe's results file, relative to the tune's folder (as the report names it)."""
     return f"capacity/{inert(Path(probe.results_file or '?').name)}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def _n(value: float | None, fmt: str = ",.0f") -> str:
-    return "-" if value is None else format(value, fmt)
 
 
 def _ci(row: ArmRow) -> str:
@@ -70,12 +63,12 @@ def arms_section(state: TuneRecord) -> list[str]:
         mark = " (chosen)" if r.name == result.chosen else ""
         lines.append(
             f"| {inert(r.name)}{mark} | {', '.join(map(inert, r.differs)) or '(baseline)'} | "
-            f"{text_of(r.capacity)}{_predicted(r)} | {_tested(r)} | {_pct(r.goodput)} "
+            f"{text_of(r.capacity)}{_predicted(r)} | {_tested(r)} | {pct(r.goodput)} "
             f"({r.good_turns}/{r.judged_turns}, {_ci(r)}) | "
-            f"{_n(r.ttft_p95_judged_s, '.3f')} | "
-            f"{_n(r.ttft_p95_during_background_s, '.3f')} | {_n(r.decode_p50, '.1f')} | "
-            f"{_n(r.background_ttft_s, '.2f')}, {_n(r.prefill_rate)} | "
-            f"{_pct(r.prefill_cost)} | {_alone(r)} | {_n(r.kv_tokens)} |")
+            f"{number(r.ttft_p95_judged_s, '.3f')} | "
+            f"{number(r.ttft_p95_during_background_s, '.3f')} | {number(r.decode_p50, '.1f')} | "
+            f"{number(r.background_ttft_s, '.2f')}, {number(r.prefill_rate)} | "
+            f"{pct(r.prefill_cost)} | {_alone(r)} | {number(r.kv_tokens)} |")
     lines += ["", "The long prefill's cost twice, each against the reference arm: in situ (the "
               "background job inside the agents runs at the target N: what the job pays beside "
               "the agents) and alone (the same prompt on the idle engine once per boot, the "
@@ -136,8 +129,8 @@ def _alone(row: ArmRow) -> str:
     boots = row.exclusive_boots
     if not boots:
         return "not measured"
-    return (f"{_n(row.exclusive_ttft_s, '.2f')} ({boots} boot{'s' if boots > 1 else ''}), "
-            f"{_pct(row.exclusive_cost)}")
+    return (f"{number(row.exclusive_ttft_s, '.2f')} ({boots} boot{'s' if boots > 1 else ''}), "
+            f"{pct(row.exclusive_cost)}")
 
 
 def _over_bound(table: list[ArmRow], result: TuneResult) -> str:
