@@ -13,6 +13,7 @@ import typer
 from sm121.cli.output import console
 from sm121.errors import Sm121Error
 from sm121.memory.capacity import Capacity, Knobs, Pool, SessionShape, Throughput
+from sm121.memory.cold_start import FreshRate
 from sm121.memory.long_job_window import JobRate
 
 TURNS_HELP = "Turns per session the workload runs (its last turn sets the working set)."
@@ -32,6 +33,12 @@ JOB_PREFILL_TOK_S = typer.Option(None, "--job-prefill-tok-s", min=1.0, help="The
                                  "long job's prefill rate at its own depth under the profile's "
                                  "long-prefill threshold (a calibration figure): what its "
                                  "window costs the SLO (docs/capacity.md).")
+COLD_PREFILL_TOK_S = typer.Option(
+    None, "--cold-prefill-tok-s", min=1.0, help="The engine's prefill rate for fresh prompts "
+    "of about the workload's first prompt's length at the profile's step budget (a "
+    "calibration figure: `sm121 bench knee` on the same stack, its rate at the step nearest "
+    "that length): what the cold start, every session's first prompt sent at once, costs "
+    "the second turns (docs/capacity.md). Needs the first prompt counted (--engine-url).")
 DECODE_TOK_S = typer.Option(None, "--decode-tok-s", min=0.1, help="One stream's decode rate under load "
                             "(with --prefill-tok-s: the step budget's allowance).")
 
@@ -102,6 +109,10 @@ def job_rate(tok_s: float | None) -> JobRate | None:
     return None if tok_s is None else JobRate(tok_s, "given (--job-prefill-tok-s)")
 
 
+def fresh_rate(tok_s: float | None) -> FreshRate | None:
+    return None if tok_s is None else FreshRate(tok_s, "given (--cold-prefill-tok-s)")
+
+
 def slo_ttft(slo: str | None) -> float | None:
     """The TTFT threshold of an SLO such as ttft_p95=2s (None: no TTFT term)."""
     from sm121.bench.scenarios.agents.capacity import slo_ttft as threshold
@@ -134,6 +145,11 @@ def capacity_json(c: Capacity) -> dict[str, object]:
                 "agents": c.window.agents, "deficit_tokens": round(c.window.deficit_tokens),
                 "misses": round(c.window.misses, 1), "judged": c.window.judged,
                 "met": c.window.met},
+            "cold_start": None if c.cold_start is None else {
+                "agents": c.cold_start.agents, "duration_s": round(c.cold_start.duration_s, 2),
+                "release_s": round(c.cold_start.release_s, 2),
+                "misses": round(c.cold_start.misses, 1), "judged": c.cold_start.judged,
+                "met": c.cold_start.met},
             "headline": c.headline()}
 
 
@@ -141,11 +157,13 @@ def capacity_of(engine_args: dict[str, object], planned_pool: int | None, block_
                 max_model_len: int, *, workload: str, turns: int, agents: int | None,
                 pool: Pool | None, slo: str | None, rate: Throughput | None,
                 max_inflight: int | None = None, engine_url: str | None = None,
-                job_rate: JobRate | None = None) -> Capacity:
+                job_rate: JobRate | None = None,
+                fresh_rate: FreshRate | None = None) -> Capacity:
     """The prediction for a rendered profile: `pool` when one was given, else the planner's;
     `max_inflight`: the gateway's in-flight cap in front of the engine, if any; `engine_url`:
     a running engine that renders the workload's first prompt (else the longest session);
-    `job_rate`: the long job's prefill rate at its depth (what its window costs the SLO)."""
+    `job_rate`: the long job's prefill rate at its depth (what its window costs the SLO);
+    `fresh_rate`: the prefill rate of fresh first prompts (what the cold start costs)."""
     from dataclasses import replace
 
     from sm121.memory.capacity import predict
@@ -154,7 +172,7 @@ def capacity_of(engine_args: dict[str, object], planned_pool: int | None, block_
         pool = Pool(planned_pool, block_size, "the memory planner")
     shape = session_shape(workload, turns, max_model_len, engine_url)
     knobs = replace(knobs_of(engine_args), inflight_cap=max_inflight)
-    return predict(pool, shape, knobs, rate, slo_ttft(slo), agents, job_rate)
+    return predict(pool, shape, knobs, rate, slo_ttft(slo), agents, job_rate, fresh_rate)
 
 
 def parse_capacity_load(text: str) -> tuple[int, str, int | None]:

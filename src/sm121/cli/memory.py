@@ -15,6 +15,7 @@ from sm121.errors import Sm121Error
 from sm121.findings import errors
 from sm121.memory.budget import GIB
 from sm121.memory.capacity import Pool, Throughput
+from sm121.memory.cold_start import FreshRate
 from sm121.memory.long_job_window import JobRate
 from sm121.memory.model import GB10_ASSUMED, MemoryPlan, NodeMemory
 from sm121.memory.planner import plan_memory
@@ -57,6 +58,7 @@ def plan_cmd(
     prefill_tok_s: float | None = cap.PREFILL_TOK_S,
     decode_tok_s: float | None = cap.DECODE_TOK_S,
     job_prefill_tok_s: float | None = cap.JOB_PREFILL_TOK_S,
+    cold_prefill_tok_s: float | None = cap.COLD_PREFILL_TOK_S,
     max_inflight: int | None = cap.MAX_INFLIGHT,
     no_calibration: bool = typer.Option(False, "--no-calibration", help="Ignore observed boots."),
     as_json: bool = JSON,
@@ -75,7 +77,8 @@ def plan_cmd(
                         turns or 6, cap.given_pool(pool_tokens, boot_log, engine_url,
                                                    memory_plan.block_size), slo,
                         cap.throughput(prefill_tok_s, decode_tok_s), as_json, max_inflight,
-                        engine_url, cap.job_rate(job_prefill_tok_s))
+                        engine_url, cap.job_rate(job_prefill_tok_s),
+                        cap.fresh_rate(cold_prefill_tok_s))
         return
     if solve_for:
         solution = solve(request, parse_load(solve_for))
@@ -140,7 +143,8 @@ def _solve_capacity(name: str, profile: str | None, sets: list[str] | None,
                     turns: int, pool: Pool | None, slo: str,
                     rate: Throughput | None, as_json: bool,
                     max_inflight: int | None = None, engine_url: str | None = None,
-                    job_rate: JobRate | None = None) -> None:
+                    job_rate: JobRate | None = None,
+                    fresh_rate: FreshRate | None = None) -> None:
     from sm121.plan.build import build_plan
 
     serve_plan = build_plan(name, profile, cluster, parse_sets(sets), argv_check=False)
@@ -148,7 +152,7 @@ def _solve_capacity(name: str, profile: str | None, sets: list[str] | None,
         dict(serve_plan.engine_args), memory_plan.pool_tokens, memory_plan.block_size,
         memory_plan.max_model_len, workload=workload, turns=turns, agents=agents, pool=pool,
         slo=slo, rate=rate, max_inflight=max_inflight, engine_url=engine_url,
-        job_rate=job_rate)
+        job_rate=job_rate, fresh_rate=fresh_rate)
     if as_json:
         print_json(cap.capacity_json(capacity))
     else:

@@ -49,6 +49,7 @@ def register(app: typer.Typer) -> None:
         prefill_tok_s: float | None = cap.PREFILL_TOK_S,
         decode_tok_s: float | None = cap.DECODE_TOK_S,
         job_prefill_tok_s: float | None = cap.JOB_PREFILL_TOK_S,
+        cold_prefill_tok_s: float | None = cap.COLD_PREFILL_TOK_S,
         max_inflight: int | None = cap.MAX_INFLIGHT,
     ) -> None:
         """Render recipe + profile + cluster + overrides into the ServePlan: for each node the
@@ -59,7 +60,8 @@ def register(app: typer.Typer) -> None:
                 "workload": workload, "turns": turns, "agents": agents, "slo": slo,
                 "pool": (pool_tokens, boot_log, engine_url),
                 "rate": cap.throughput(prefill_tok_s, decode_tok_s),
-                "job_rate": cap.job_rate(job_prefill_tok_s), "max_inflight": max_inflight})
+                "job_rate": cap.job_rate(job_prefill_tok_s),
+                "fresh_rate": cap.fresh_rate(cold_prefill_tok_s), "max_inflight": max_inflight})
             return
         if memory:
             _plan_with_memory(name, profile, cluster, sets, port, host, as_json, trust)
@@ -126,7 +128,7 @@ def _plan_capacity(name: str, profile: str | None, cluster: str | None,
         memory.block_size, memory.max_model_len, workload=cap_args["workload"],
         turns=cap_args["turns"], agents=cap_args["agents"], pool=pool, slo=cap_args["slo"],
         rate=cap_args["rate"], max_inflight=cap_args["max_inflight"], engine_url=engine_url,
-        job_rate=cap_args["job_rate"])
+        job_rate=cap_args["job_rate"], fresh_rate=cap_args["fresh_rate"])
     if as_json:
         print_json({"plan": both.serve_plan.model_dump(mode="json") if both.serve_plan else None,
                     "capacity": cap.capacity_json(capacity)})

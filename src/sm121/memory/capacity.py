@@ -1,6 +1,6 @@
 """How many agents a pool, a profile and a workload allow, and which resource binds.
 
-Three resources, each counted on its own, the smallest binds (DOMAIN.md, "Agent capacity is a
+Each resource counted on its own, the smallest binds (DOMAIN.md, "Agent capacity is a
 memory question first"):
 - KV: every session's working set (its context at its last turn, in blocks) must stay in the
   pool between its turns, beside what long jobs hold for the whole run. Past that, idle
@@ -18,6 +18,10 @@ memory question first"):
   at the workload's depth; and admission during the long prefill, which without a per-request
   threshold below the step budget waits for the whole prefill. Without a measured figure the
   model says "not known" rather than guess.
+- the cold start: every session's first prompt sent at once, the second turns queued behind
+  those still waiting (memory/cold_start.py); known where the engine's prefill rate for fresh
+  prompts of that length is given (the H100 baseline's 17 agents missed with 3 of its 4
+  misses there, the H200's chunk-2048 arms at 28 with all 10).
 
 The model takes plain numbers: the CLI and bench read them from the workload preset
 (memory/ must not import bench/). Pure, no I/O.
@@ -29,7 +33,9 @@ import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from sm121.memory import cold_start as cold
 from sm121.memory import long_job_window as window
+from sm121.memory.cold_start import ColdStartCost, ColdStartInputs, FreshRate
 from sm121.memory.long_job_window import JobRate, WindowCost, WindowInputs
 from sm121.memory.working_set import WorkingSet, blocks_for, sessions_that_fit
 
@@ -45,6 +51,7 @@ class Resource(StrEnum):
     STEP_BUDGET = "step budget"
     ADMISSION = "admission during the long prefill"
     LONG_JOB_WINDOW = "the long job's window"
+    COLD_START = "the cold start"
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,10 @@ class SessionShape:
     first_prompt_tokens: int | None = None  # a session's first prompt, as counted
     prefix_source: str | None = None  # how the first prompt was counted (said in the result)
     slo_from_turn: int = 1  # the SLO judges turns from this one on (the presets' 1)
+    # a turn's reply and think time as the uniform ranges they are drawn from (None: the mean,
+    # fixed); the cold start's second turns go out at their spread, not their mean
+    reply_range: tuple[float, float] | None = None
+    think_range: tuple[float, float] | None = None
 
     def working_set(self) -> WorkingSet:
         return WorkingSet(prompt_tokens=self.last_context_tokens)
@@ -131,6 +142,8 @@ class Capacity:
     kv_dtype: str | None = None  # the profile's kv-cache-dtype (None: the model's dtype)
     window: WindowCost | None = None  # what the long job's window costs the N asked about
     window_arithmetic: str | None = None  # what an evicted turn costs, said under the allowances
+    cold_start: ColdStartCost | None = None  # what the cold start costs the N asked about
+    cold_start_arithmetic: str | None = None  # how the first prompts prefill, said likewise
     # the working set's first prompt as counted (None: the longest session, a bound), and how
     first_prompt_tokens: int | None = None
     prefix_source: str | None = None
@@ -166,6 +179,8 @@ class Capacity:
             out.append(f"{a.resource.value}: {count}: {a.how}")
         if self.window_arithmetic:
             out.append(f"the long job's window: {self.window_arithmetic}")
+        if self.cold_start_arithmetic:
+            out.append(f"the cold start: {self.cold_start_arithmetic}")
         if self.transient_from is not None and not any(
                 a.resource is Resource.LONG_JOB_WINDOW for a in self.allowances):
             out.append(f"past {self.transient_from} agents the long job's own blocks evict idle "
@@ -340,10 +355,62 @@ def window_allowance(pool: Pool | None, shape: SessionShape, knobs: Knobs,
                      f"misses the goodput target from {first}: {how}"), at, arithmetic
 
 
+def cold_start_inputs(shape: SessionShape, knobs: Knobs, fresh: FreshRate,
+                      slo_ttft_s: float) -> ColdStartInputs | None:
+    """The cold start as plain numbers; None where the first prompt was not counted or the
+    step budget is not set."""
+    if shape.first_prompt_tokens is None or knobs.step_budget is None:
+        return None
+    return ColdStartInputs(
+        first_prompt_tokens=shape.first_prompt_tokens,
+        shared_tokens=0,  # bench agents salts each session's system prompt at its start
+        step_budget=knobs.step_budget, threshold=knobs.long_prefill_threshold,
+        reply_tokens=shape.reply_range or (shape.reply_tokens, shape.reply_tokens),
+        think_time_s=shape.think_range or (shape.think_time_s, shape.think_time_s),
+        slo_ttft_s=slo_ttft_s, judged_turns=max(0, shape.turns - shape.slo_from_turn),
+        second_turn_judged=shape.turns >= 2 and shape.slo_from_turn <= 1, rate=fresh)
+
+
+def cold_start_allowance(shape: SessionShape, knobs: Knobs, fresh: FreshRate | None,
+                         slo_ttft_s: float | None, agents: int | None
+                         ) -> tuple[Allowance, ColdStartCost | None, str | None]:
+    """The most agents whose cold start leaves goodput at the target (None: not known, or no
+    limit of its own), its cost at `agents`, and the arithmetic."""
+    if shape.turns < 2 or shape.slo_from_turn > 1:
+        return Allowance(Resource.COLD_START, None, "the SLO judges no second turn (the turns "
+                         "that queue behind the first prompts)", limits=False), None, None
+    missing = ("a first prompt an engine counted (--engine-url)"
+               if shape.first_prompt_tokens is None else
+               "the step budget (max-num-batched-tokens is the engine's default)"
+               if knobs.step_budget is None else
+               "the engine's prefill rate for fresh prompts of the first prompt's length at "
+               "this step budget (--cold-prefill-tok-s)" if fresh is None else
+               "an SLO with a TTFT term")
+    inputs = None if fresh is None or slo_ttft_s is None else \
+        cold_start_inputs(shape, knobs, fresh, slo_ttft_s)
+    if inputs is None:
+        return Allowance(Resource.COLD_START, None, (
+            "every session's first prompt is sent at once and second turns queue behind those "
+            f"still waiting; what that costs the SLO is not known without {missing}")), None, None
+    at = None if agents is None else cold.cost(inputs, agents)
+    arithmetic = cold.describe(inputs, agents, shape.prefix_source or "as counted")
+    said = "" if at is None else (
+        f"at {agents}: about {at.misses:.1f} of {at.judged} judged turns over the SLO (goodput "
+        f"{at.goodput:.0%}), second turns admitted from {at.release_s:.1f} s")
+    first = cold.binds_from(inputs)
+    if first is None:
+        return Allowance(Resource.COLD_START, None, said or "a second turn's wait never costs "
+                         "the target's share", limits=False), at, arithmetic
+    return Allowance(Resource.COLD_START, first - 1, f"misses the goodput target from {first}"
+                     + (f"; {said}" if said else "")), at, arithmetic
+
+
 def predict(pool: Pool | None, shape: SessionShape, knobs: Knobs, rate: Throughput | None = None,
             slo_ttft_s: float | None = None, agents: int | None = None,
-            job_rate: JobRate | None = None) -> Capacity:
-    """The agents each resource allows; the smallest known one is the prediction."""
+            job_rate: JobRate | None = None, fresh_rate: FreshRate | None = None) -> Capacity:
+    """The agents each resource allows; the smallest known one is the prediction.
+    `fresh_rate`: the engine's prefill rate for fresh prompts of about the first prompt's
+    length at this step budget (what the cold start costs)."""
     kv, transient = kv_allowance(pool, shape)
     found = [kv, sequence_allowance(shape, knobs), step_allowance(shape, knobs, rate)]
     if (admission := admission_allowance(shape, knobs, rate, slo_ttft_s)) is not None:
@@ -352,6 +419,9 @@ def predict(pool: Pool | None, shape: SessionShape, knobs: Knobs, rate: Throughp
                                                               slo_ttft_s, agents)
     if window_allows is not None:
         found.append(window_allows)
+    cold_allows, cold_cost, cold_arithmetic = cold_start_allowance(shape, knobs, fresh_rate,
+                                                                   slo_ttft_s, agents)
+    found.append(cold_allows)
     known = [a for a in found if a.agents is not None]
     bind = min(known, key=lambda a: a.agents or 0) if known else None
     return Capacity(
@@ -362,7 +432,8 @@ def predict(pool: Pool | None, shape: SessionShape, knobs: Knobs, rate: Throughp
         unknown=tuple(a.resource for a in found if a.agents is None and a.limits),
         transient_from=transient if transient is not None and transient < (kv.agents or 0)
         else None, agents=agents, slo_ttft_s=slo_ttft_s, kv_dtype=knobs.kv_dtype,
-        window=window_cost, window_arithmetic=arithmetic,
+        window=window_cost, window_arithmetic=arithmetic, cold_start=cold_cost,
+        cold_start_arithmetic=cold_arithmetic,
         first_prompt_tokens=shape.first_prompt_tokens, prefix_source=shape.prefix_source)
 
 

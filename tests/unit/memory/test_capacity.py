@@ -23,8 +23,10 @@ TUNED = Knobs(max_num_seqs=41, step_budget=4096, long_prefill_threshold=1024)
 def test_the_h100_pool_binds_on_kv_at_nineteen():
     c = predict(Pool(392_032, 16, "given"), SHAPE, TUNED, agents=24)
     assert (c.predicted, c.binding) == (19, Resource.KV)
-    # the long job's window is a resource of its own, not known without its prefill rate
-    assert c.margin == -5 and c.unknown == (Resource.STEP_BUDGET, Resource.LONG_JOB_WINDOW)
+    # the long job's window and the cold start are resources of their own, not known without
+    # their rates
+    assert c.margin == -5 and c.unknown == (Resource.STEP_BUDGET, Resource.LONG_JOB_WINDOW,
+                                            Resource.COLD_START)
     assert c.allowance(Resource.SEQUENCES).agents == 40  # the long job holds one sequence
     # the job's own window evicts past (24,502 - 6,141 blocks) / 1,231 = 14
     assert c.transient_from == 14
@@ -64,7 +66,7 @@ def test_the_step_budget_shrinks_with_the_long_jobs_share_of_each_step():
     s, l_ = small.allowance(Resource.STEP_BUDGET).agents, large.allowance(Resource.STEP_BUDGET).agents
     assert s is not None and l_ is not None and l_ > s
     assert small.binding is Resource.STEP_BUDGET
-    assert small.unknown == (Resource.LONG_JOB_WINDOW,)
+    assert small.unknown == (Resource.LONG_JOB_WINDOW, Resource.COLD_START)
 
 
 def test_the_kv_lever_names_the_pool_a_target_needs():

@@ -59,7 +59,7 @@ def test_plan_without_a_pool_still_names_what_binds():
                       "--workload", "coding-agent-with-batch", "--json")
     c = json.loads(done.stdout)["capacity"]
     assert (c["predicted"], c["binding"]) == (5, "sequences")  # the shipped max-num-seqs 6
-    assert c["unknown"] == ["KV", "step budget", "the long job's window"]
+    assert c["unknown"] == ["KV", "step budget", "the long job's window", "the cold start"]
 
 
 def test_a_bad_solve_names_the_form():

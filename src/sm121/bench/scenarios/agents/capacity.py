@@ -77,7 +77,10 @@ def session_shape(w: Workload, turns: int, first_prompt_tokens: int | None = Non
         think_time_s=(w.think_time_s.min + w.think_time_s.max) / 2,
         long_job_tokens=w.fitted.background_tokens, first_prompt_tokens=first_prompt_tokens,
         prefix_source=prefix_source if first_prompt_tokens is not None
-        or (prefix_source or "").startswith(NOMINAL_PREFIX) else NOMINAL_PREFIX)
+        or (prefix_source or "").startswith(NOMINAL_PREFIX) else NOMINAL_PREFIX,
+        slo_from_turn=w.slo_from_turn,
+        reply_range=(w.output_tokens.min, w.output_tokens.max),
+        think_range=(w.think_time_s.min, w.think_time_s.max))
 
 
 def knobs_from_args(args: Mapping[str, Any], flags: SchedulerFlags,
