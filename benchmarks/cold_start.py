@@ -239,6 +239,10 @@ def evaluate(run: Run, knees: dict[str, dict[str, Any]]) -> Row | None:
                inputs=inputs, shape=shape)
 
 
+def _workload(r: Row) -> str:
+    return Path(str(r.run.data["params"]["workload"])).stem
+
+
 def _t(value: float | None) -> str:
     return "    -" if value is None else f"{value:5.1f}"
 
@@ -327,6 +331,14 @@ def main() -> None:
             print(f"  {card}, runs with a cold-start miss measured: {len(subset)}, mean |error| "
                   f"{sum(abs(e) for e in rel) / len(rel):.0%} (range {min(rel):+.0%} to "
                   f"{max(rel):+.0%})")
+    for card, workload in sorted({(r.run.card, _workload(r)) for r in judged2}):
+        late = [r.last_first / r.model_last - 1 for r in judged2
+                if (r.run.card, _workload(r)) == (card, workload) and r.model_last
+                and r.agents > r.slots]
+        if late:
+            print(f"  {card}, {workload}: the last first prompt came {min(late):+.0%} to "
+                  f"{max(late):+.0%} after the model's T_cold (median "
+                  f"{sorted(late)[len(late) // 2]:+.0%}, {len(late)} runs)")
     for line in bounds(rows, knees):
         print(line)
 

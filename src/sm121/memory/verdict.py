@@ -13,8 +13,9 @@ prediction for that N. The order of the checks is the order of the evidence's st
 - sequences: requests waited while max-num-seqs were running;
 - else the step budget: the agents' own turns queued in a full engine.
 Whatever it names, the line says what each judged miss met (MissCause): a resource names the
-run's limit, not every miss's; the cold start (the sessions' first prompts at once) is no
-resource the model counts.
+run's limit, not every miss's; the cold start (the sessions' first prompts at once) is a
+resource the prediction counts only where a fresh-prompt rate is given (memory/cold_start.py),
+so the verdict names it per miss, not as the run's limit.
 Pure, no I/O; bench reads the numbers and prints the line.
 """
 

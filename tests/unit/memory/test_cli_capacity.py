@@ -105,3 +105,15 @@ def test_the_long_jobs_rate_at_its_depth_makes_its_window_a_resource_that_binds(
     kv = next(a for a in c["allowances"] if a["resource"] == "KV")
     assert kv["agents"] == 19
     assert c["window"]["agents"] == 24 and c["window"]["met"] is False
+
+
+def test_the_cold_starts_rate_needs_a_counted_first_prompt_and_says_so():
+    # no engine counted the first prompt: the cold start is not known, and the line says what
+    # gives it (the rate alone would time the nominal first prompt, 2.5K short)
+    c = _capacity("--boot-log", str(H100_LOG), "--cold-prefill-tok-s", "34602")
+    cold = next(a for a in c["allowances"] if a["resource"] == "the cold start")
+    assert cold["agents"] is None and "a first prompt an engine counted (--engine-url)" in \
+        cold["how"]
+    assert c["cold_start"] is None and "the cold start" in c["unknown"]
+    done = invoke_cli("plan", "gpu-llama", "--help")
+    assert "--cold-prefill-tok-s" in done.stdout
