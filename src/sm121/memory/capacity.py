@@ -393,7 +393,7 @@ def cold_start_allowance(shape: SessionShape, knobs: Knobs, fresh: FreshRate | N
             "every session's first prompt is sent at once and second turns queue behind those "
             f"still waiting; what that costs the SLO is not known without {missing}")), None, None
     at = None if agents is None else cold.cost(inputs, agents)
-    arithmetic = cold.describe(inputs, agents, shape.prefix_source or "as counted")
+    arithmetic = cold.describe(inputs)
     said = "" if at is None else (
         f"at {agents}: about {at.misses:.1f} of {at.judged} judged turns over the SLO (goodput "
         f"{at.goodput:.0%}), second turns admitted from {at.release_s:.1f} s")

@@ -21,12 +21,17 @@ completes (the release). The model:
   C_k); none where the SLO does not judge the second turn;
 - the cold start binds from the fewest agents whose misses leave goodput under the target.
 
-It leaves out: the second turns' own queue once released (each a few hundred tokens, a step
-or a few), the decoding sequences' one token a step out of the budget, a first group that
-starts partly filled, third turns that could still meet the cold start (a session's second
-turn ends after the release), and what a shared prefix saves beyond its tokens (the presets
-share none: `bench agents` salts each session's system prompt at its start). Plain numbers
-in, no I/O; the caller reads the workload and the rate (memory/ may not import bench/).
+It leaves out, each for its size: the second turns' own queue once released (a few hundred
+tokens each: a step or a few), the decoding sequences' token a step out of the budget (at most
+N of thousands), third turns that could still meet
+the cold start (a second turn admitted at the release ends after it), max-num-seqs under N (the
+sequences resource counts it) and what a shared prefix saves beyond its tokens (the presets
+share none: `bench agents` salts each session's system prompt at its start).
+benchmarks/cold_start.py sets it beside every committed agents run: within a miss or two where
+the cold start costs the target (the H200 at 28 and 40 agents), under by up to 2.3 misses at
+16-19 agents on 2048-token steps, where the measured cold start ran longer than the knee's
+rate says. Plain numbers in, no I/O; the caller reads the workload and the rate (memory/ may
+not import bench/).
 """
 
 from __future__ import annotations
@@ -185,21 +190,21 @@ def binds_from(w: ColdStartInputs) -> int | None:
     return None
 
 
-def describe(w: ColdStartInputs, agents: int | None, first_note: str) -> str:
+def describe(w: ColdStartInputs, agents: int | None = None) -> str:
     """The arithmetic in words: how the first prompts prefill, when a second turn is admitted,
-    and which second turns miss."""
+    which second turns miss, and (`agents`) what that costs."""
     shared = (f", {w.shared_tokens:,.0f} of them shared" if w.shared_tokens
-              else ", none shared (each session's system prompt is its own)")
+              else ", none shared: each session's system prompt is its own")
     how = (f"{w.slots} at a time (threshold {w.threshold:,} of a {w.step_budget:,}-token step)"
            if w.slots > 1 else f"one at a time in whole {w.step_budget:,}-token steps")
-    text = (f"every session's first prompt ({w.first_prompt_tokens:,.0f} tokens{shared}; "
-            f"{first_note}) is sent at once and prefills {how} at {w.rate.tok_s:,.0f} tok/s "
-            f"({w.rate.source}): a group every {w.group_s:.2f} s; a second turn waits until "
-            f"the last first prompt has started and a place frees, and it is sent a "
-            f"{w.reply_tokens[0]:g}-{w.reply_tokens[1]:g}-token reply at "
-            f"{1000 * w.step_s:.0f} ms a step and {w.think_time_s[0]:g}-{w.think_time_s[1]:g} "
-            f"s think after its first prompt's first token; one that waits over "
-            f"{w.slo_ttft_s:g} s misses")
+    text = (f"every session's first prompt ({w.first_prompt_tokens:,.0f} tokens{shared}) is "
+            f"sent at once and prefills {how} at {w.rate.tok_s:,.0f} tok/s ({w.rate.source}): "
+            f"a group every {w.group_s:.2f} s; a second turn is admitted once the last first "
+            f"prompt has started and a place frees, and goes out a "
+            f"{w.reply_tokens[0]:g}-{w.reply_tokens[1]:g}-token first reply "
+            f"({1000 * w.step_s:.0f} ms a step) and {w.think_time_s[0]:g}-"
+            f"{w.think_time_s[1]:g} s of think after its first prompt's first token; one that "
+            f"waits over {w.slo_ttft_s:g} s misses")
     if not w.second_turn_judged:
         return text + "; the SLO does not judge the second turn"
     if agents is not None:

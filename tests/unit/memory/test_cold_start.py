@@ -108,9 +108,9 @@ def test_a_cold_start_the_slo_does_not_judge_or_cannot_cost_the_target_never_bin
 
 
 def test_the_description_gives_the_arithmetic():
-    text = describe(H200, 28, "as counted")
+    text = describe(H200, 28)
     assert "2 at a time (threshold 1,024 of a 2,048-token step) at 34,602 tok/s" in text
-    assert "none shared" in text and "59 ms a step" in text
+    assert "none shared" in text and "(59 ms a step)" in text
     assert "at 28: the last first prompt done at 14.4 s, second turns admitted from 14.4 s" in text
 
 
