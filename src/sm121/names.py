@@ -1,12 +1,16 @@
 """Names, revisions, image references and ssh targets from recipes, cluster files and tune's
 resume files. They come from strangers and reach shell scripts, file paths, docker's and ssh's
 command lines, so they are checked at load, before any plan exists, each by the one validator
-of its kind here (the schemas use them as typed fields): a name is a plain word, a revision is
-one path segment, an ssh target or image is never an option and holds no space."""
+of its kind here (the schemas use them as typed fields): a name is a plain word, a profile
+name one of at most 100 characters, a revision is one path segment, an ssh target or image is
+never an option and holds no space."""
 
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from sm121.display import quoted
 
@@ -15,25 +19,52 @@ NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or digit"
 
 
 def check_name(value: str) -> str:
-    """A recipe, profile, node, container or interface name: a plain word."""
+    """A recipe, node, container or interface name: a plain word (a profile's is
+    bounded too: `check_profile_name`)."""
     if not NAME_PATTERN.fullmatch(value):
         raise ValueError(f"{value!r} is not a valid name (allowed: {NAME_RULE})")
     return value
 
 
-# An arm of `sm121 tune` (a recipe profile's name, or one tune makes: `chunk-4096`, `kv-fp8`,
-# `llama.cpp-defaults`) becomes part of file names in the tune's folder
-# (`capacity/NAME-agents-N.json`) and is read back from its tune.json, a file someone may hand
-# over: a profile name with a bound, so a file name built from it stays one short segment.
-ARM_NAME_MAX = 100
-ARM_NAME_RULE = f"{NAME_RULE}, at most {ARM_NAME_MAX} characters"
+# A recipe profile's name, and an arm of `sm121 tune` (a recipe profile, or a variant tune
+# makes and may write as one: `chunk-4096`, `kv-fp8`, `llama.cpp-defaults`): one type, checked
+# where a recipe is loaded and where tune.json or an A/B's results file is read back (files a
+# stranger may hand over). It becomes part of file names (`capacity/NAME-agents-N.json`,
+# `ab-agents/NAME-rep1.json`), so it is a plain word with a bound: a file name built from it
+# stays one short segment.
+PROFILE_NAME_MAX = 100
+PROFILE_NAME_RULE = f"{NAME_RULE}, at most {PROFILE_NAME_MAX} characters"
 
 
-def check_arm_name(value: str) -> str:
-    if len(value) > ARM_NAME_MAX or not NAME_PATTERN.fullmatch(value):
-        raise ValueError(f"{quoted(value, 120)} is not an allowed arm name "
-                         f"(allowed: {ARM_NAME_RULE})")
+def check_profile_name(value: str) -> str:
+    if len(value) > PROFILE_NAME_MAX or not NAME_PATTERN.fullmatch(value):
+        raise ValueError(f"{quoted(value, 120)} is not an allowed profile name "
+                         f"(allowed: {PROFILE_NAME_RULE})")
     return value
+
+
+ProfileName = Annotated[str, AfterValidator(check_profile_name)]
+
+# What an A/B measures, as its results file names it: a profile's name, or for an A/B across
+# recipes (`bench ab --pairs tiny-cpu:agent,tiny-llamacpp:agent`) RECIPE:PROFILE, each side such
+# a name. It names the A/B's files (`ab-agents/NAME-rep1.json`) and reaches every report.
+AB_PROFILE_RULE = f"a profile name ({PROFILE_NAME_RULE}), or RECIPE:PROFILE, two such names"
+
+
+def check_ab_profile(value: str) -> str:
+    recipe, colon, profile = value.rpartition(":")
+    if not colon:
+        return check_profile_name(value)
+    try:
+        check_profile_name(recipe)
+        check_profile_name(profile)
+    except ValueError:
+        raise ValueError(f"{quoted(value, 120)} is not an allowed A/B profile "
+                         f"(allowed: {AB_PROFILE_RULE})") from None
+    return value
+
+
+AbProfile = Annotated[str, AfterValidator(check_ab_profile)]
 
 
 # A revision becomes one folder name (`snapshots/REVISION`, `refs/REVISION`): a single path

@@ -180,7 +180,8 @@ def test_a_planted_tune_arm(kind: str, shape: str, started_tune: dict[str, Any],
     assert result.returncode == 2 and "Traceback" not in text, f"{kind} as {shape}: {text}"
     # an arm's name outside its allow-list is refused at load, before its flags are looked at
     assert ("--trust" in text or "not valid" in text or "must be" in text
-            or "not an allowed arm name" in text), text
+            or "not an allowed profile name" in text
+            or "not an allowed engine arg name" in text), text
     assert not hidden_characters(text), f"{kind} as {shape}: {hidden_characters(text)}"
     assert len(text) < 6000, f"{kind} as {shape}: the refusal is {len(text)} characters"
     assert not box["mark"].exists() and not any(box["victim"].iterdir())

@@ -36,20 +36,6 @@ def _started_tune(tmp_path: Path) -> Path:
     return out
 
 
-@pytest.fixture
-def no_boot(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Were a planted arm to get past the check, the knee's boot would come next: made to
-    fail at once (and be recorded), so a regression shows without booting an engine."""
-    booted: list[str] = []
-
-    def knee(*args: Any, **kwargs: Any) -> None:
-        booted.append("knee")
-        raise RuntimeError("the tune went on to boot the knee")
-
-    monkeypatch.setattr("sm121.bench.tune.knee_step.knee_on_recipe", knee)
-    return booted
-
-
 def _plant(out: Path, args: dict[str, Any], name: str = "seqs-64") -> None:
     state = json.loads((out / "tune.json").read_text())
     state["candidates"] = [{"name": name, "base": "agent", "args": args, "why": "planted",
@@ -156,13 +142,13 @@ def _ab_file(path: Path, recipe: str, samples: list[Any]) -> None:
     path.write_text(json.dumps({
         "schema": "sm121.bench.results", "schema_version": 1, "kind": "ab",
         "scenario": "overlap", "sm121_version": "0", "created": "2026-01-01T00:00:00+00:00",
-        "status": "interrupted", "params": {"recipe": recipe, "profiles": ["agent"]},
+        "status": "interrupted", "params": {"recipe": recipe, "profiles": ["agent"], "reps": 1},
         "server": {}, "probe": None, "samples": samples, "summary": {}, "error": None}))
 
 
 @pytest.mark.parametrize(("recipe", "samples", "named"), [
-    ("tiny-cpu", [{"profile": "agent"}], "not an A/B entry"),  # no rep
-    ("tiny-cpu", [{"profile": ["agent"], "rep": "0; rm"}], "not an A/B entry"),
+    ("tiny-cpu", [{"profile": "agent"}], "field 'samples.0.rep'"),  # not an A/B entry
+    ("tiny-cpu", [{"profile": ["agent"], "rep": "0; rm"}], "field 'samples.0.profile'"),
     ("other", [], "not an A/B of tiny-cpu"),  # another A/B's file: its skips are not ours
 ], ids=["no-rep", "wrong-types", "another-recipe"])
 def test_a_planted_ab_resume_file_is_refused_before_a_boot(
@@ -173,16 +159,19 @@ def test_a_planted_ab_resume_file_is_refused_before_a_boot(
                         or (_ for _ in ()).throw(RuntimeError("booted")))
     out = tmp_path / "ab.json"
     _ab_file(out, recipe, samples)
+    planted = out.read_bytes()
     result = invoke_cli("bench", "ab", "tiny-cpu", "--profiles", "agent", "--reps", "1",
                         "--out", str(out), "--resume", check=False, env=_env(tmp_path))
     text = result.stdout + result.stderr
     assert not booted and result.returncode == 2 and "Traceback" not in text, text
     assert named in text
+    assert out.read_bytes() == planted  # refused before the file is written back
 
 
 # Arm names read back from a resumed tune.json become file names in the tune's folder
 # (capacity/NAME-agents-N.json, confirm/..., ab-agents/NAME-rep1.json), progress lines and
-# the written recipe's comments: a name outside the arm-name allow-list is refused at load.
+# the written recipe's comments: a name outside the profile-name allow-list (names.ProfileName)
+# is refused at load.
 PLANTED_NAMES = {
     "parent": "../../evil", "slash": "a/b", "newline": "x\n y", "osc": "\x1b]0;pwn\x07",
     "trailing-newline": "chunk-4096\n", "nul": "a\x00b", "option": "-rf", "dot": ".hidden",
@@ -214,7 +203,7 @@ def _refused(tmp_path: Path, out: Path, booted: list[str], field: str) -> str:
     text = result.stdout + result.stderr
     assert not booted and result.returncode == 2, text
     assert "Traceback" not in text
-    assert f"field '{field}" in result.stderr and "is not an allowed arm name" in result.stderr
+    assert f"field '{field}" in result.stderr and "is not an allowed profile name" in result.stderr
     assert "letters, digits, '_', '.' and '-', starting with a letter or digit, at most 100 " \
            "characters" in result.stderr
     assert "--fresh" in result.stderr
@@ -275,7 +264,7 @@ def _h200_sitting(tmp_path: Path) -> Path:
 def test_the_committed_sittings_names_pass() -> None:
     """Every arm name sm121 made and committed passes the allow-list (docs/results; the
     sittings re-rendered whole are tests/unit/tune's)."""
-    from sm121.names import check_arm_name
+    from sm121.names import check_profile_name
 
     found = sorted((SITTING.parents[2]).glob("*/*/tune.json"))
     assert len(found) >= 4
@@ -286,7 +275,7 @@ def test_the_committed_sittings_names_pass() -> None:
                   for n in state.get(key, {})]
         names += state.get("skipped", []) + [p["before"] for p in state.get("plans", [])]
         names += state["result"]["ranking"]
-        assert len(names) > 8 and all(check_arm_name(n) == n for n in names)
+        assert len(names) > 8 and all(check_profile_name(n) == n for n in names)
 
 
 def test_a_linked_report_in_a_tune_folder_is_not_written_through(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 stranger's. `sm121 tune` run again on a finished folder measures nothing more and writes the
 report again (tests/unit/tune/test_tune_h200_pick.py): that is the path here, on the H200
 sitting of 2026-12-05 with the strings a stranger controls replaced: an arm's name (its
-table rows, plans, ranking, pick and claims: a word of result.ArmName's allow-list since a name
+table rows, plans, ranking, pick and claims: a word of names.ProfileName's allow-list since a name
 outside it is refused at load, test_stranger_resume.py; here `1.`, which would start an ordered
 list where a line starts), its reason and source, a probe's results file,
 a dropped arm, the device and date of the sitting, the engine's version, the predictions'
@@ -174,7 +174,7 @@ def test_an_arm_named_as_math_is_drawn_as_text(tmp_path: Path) -> None:
     script = ("import sys; from pathlib import Path\n"
               "from sm121.bench.tune.report import candidates_plot\n"
               "from sm121.bench.tune.result import ArmRow, CapacityRecord\n"
-              # a name no tune.json holds any more (result.ArmName): the plot's own net
+              # a name no tune.json holds any more (names.ProfileName): the plot's own net
               "row = ArmRow.model_construct(name=sys.argv[2], capacity=CapacityRecord("
               "lo=4, hi=8, text='', tested=[(4, True)]))\n"
               "candidates_plot([row], row.name, Path(sys.argv[1]))\n")

@@ -21,11 +21,11 @@ from typing import Any
 
 from sm121.bench.boot import Boot, booted, steps
 from sm121.bench.report.compare import compare_with
-from sm121.bench.result_models import AbEntry, Open
+from sm121.bench.result_models import AbEntry, Envelope, Open
 from sm121.bench.results import ResultsFile
 from sm121.bench.runner import Target, run_scenario
 from sm121.bench.scenarios import get
-from sm121.errors import Sm121Error, shorten_words
+from sm121.errors import Sm121Error
 from sm121.progress import Say
 from sm121.recipes.schema import ArgValue
 from sm121.safe_paths import file_under
@@ -107,7 +107,9 @@ def run_ab(request: AbRequest, say: Say = lambda _: None) -> ResultsFile:
 
 
 def open_results(request: AbRequest) -> ResultsFile:
-    """The A/B's results file, new or (with `resume`) as left; `boots` lists every boot."""
+    """The A/B's results file, new or (with `resume`) as left; `boots` lists every boot. A
+    resumed file is typed where it is read (`results.load_results`: its profiles are
+    names.AbProfile) and checked to be this A/B's before anything is written or booted."""
     results = ResultsFile(request.out, "ab", request.scenario, {
         "recipe": request.recipe, "profiles": request.profiles, "reps": request.reps,
         "recipes": request.recipes,
@@ -115,23 +117,17 @@ def open_results(request: AbRequest) -> ResultsFile:
         "variants": {k: {"profile": b, "args": a} for k, (b, a) in request.variants.items()},
         "overrides": request.overrides, "scenario_params": request.params,
         "order": [f"{rep}:{p}" for rep, p in pair_order(request)]},
-        resume=request.resume)
-    if request.resume:  # read back from disk: what it says was measured is skipped
-        _check_resumed(results, request)
+        resume=request.resume, check=lambda data: _check_resumed(data, request))
     results.data.setdefault("boots", [])
     return results
 
 
-def _check_resumed(results: ResultsFile, request: AbRequest) -> None:
-    data, was = results.data, results.data.get("params") or {}
-    try:
-        [AbEntry.model_validate(s) for s in data.get("samples") or []]
-    except ValueError as exc:  # pydantic's ValidationError
-        raise Sm121Error(f"{results.path}: a sample is not an A/B entry sm121 wrote: "
-                         f"{shorten_words(str(exc))}", "pass another --out") from exc
-    if data.get("kind") != "ab" or (was.get("recipe"), data.get("scenario")) != (
+def _check_resumed(found: Envelope, request: AbRequest) -> None:
+    """What it says was measured is skipped: only when it is an A/B of this recipe and
+    scenario (its samples and profiles were typed by load_results)."""
+    if found.kind != "ab" or (getattr(found.params, "recipe", None), found.scenario) != (
             request.recipe, request.scenario):
-        raise Sm121Error(f"{results.path} is not an A/B of {request.recipe} ({request.scenario})",
+        raise Sm121Error(f"{request.out} is not an A/B of {request.recipe} ({request.scenario})",
                          "pass the same recipe and scenario to resume, or another --out")
 
 

@@ -14,6 +14,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from sm121.names import AbProfile
 from sm121.open_model import Open
 from sm121.recipes.schema import ArgValue
 
@@ -71,7 +72,7 @@ class ServerInfo(Open):
 
 
 class MetricComparison(Open):
-    profiles: dict[str, Stats]
+    profiles: dict[AbProfile, Stats]
     ratio_to_baseline: dict[str, Number | None]
 
 
@@ -85,15 +86,15 @@ class ProfileVerdict(Open):
 class Verdict(Open):
     """The agents A/B's choice (`agents.choose.verdict`)."""
 
-    best: str | None
+    best: AbProfile | None
     why: str
-    profiles: dict[str, ProfileVerdict] = Field(default_factory=dict)
+    profiles: dict[AbProfile, ProfileVerdict] = Field(default_factory=dict)
 
 
 class BootPair(Open):
     """A boot's first repetition and its k-th, of one metric."""
 
-    profile: str
+    profile: AbProfile
     boot: int
     k: int
     first: Number
@@ -119,7 +120,7 @@ class BootEffect(Open):
 class AbSummary(Open):
     """`compare.compare_with`: per headline metric and profile, stats and ratios."""
 
-    baseline: str
+    baseline: AbProfile
     metrics: dict[str, MetricComparison]
     verdict: Verdict | None = None
     boot_effect: dict[str, BootEffect] | None = None  # per headline metric (`boot_effect`)
@@ -127,7 +128,7 @@ class AbSummary(Open):
 
 class AbParams(Open):
     recipe: str
-    profiles: list[str]
+    profiles: list[AbProfile]
     reps: int
     overrides: dict[str, ArgValue] = Field(default_factory=dict)
     scenario_params: Open = Field(default_factory=Open)  # the scenario's params, as given
@@ -178,7 +179,7 @@ class ScenarioResults(Header, Generic[S, U]):
 class AbEntry(Open, Generic[S, M]):
     """One (repetition, profile) of an A/B: the boot and the run on it."""
 
-    profile: str
+    profile: AbProfile
     rep: int
     # the scenario's `flatten`: its headline; `{}` when nothing was measured
     metrics: M = Field(default_factory=dict, validate_default=True)  # type: ignore[assignment]
@@ -200,6 +201,14 @@ class AbEntry(Open, Generic[S, M]):
         return self.error is None and bool(self.metrics.model_dump(exclude_unset=True))
 
 
+class AbBootName(Open):
+    """Where an A/B's boot record (bench/boot.BootRecord, kept as it is) says which profile it
+    booted: its name and the boot's place in the A/B's order."""
+
+    name: AbProfile | None = None
+    boot_index: int | None = None
+
+
 class AbResults(Header, Generic[S, M]):
     """`sm121 bench ab`: every profile served and measured, in alternating order."""
 
@@ -207,6 +216,7 @@ class AbResults(Header, Generic[S, M]):
     params: AbParams
     samples: list[AbEntry[S, M]] = Field(default_factory=list)
     summary: AbSummary | Open = Field(default_factory=Open)  # empty before a sample
+    boots: list[AbBootName] = Field(default_factory=list)
 
     def profiles(self) -> list[str]:
         """The profiles measured, in the A/B's order: a tune's A/B measures arms (variants)

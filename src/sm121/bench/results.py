@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from sm121 import __version__
-from sm121.bench.result_models import SCHEMA, SCHEMA_VERSION, Envelope
+from sm121.bench.result_models import SCHEMA, SCHEMA_VERSION, AbResults, Envelope, Open
+from sm121.display import escape, quoted
 from sm121.errors import Sm121Error
 from sm121.runs.state import write_json_atomic
 
@@ -58,10 +59,14 @@ class ResultsFile:
     data: dict[str, Any]
 
     def __init__(self, path: Path, kind: str, scenario: str, params: dict[str, Any],
-                 resume: bool = False) -> None:
+                 resume: bool = False, check: Callable[[Envelope], None] | None = None) -> None:
+        """With `resume`, the file as left (read by `load_results`), and `check` (the owner's:
+        is it the same question?) on its envelope before anything is written."""
         self.path = path
         if resume and path.is_file():
             self.data = load_results(path)
+            if check is not None:
+                check(Envelope.model_validate(self.data))
             self.data["status"] = "running"
             self.save()
             return
@@ -121,9 +126,12 @@ def load_results(path: Path, limit: int | None = None) -> dict[str, Any]:
                          f"reads up to {SCHEMA_VERSION}", "upgrade sm121")
     try:
         Envelope.model_validate(data)  # the fields every kind has (`typed` types the rest)
+        # an A/B's profile strings name the files its resume writes and reach every report
+        if data.get("kind") == "ab":
+            AbResults[Any, Open].model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"])
-        raise Sm121Error(f"{path}: field {field!r}: {error['msg']}",
+        error = exc.errors()[0]  # a key may be the stranger's name itself: spelled out
+        field = quoted(".".join(str(p) for p in error["loc"]), 200)
+        raise Sm121Error(f"{path}: field {field}: {escape(error['msg'])}",
                          "pass a results file written by `sm121 bench` (unchanged)") from exc
     return data

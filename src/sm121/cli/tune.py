@@ -108,6 +108,7 @@ def tune(
     from sm121.bench.tune.request import TuneRequest
     from sm121.bench.tune.run import run_tune
     from sm121.durations import parse_duration
+    from sm121.recipes.loader import load_recipe
 
     if max_agents is not None and max_agents < agents:
         raise Sm121Error(f"--max-agents {max_agents} is below --agents {agents}",
@@ -116,10 +117,13 @@ def tune(
         raise Sm121Error("--agents, --reps, --turns, --knee-reps and --boots must be at "
                          "least 1", "example: --agents 8 --reps 3")
     spec = agent_params(agents, turns, None, workload, slo).workload  # checked here
+    # The recipe and cluster file are read (and a stranger's refused) before the tune's folder
+    # and state are written
+    load_recipe(recipe)
     if cluster is not None:
         from sm121.cluster.spec import load_cluster
 
-        load_cluster(cluster)  # before the tune's folder and state are written
+        load_cluster(cluster)
     folder = out or Path(f"tune-{Path(recipe).stem}")
     request = TuneRequest(
         recipe, spec, slo, agents, folder, port or free_port(), parse_duration(budget, "--budget"),

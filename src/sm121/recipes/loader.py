@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 from yaml.nodes import Node
 
 from sm121 import paths
+from sm121.display import escape
 from sm121.errors import Sm121Error
 from sm121.names import NAME_PATTERN, NAME_RULE
 from sm121.recipes.schema import Recipe
@@ -142,18 +143,31 @@ def validate_model(model: type[M], data: Any, source: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        lines = [f"  {source}: {_field(err['loc'])}: {_describe(model, err)}" for err in exc.errors()]
+        lines = [f"  {source}: {_field(err)}: {_describe(model, err)}" for err in exc.errors()]
         raise Sm121Error(
             f"{source} is not valid:\n" + "\n".join(lines),
             "fix the fields named above",
         ) from exc
 
 
-def _field(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(part) for part in loc) or "(top level)"
+def _field(err: Any) -> str:
+    """Where in the file, as a dotted path; a mapping's keys are the file's (a profile's name,
+    an arg's), so each part is spelled out and bounded. A key its own validator refused is
+    named by that error, so the path stops at its mapping (`profiles`, not
+    `profiles.NAME.[key]`)."""
+    loc = err["loc"][:-2] if _refused_key(err) else err["loc"]
+    return ".".join(escape(str(part), 120) for part in loc) or "(top level)"
+
+
+def _refused_key(err: Any) -> bool:
+    """A mapping's key refused by its type's validator (names.check_profile_name, ...), whose
+    message names the key, spelled out, and the rule."""
+    return bool(err["loc"]) and err["loc"][-1] == "[key]" and err["type"] == "value_error"
 
 
 def _describe(model: type[BaseModel], err: Any) -> str:
+    if _refused_key(err):
+        return str(err["msg"]).removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         allowed = _allowed_keys(model, err["loc"][:-1])
         return f"unknown field (allowed: {', '.join(allowed)})" if allowed else "unknown field"

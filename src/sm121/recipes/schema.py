@@ -14,12 +14,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from sm121.display import escape, quoted
 from sm121.findings import Severity
 from sm121.model_names import MODEL_NAME_PATTERN
-from sm121.names import check_image, check_name, check_revision
+from sm121.names import ProfileName, check_image, check_name, check_revision
 
 ArgValue = str | int | float | bool | None
-# Recipe, profile and container names reach scripts and paths: plain words only.
+# Recipe and container names reach scripts and paths: plain words only (a profile's name
+# is names.ProfileName, the type tune's arms have too: bounded, since files are named by it).
 Name = Annotated[str, AfterValidator(check_name)]
 # A revision becomes a folder (snapshots/REVISION) and a file (refs/REVISION) on every node.
 Revision = Annotated[str, AfterValidator(check_revision)]
@@ -57,8 +59,13 @@ _HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
 # so a key can never be an option of `env` (`--split-string`) or hold a `=`.
 ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # An engine arg name after normalize_arg: a plain flag word (no `.`: vLLM reads `--a.b` as a
-# key of the JSON flag `a`; no `=` or space: the name must be the whole option).
-ARG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+# key of the JSON flag `a`; no `=` or space: the name must be the whole option), bounded: the
+# longest of vLLM 0.32's is 41 characters (no-enable-mamba-cache-stochastic-rounding;
+# engines/data/vllm-args-0.32.0.txt), llama.cpp b11434's 30.
+ARG_NAME_MAX = 100
+ARG_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9-]{{0,{ARG_NAME_MAX - 1}}}")
+ARG_NAME_RULE = ("a flag word as the engine spells it, without its dashes: letters, digits and "
+                 f"'-', starting with a letter or digit, at most {ARG_NAME_MAX} characters")
 # A GGUF quant tag (`UD-Q4_K_XL`, `Q8_0`): one word, never an option, never a path.
 _GGUF_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SPEC_METHOD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -316,8 +323,8 @@ class Recipe(Strict):
     limits: Limits = Limits()
     readiness: Readiness = Readiness()
     restart: RestartPolicy | None = None
-    profiles: dict[Name, Profile] = {}
-    default_profile: Name | None = None
+    profiles: dict[ProfileName, Profile] = {}
+    default_profile: ProfileName | None = None
 
     @field_validator("args")
     @classmethod
@@ -339,21 +346,39 @@ class Recipe(Strict):
 
 
 def normalize_args(args: Mapping[str, Any]) -> dict[str, Any]:
-    """Arg names as one spelling (`max-num-seqs`); two spellings of one flag in one mapping
-    (`max_num_seqs` beside `max-num-seqs`) are an error naming both, never one silently
-    winning."""
-    normal: dict[str, Any] = {}
+    """Arg names as one spelling (`max-num-seqs`), each an engine arg name (`check_arg_name`);
+    two spellings of one flag in one mapping (`max_num_seqs` beside `max-num-seqs`) are an
+    error naming both, never one silently winning."""
+    spelled = one_spelling(args)
+    for name in spelled:
+        check_arg_name(name)
+    return {name: args[key] for name, key in spelled.items()}
+
+
+def one_spelling(args: Mapping[str, Any]) -> dict[str, str]:
+    """Each flag's one name (normalize_arg) -> its key as given; an error naming both keys
+    where two spell one flag."""
     spelled: dict[str, str] = {}
-    for key, value in args.items():
+    for key in args:
         name = normalize_arg(key)
         if name in spelled:
-            raise ValueError(f"engine args {spelled[name]!r} and {key!r} both set --{name}: "
-                             "keep one")
-        spelled[name], normal[name] = key, value
-    bad = [k for k in normal if not ARG_NAME.fullmatch(k)]
-    if bad:
-        raise ValueError(f"engine arg names {bad} must be flag words: letters, digits and -")
-    return normal
+            raise ValueError(f"engine args {quoted(spelled[name], 120)} and {quoted(key, 120)} "
+                             f"both set --{escape(name, 120)}: keep one")
+        spelled[name] = key
+    return spelled
+
+
+def check_arg_name(name: str) -> str:
+    """An engine arg's name as sm121 keeps it (after normalize_arg): the one rule for a recipe's
+    and a profile's args, `--set`, and the args of a resumed tune's arms (tune.json)."""
+    if not ARG_NAME.fullmatch(name):
+        raise ValueError(f"{quoted(name, 120)} is not an allowed engine arg name "
+                         f"(allowed: {ARG_NAME_RULE})")
+    return name
+
+
+# An engine arg's name where sm121 wrote it (tune.json): already one spelling.
+ArgName = Annotated[str, AfterValidator(check_arg_name)]
 
 
 def check_env_keys(env: dict[str, str]) -> dict[str, str]:

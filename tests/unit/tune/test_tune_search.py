@@ -254,9 +254,10 @@ def test_llama_cpp_arms_are_its_own_knobs_and_keep_each_slots_context():
     assert "ubatch-2048" not in {a.name for a in capped}
 
 
-def test_an_arm_whose_name_is_not_an_arm_name_is_refused_by_name() -> None:
-    """A recipe's profile name longer than an arm name may be (the arm's files are named
-    after it): refused as an error that names the rule, before tune.json holds it."""
+def test_an_arm_whose_name_is_not_a_profile_name_is_refused_by_name() -> None:
+    """An arm named past the profile-name bound (the arm's files are named after it; a
+    recipe's own profiles are bounded at load): refused as an error that names the rule,
+    before tune.json holds it."""
     long = "p" * 101
     with pytest.raises(Sm121Error, match="at most 100 characters"):
         Candidate(long, long).to_json()

@@ -66,7 +66,7 @@ class Candidate:
 
     def to_json(self) -> CandidateRecord:
         """The arm as tune.json keeps it (`model_dump(mode="json")` writes it); refused when
-        its name is not an arm name (a recipe profile's longer than ARM_NAME_MAX)."""
+        its name is not a profile name (names.ProfileName: a variant named past its bound)."""
         try:
             return CandidateRecord(name=self.name, base=self.base, args=dict(self.args),
                                    why=self.why, source=self.source,
@@ -74,7 +74,7 @@ class Candidate:
         except ValidationError as exc:
             raise Sm121Error(f"cannot measure arm {quoted(self.name, 120)}: "
                              f"{escape(exc.errors()[0]['msg'])}",
-                             "give the recipe's profile a shorter name") from exc
+                             "rename the recipe's profile or arg named above") from exc
 
     @staticmethod
     def from_json(data: object) -> Candidate:

@@ -9,18 +9,16 @@ from __future__ import annotations
 from pydantic import Field
 
 from sm121.bench.boot import BootRecord
-from sm121.bench.result_models import ServerInfo
+from sm121.bench.result_models import AbBootName, ServerInfo
 from sm121.bench.scenarios.agents.models import AgentsAbEntry
 from sm121.bench.scenarios.knee.models import KneeSummary
 from sm121.bench.tune.first_prompt import CountedPrompt
 from sm121.open_model import Open
 
 
-class AbBoot(BootRecord):
-    """One boot of the A/B (`ab.run_profile`): its record, under its arm's name."""
-
-    name: str | None = None
-    boot_index: int | None = None
+class AbBoot(BootRecord, AbBootName):
+    """One boot of the A/B (`ab.run_profile`): its record, under its arm's name (an A/B's
+    profile name, checked where the file is read)."""
 
 
 class AbFile(Open):

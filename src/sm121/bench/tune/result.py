@@ -6,20 +6,21 @@ state every step adds to); the field order is its key order."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sm121.errors import Sm121Error
-from sm121.names import check_arm_name
+from sm121.names import ProfileName
 from sm121.open_model import Open
-from sm121.recipes.schema import ArgValue
+from sm121.recipes.schema import ArgName, ArgValue, one_spelling
 
 # The knee scenario's params as given (`sm121 tune --knee-steps/--knee-batches/--knee-reps`)
 KneeParamsGiven = dict[str, list[int] | int | None]
-# An arm's name, wherever tune.json holds one: tune builds file names from it and prints it,
-# and a tune.json may be a stranger's (a shared folder resumed), so it is checked at load.
-ArmName = Annotated[str, AfterValidator(check_arm_name)]
+# An arm's name, wherever tune.json holds one, is a recipe profile's name (names.ProfileName,
+# the type a recipe's `profiles:` keys have): tune builds file names from it, prints it and
+# may write it as a profile, and a tune.json may be a stranger's (a shared folder resumed), so
+# it is checked at load.
 
 
 class Probe(Open):
@@ -65,7 +66,7 @@ class ExclusivePrefill(BaseModel):
 class ArmRow(BaseModel):
     """One arm over its runs at the target N and its probes (tune/choose.py builds it)."""
 
-    name: ArmName
+    name: ProfileName
     reps: int = 0
     boots: list[str] = Field(default_factory=list)
     goodput: float | None = None
@@ -82,7 +83,7 @@ class ArmRow(BaseModel):
     capacity: CapacityRecord = CapacityRecord(lo=0, hi=None, text="not measured", tested=[])
     probes: list[Probe] = Field(default_factory=list)
     confirm: list[Probe] = Field(default_factory=list)  # the finalists' confirmation runs
-    prefill_reference: ArmName | None = None
+    prefill_reference: ProfileName | None = None
     prefill_cost: float | None = None  # background TTFT over the reference arm's, minus 1
     # The exclusive long prefill, one per boot (tune/exclusive.py): median TTFT over the
     # arm's boots, and its cost against the reference arm's median
@@ -144,10 +145,10 @@ class SittingRecord(BaseModel):
 
 class TuneResult(BaseModel):
     table: list[ArmRow]
-    ranking: list[ArmName]
-    chosen: ArmName | None
-    baseline: ArmName | None
-    reference: ArmName | None
+    ranking: list[ProfileName]
+    chosen: ProfileName | None
+    baseline: ProfileName | None
+    reference: ProfileName | None
     claims: list[Claim]
     binding: Binding
     cost_bound: float
@@ -159,7 +160,7 @@ class TuneResult(BaseModel):
 class PlanRecord(Open):
     """The plan made before an arm's boot, from the times measured so far."""
 
-    before: ArmName
+    before: ProfileName
     left_s: int | float
     boot_s: int | float
     rep_s: int | float
@@ -172,7 +173,7 @@ class PlanRecord(Open):
 
 
 class ConfirmPlan(BaseModel):
-    finalists: list[ArmName]
+    finalists: list[ProfileName]
     second_n: int | None
     boots: int
 
@@ -201,15 +202,27 @@ class RequestRecord(Open):
 class CandidateRecord(BaseModel):
     """An arm as tune.json keeps it (candidates.Candidate.to_json)."""
 
-    model_config = ConfigDict(frozen=True)
+    # Finite numbers only, as in a recipe (recipes/schema.Strict): these args boot an engine
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
 
-    name: ArmName
-    base: ArmName  # the recipe profile it starts from
-    args: dict[str, ArgValue] = Field(default_factory=dict)
+    name: ProfileName
+    base: ProfileName  # the recipe profile it starts from
+    # Each name as sm121 wrote it (one spelling, the engine arg name rule of every recipe and
+    # `--set`), checked at load: a planted key is refused before any boot or write
+    args: dict[ArgName, ArgValue] = Field(default_factory=dict)
     why: str = ""
     source: str = "step 1"
     differs: list[str] = Field(default_factory=list)
     role: list[str] = Field(default_factory=list)
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _one_spelling(cls, value: object) -> object:
+        """Two spellings of one flag (`max_num_seqs` beside `max-num-seqs`): an error naming
+        both, before either is read as a name."""
+        if isinstance(value, Mapping):
+            one_spelling(value)
+        return value
 
 
 class PredictionRecord(BaseModel):
@@ -262,15 +275,15 @@ class TuneRecord(Open):
     dropped: list[str] = Field(default_factory=list)
     # each arm's prediction before any boot, and what the fp8 KV arm's check said (added, or
     # why not), made with the arms (bench/tune/before_boot.py)
-    predictions: dict[ArmName, PredictionRecord] = Field(default_factory=dict)
+    predictions: dict[ProfileName, PredictionRecord] = Field(default_factory=dict)
     kv_arm: str | None = None
     plans: list[PlanRecord] = Field(default_factory=list)
-    skipped: list[ArmName] = Field(default_factory=list)
-    sweeps: dict[ArmName, list[Probe]] = Field(default_factory=dict)
-    capacity: dict[ArmName, CapacityRecord] = Field(default_factory=dict)
+    skipped: list[ProfileName] = Field(default_factory=list)
+    sweeps: dict[ProfileName, list[Probe]] = Field(default_factory=dict)
+    capacity: dict[ProfileName, CapacityRecord] = Field(default_factory=dict)
     confirm_plan: ConfirmPlan | None = None
-    confirm: dict[ArmName, list[Probe]] = Field(default_factory=dict)
-    exclusive: dict[ArmName, list[ExclusivePrefill]] = Field(default_factory=dict)
+    confirm: dict[ProfileName, list[Probe]] = Field(default_factory=dict)
+    exclusive: dict[ProfileName, list[ExclusivePrefill]] = Field(default_factory=dict)
     result: TuneResult | None = None  # None: not chosen yet
     written: str | None = None
     report: str | None = None

@@ -3,8 +3,8 @@ tune (Ctrl-C, SIGTERM, a device call's time limit) resumes where it stopped: the
 candidates, the plan, which boots and sweep points are measured, the time already spent.
 It is one typed record (`result.TuneRecord`) from the moment it is read to each write. Read
 back it may be a stranger's (a tune folder handed over and resumed): a field that does not fit
-its type (an arm name outside result.ArmName's allow-list) refuses the whole file, before any
-path, boot or line is made from it."""
+its type (an arm name outside names.ProfileName, an engine arg name outside the recipes' rule,
+schema.check_arg_name) refuses the whole file, before any path, boot or line is made from it."""
 
 from __future__ import annotations
 

@@ -65,9 +65,9 @@ def _entries(results: Results) -> list[AbEntry[OverlapSample, Open]]:
     of profile RUN."""
     if isinstance(results, AbResults):
         return measured(results)
-    if isinstance(results, ScenarioResults):
-        return [AbEntry[OverlapSample, Open](profile=RUN, rep=s.rep, samples=[s])
-                for s in results.samples]
+    if isinstance(results, ScenarioResults):  # RUN is a table cell, not a profile's name
+        return [AbEntry[OverlapSample, Open].model_construct(
+                    profile=RUN, rep=s.rep, samples=[s], metrics=Open()) for s in results.samples]
     return []  # overlap has no sweep
 
 
