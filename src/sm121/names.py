@@ -46,7 +46,7 @@ def check_profile_name(value: str) -> str:
 ProfileName = Annotated[str, AfterValidator(check_profile_name)]
 
 # What an A/B measures, as its results file names it: a profile's name, or for an A/B across
-# recipes (`bench ab --pairs tiny-cpu:agent,tiny-llamacpp:agent`) RECIPE:PROFILE, each side such
+# recipes (`bench ab tiny-cpu:agent,tiny-llamacpp:agent`) RECIPE:PROFILE, each side such
 # a name. It names the A/B's files (`ab-agents/NAME-rep1.json`) and reaches every report.
 AB_PROFILE_RULE = f"a profile name ({PROFILE_NAME_RULE}), or RECIPE:PROFILE, two such names"
 

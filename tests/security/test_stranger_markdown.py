@@ -1,9 +1,10 @@
 """Stranger strings in the Markdown sm121 writes: `sm121 bench report` (from results files and
 time series) and `sm121 bench agent-check --out` (from an endpoint's replies), each through the
 real command line. A results file here is a committed one (docs/results) with the strings a
-stranger controls replaced: its version and date, the workload's name, a profile's name, a
-failed repetition's error, an engine argument, the server's model and version, an event of a
-time series; the endpoint is a fake whose every error carries them. Its model id is held to
+stranger controls replaced: its version and date, the workload's name, a profile's name (one
+the profile-name rule allows that Markdown would read: a stranger's other names are refused
+where the file is read, names.AbProfile), a failed repetition's error, an engine argument, the
+server's model and version, an event of a time series; the endpoint is a fake whose every error carries them. Its model id is held to
 the served-model-name rule, as `sm121 connect` holds it: one that breaks it is refused.
 
 The .md's bytes must hold no control character but its own newlines, every row of a table as
@@ -27,6 +28,7 @@ from support import run_cli
 from support.markdown_checks import START, STRANGER, check_bytes, check_rendered
 
 from sm121.display import escape
+from sm121.display_markdown import inert
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "cpu-testbed"
 
@@ -53,9 +55,14 @@ def _agents_run(folder: Path) -> Path:
     return path
 
 
-def _agents_ab(folder: Path) -> Path:
+# A profile's name as the profile-name rule allows it, live in Markdown: `1.` starts an ordered
+# list where a line starts, `_x_` is emphasis
+PROFILE = "1._a_"
+
+
+def _agents_ab(folder: Path, profile: str = PROFILE) -> Path:
     data = json.loads(gzip.decompress((RESULTS / "agents" / "ab-agents.json.gz").read_bytes()))
-    data = _replace(data, "agent-admission", STRANGER)  # a profile: table headers and rows
+    data = _replace(data, "agent-admission", profile)  # a profile: table headers and rows
     last = data["samples"][-1]
     last["error"] = STRANGER  # a repetition whose boot failed, with the engine's words
     data["samples"][0]["engine_args"]["max-num-seqs"] = STRANGER
@@ -88,10 +95,21 @@ def test_bench_report_writes_a_strangers_strings_as_text(tmp_path: Path) -> None
     # argument, the event of the time series
     start = START
     assert f"status complete, sm121 {start}" in text and f"Workload **{start}" in text
-    assert f"| metric | agent | {start}" in text and f"\n| {start}" in text
-    assert f"Failed: rep 1 {start}" in text and "max-num-seqs=# h1 \\x1b]0;pwn" in text
+    assert f"| metric | agent | {inert(PROFILE)}" in text and f"\n| {inert(PROFILE)}" in text
+    assert f"Failed: rep 1 {inert(PROFILE)}: {start}" in text and "max-num-seqs=# h1 \\x1b]0;pwn" in text
     assert f"\n- {start}" in text
     assert "\n| agent | 1 | 80.0% | 0.785 s |" in text  # the normal profile's row as it was
+
+
+
+def test_bench_report_refuses_a_profile_name_outside_the_rule(tmp_path: Path) -> None:
+    """The stranger's string as a profile's name: refused where the file is read, naming the
+    field, spelled out, and no report is written."""
+    out = tmp_path / "report"
+    result = run_cli("bench", "report", str(_agents_ab(tmp_path, STRANGER)), "--out", str(out),
+                     check=False)
+    assert result.returncode == 2 and "field 'params.profiles.1'" in result.stderr, result.stderr
+    assert "# h1 \\x1b]0;pwn\\x07" in result.stderr and not (out / "report.md").exists()
 
 
 # A model id the served-model-name rule allows, with the most of what it allows
