@@ -54,28 +54,46 @@ async def test_256_concurrent_streams_leave_no_fd_or_memory_behind() -> None:
     fake = await FakeUpstream(chunks=CHUNKS, interval_s=0.01).start()
     try:
         async with running_gateway(fake.url, max_inflight=STREAMS) as gw:
-            # A first round fills the gateway's upstream pool and the allocator's arenas:
-            # what must come back afterwards is the state of a warm gateway.
-            assert set(await _round(gw)) == {"ok"}
+            # Two first rounds fill the gateway's upstream pool and the allocator's arenas:
+            # what must come back afterwards is the state of a warm gateway. One warm round
+            # was not enough under load: the second round's streams overlapped more and the
+            # process (gateway and clients) grew 3.6-3.8 MB of a 5 MB bound on a quiet host
+            # with two busy loops beside it, and over it once in a loaded suite. A leak grows
+            # with every round, so the bound holds over the two rounds after the warm ones
+            # (512 streams: a leak of 10 KB a stream would pass it).
+            for _ in range(2):
+                assert set(await _round(gw)) == {"ok"}
             await asyncio.sleep(0.5)
             gc.collect()
             fds, rss = open_fds(), rss_bytes()
             started = time.perf_counter()
-            outcomes = await _round(gw)
+            outcomes = [o for _ in range(2) for o in await _round(gw)]
             elapsed = time.perf_counter() - started
             assert [o for o in outcomes if o != "ok"] == []
             after_fds = await _settle(fds)
             gc.collect()
             grown = rss_bytes() - rss
-            print(json.dumps({"streams": STREAMS, "seconds": round(elapsed, 2), "fds_before": fds,
-                              "fds_after": after_fds, "rss_growth_mb": round(grown / 2**20, 2)}))
+            print(json.dumps({"streams": 2 * STREAMS, "seconds": round(elapsed, 2),
+                              "fds_before": fds, "fds_after": after_fds,
+                              "rss_growth_mb": round(grown / 2**20, 2)}))
             assert after_fds <= fds
             assert grown < 5 * 2**20  # the same as before, up to the allocator's slack
-            assert await gw.metric("sm121_gateway_inflight", lane="general") == 0
+            # a client reads [DONE] before the gateway's handler has left its lane: poll
+            assert await _settled_metric(gw, "sm121_gateway_inflight", 0, lane="general")
             assert await gw.metric("sm121_gateway_requests_total", route="/v1/chat/completions",
-                                   status="200") == 2 * STREAMS
+                                   status="200") == 4 * STREAMS
     finally:
         await fake.stop()
+
+
+async def _settled_metric(gw: Running, name: str, value: float, timeout_s: float = 5.0,
+                          **labels: str) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while await gw.metric(name, **labels) != value:
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
 
 
 def _start_emitter(port: int) -> subprocess.Popen[bytes]:
