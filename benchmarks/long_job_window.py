@@ -5,9 +5,9 @@ window"):
     PYTHONPATH=src .venv/bin/python benchmarks/long_job_window.py [--turns]
 
 Runs: the H100 capacity sittings (docs/results/gpu-h100/capacity/capacity-tuned and
-capacity-baseline, the latter measured after the model was written: held out; the pool and
-knobs from each file's verdict record) and the H200 tune (docs/results/gpu-h200/tune-capacity:
-tune-results.tar.gz read in place, each arm's pool and knobs from verdicts.txt).
+capacity-baseline, the latter measured after the model was written: held out) and the H200
+tune (docs/results/gpu-h200/tune-capacity), as benchmarks/committed_runs.py reads them, each
+with the pool and knobs it ran under.
 
 Measured, per run: the job's window (its submission to its first token), the deficit at its
 end (the sessions' contexts then, each its last turn sent by then with its reply, plus the job,
@@ -24,24 +24,16 @@ prefill rate at its depth from the H200 overlap A/B (RATES below; assumed on the
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import re
-import tarfile
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
+
+from committed_runs import CommittedRun, h100_runs, h200_tune_runs
 
 from sm121.bench.scenarios.agents.capacity import RUN_PREFIX, first_turn_prompt, load_shape
 from sm121.bench.scenarios.agents.models import read_run
 from sm121.memory.capacity import Pool, window_inputs
 from sm121.memory.long_job_window import JobRate, binds_from, cost
 
-ROOT = Path(__file__).resolve().parents[1]
-H100 = ROOT / "docs/results/gpu-h100/capacity"
-H100_ARMS = ("tuned", "baseline")  # capacity-ARM folders
-H200 = ROOT / "docs/results/gpu-h200/tune-capacity"
 WORKLOAD = "coding-agent-with-batch"
 # A 100K-token prefill beside one decode stream on the H200 (vLLM 0.21.0, the random-weight
 # Llama-8B shape, chunk 2048), engine window, median of 3 reps, by the threshold that caps its
@@ -50,43 +42,6 @@ WORKLOAD = "coding-agent-with-batch"
 # chunk 4096 and 8192 too; on the H100 (the same bf16 tensor peak as the H200) it is assumed.
 RATES = {1024: 14_707, 512: 13_741}
 RATE_SOURCE = "the H200 overlap A/B (a lone 100K prefill, ab-reps)"
-
-
-@dataclass(frozen=True)
-class Run:
-    card: str
-    arm: str
-    name: str
-    data: dict[str, Any]
-    pool: int
-    chunk: int
-    threshold: int
-
-
-def h100_runs() -> Iterator[Run]:
-    for arm in H100_ARMS:
-        for path in sorted((H100 / f"capacity-{arm}").glob(f"{WORKLOAD}-agents-*.json.gz")):
-            data = json.loads(gzip.decompress(path.read_bytes()))
-            verdict = next(s for s in data["samples"] if s["kind"] == "capacity")
-            yield Run("H100", arm, path.name, data, verdict["pool_tokens"],
-                      verdict["step_budget"], verdict["long_prefill_threshold"] or 0)
-
-
-def h200_runs() -> Iterator[Run]:
-    arms = {m[1]: (int(m[2]), int(m[3]), int(m[4])) for m in re.finditer(
-        r"## (\S+) \(pool (\d+), chunk (\d+), threshold (\d+)",
-        (H200 / "verdicts.txt").read_text())}
-    with tarfile.open(H200 / "tune-results.tar.gz") as tar:
-        for member in sorted(tar.getmembers(), key=lambda m: m.name):
-            found = re.match(r"tune/(?:capacity/(.+)-agents-\d+|ab-agents/(.+)-rep1)\.json$",
-                             member.name)
-            handle = tar.extractfile(member) if found else None
-            if found is None or handle is None:
-                continue
-            arm = found[1] or found[2]
-            pool, chunk, threshold = arms[arm]
-            yield Run("H200", arm, member.name.split("/", 1)[1], json.load(handle), pool,
-                      chunk, threshold)
 
 
 @dataclass(frozen=True)
@@ -101,7 +56,7 @@ class Measured:
     judged: int
 
 
-def measure(run: Run, slo: float, evicted_over: float) -> Measured:
+def measure(run: CommittedRun, pool: Pool, slo: float, evicted_over: float) -> Measured:
     samples = run.data["samples"]
     config = next(s for s in samples if s["kind"] == "config")
     job = next(s for s in samples if s["kind"] == "background")
@@ -118,7 +73,7 @@ def measure(run: Run, slo: float, evicted_over: float) -> Measured:
               and p[1] is not None]
     return Measured(
         agents=config["agents"], window_s=end - start,
-        deficit=sum(context.values()) + job["prompt_tokens"] - run.pool,
+        deficit=sum(context.values()) + job["prompt_tokens"] - pool.tokens,
         kv_peak=max(inside) if inside else None, evicted=evicted,
         misses=sum(1 for t in evicted if t["ttft_s"] > slo),
         all_misses=sum(1 for t in judged if t["ttft_s"] is None or t["ttft_s"] > slo),
@@ -135,18 +90,21 @@ def main() -> None:
           "measured model")
     errors: list[float] = []
     inputs = {}
-    for run in [*h100_runs(), *h200_runs()]:
-        if run.data["params"]["workload"] != WORKLOAD or not 0 < run.threshold < run.chunk:
+    for run in [*h100_runs(), *h200_tune_runs()]:
+        chunk = run.knobs.step_budget or 0
+        threshold = run.knobs.long_prefill_threshold or 0
+        if (run.pool is None or run.data["params"]["workload"] != WORKLOAD
+                or not 0 < threshold < chunk):
             continue  # no threshold under the budget: the job takes whole steps (admission)
         read = read_run(run.data["samples"])
         shape = load_shape(WORKLOAD, run.data["params"]["turns"],
                            run.data["server"]["max_model_len"], first_turn_prompt(read),
                            RUN_PREFIX)
-        rate = JobRate(RATES[run.threshold], ("measured there" if run.card == "H200" else
+        rate = JobRate(RATES[threshold], ("measured there" if run.card == "H200" else
                                               "assumed from the H200") + f", {RATE_SOURCE}")
-        w, _ = window_inputs(Pool(run.pool, 16, "the run's"), shape, run.threshold, rate, slo)
+        w, _ = window_inputs(run.pool, shape, threshold, rate, slo)
         inputs[(run.card, run.arm)] = w
-        m = measure(run, slo, 2 * shape.turn_new_tokens)
+        m = measure(run, run.pool, slo, 2 * shape.turn_new_tokens)
         model = cost(w, m.agents)
         met = m.misses <= 0.05 * m.judged
         error = ""
@@ -155,7 +113,7 @@ def main() -> None:
             error = f"{errors[-1]:+.0%}"
         peak = "-" if m.kv_peak is None else f"{m.kv_peak:.2f}"
         deficits = f"{m.deficit / 1e3:+7.1f}K (model {model.deficit_tokens / 1e3:+7.1f}K)"
-        print(f"{run.card} {run.arm:15} {run.chunk:>5}/{run.threshold:<4} {m.agents:2} "
+        print(f"{run.card} {run.arm:15} {chunk:>5}/{threshold:<4} {m.agents:2} "
               f"{m.window_s:5.1f} s  {deficits}"
               f"  {peak:>5}  {len(m.evicted):4}  {m.misses:19}  {model.misses:5.1f}  {error:>5} | "
               f"{m.all_misses:3}/{m.judged:<3} | {met!s:>8} {model.met!s:>5}")
