@@ -16,10 +16,11 @@ prediction made without an engine does.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
+
+from committed_runs import read_results
 
 from sm121.bench.scenarios.agents.capacity import judge_run, session_shape
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
@@ -41,8 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for path in args.files:
-        raw = path.read_bytes()
-        data = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+        data = read_results(path)
         params, server = data["params"], data["server"]
         run = read_run(data["samples"])
         turns = params["turns"]

@@ -19,13 +19,11 @@ nearest the first prompt; measured there), on the H100 assumed from it (no H100 
 committed), on the CPU testbed the CPU tune's (docs/results/cpu-testbed/tune/knee.json, another
 day and load).
 
-Runs: the H100 capacity sittings (capacity-tuned, capacity-baseline: the knobs and the pool
-from each file's verdict record), the H200 tune sitting (tune-capacity/tune-results.tar.gz read
-in place, each arm's knobs from verdicts.txt), the H200's earlier tune and first agents A/B
-(tune/tune-results.tar.gz, agents/: knobs from their A/B files' engine args), and the CPU
-testbed's capacity cliffs (cpu-testbed/capacity: --set max-num-batched-tokens=512, no
-threshold; the gauges runs: the tiny-cpu agent profile's 2048). Runs whose max-num-seqs is
-under N are listed but not modelled (sequences bind the first prompts' admission).
+Runs: every committed agents run, as benchmarks/committed_runs.py yields them (the H100
+capacity sittings, the H200 tune sitting, the H200's earlier tune and first agents A/B, the CPU
+testbed's capacity cliffs; each with the pool and knobs it ran under, where it says them from).
+Runs whose max-num-seqs is under N are listed but not modelled (sequences bind the first
+prompts' admission).
 
 Held out: the model's form was written after reading one run's first two turns (the H100
 baseline at 17 agents) and the verdicts' cold-start counts already in docs/capacity.md; every
@@ -34,22 +32,19 @@ other run's timings were first read by this script.
 
 from __future__ import annotations
 
-import gzip
 import json
-import re
 import tarfile
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from committed_runs import CPU, H200, CommittedRun, all_runs
 
 from sm121.bench.scenarios.agents.capacity import judge_run, slo_ttft
 from sm121.bench.scenarios.agents.models import AgentsSummary, WorkloadRef, read_run
 from sm121.bench.scenarios.agents.workload import Workload
 from sm121.memory.capacity import (
     Capacity,
-    Knobs,
-    Pool,
     SessionShape,
     cold_start_inputs,
     predict,
@@ -57,102 +52,8 @@ from sm121.memory.capacity import (
 from sm121.memory.cold_start import ColdStartInputs, FreshRate, binds_from, cost
 from sm121.memory.verdict import MissCause
 
-ROOT = Path(__file__).resolve().parents[1]
-H100 = ROOT / "docs/results/gpu-h100/capacity"
-H200 = ROOT / "docs/results/gpu-h200"
-CPU = ROOT / "docs/results/cpu-testbed"
 H200_KNEE = (H200 / "tune-capacity/tune-results.tar.gz", "tune/knee.json")
 CPU_KNEE = CPU / "tune/knee.json"
-# the gpu-h200/agents README: this file was run on agent-admission alone
-H200_AGENTS_ALONE = {"agents-coding-agent-with-batch.json.gz": "agent-admission"}
-# the CPU capacity cliff's --set (its capacity.json's engine_sets) and the tiny-cpu agent
-# profile's step (the gauges runs, README: --set max-num-seqs=2)
-CPU_CLIFF_BUDGET, CPU_AGENT_BUDGET = 512, 2048
-
-
-@dataclass(frozen=True)
-class Run:
-    card: str
-    arm: str
-    name: str
-    data: dict[str, Any]
-    knobs: Knobs
-    pool: Pool | None
-
-
-def _gz(path: Path) -> dict[str, Any]:
-    raw = path.read_bytes()
-    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
-
-
-def _verdict(data: dict[str, Any]) -> dict[str, Any]:
-    return next((s for s in data["samples"] if s["kind"] == "capacity"), {})
-
-
-def h100_runs() -> Iterator[Run]:
-    for arm in ("tuned", "baseline"):
-        for path in sorted((H100 / f"capacity-{arm}").glob("*-agents-*.json.gz")):
-            data = _gz(path)
-            v = _verdict(data)
-            yield Run("H100", arm, path.name, data,
-                      Knobs(v["max_num_seqs"], v["step_budget"], v["long_prefill_threshold"]),
-                      Pool(v["pool_tokens"], 16, "the run's verdict"))
-
-
-def _args_knobs(args: dict[str, Any]) -> Knobs:
-    return Knobs(args.get("max-num-seqs"), args.get("max-num-batched-tokens"),
-                 args.get("long-prefill-token-threshold"))
-
-
-def h200_tune_runs() -> Iterator[Run]:
-    arms = {m[1]: (int(m[2]), int(m[3]), int(m[4]), int(m[5])) for m in re.finditer(
-        r"## (\S+) \(pool (\d+), chunk (\d+), threshold (\d+), max-num-seqs (\d+)",
-        (H200 / "tune-capacity/verdicts.txt").read_text())}
-    with tarfile.open(H200 / "tune-capacity/tune-results.tar.gz") as tar:
-        for member in sorted(tar.getmembers(), key=lambda m: m.name):
-            found = re.match(r"tune/(?:capacity/(.+)-agents-\d+|ab-agents/(.+)-rep\d)\.json$",
-                             member.name)
-            handle = tar.extractfile(member) if found else None
-            if found is None or handle is None:
-                continue
-            arm = found[1] or found[2]
-            pool, chunk, threshold, seqs = arms[arm]
-            yield Run("H200", arm, member.name.split("/", 1)[1], json.load(handle),
-                      Knobs(seqs, chunk, threshold or None), Pool(pool, 16, "verdicts.txt"))
-
-
-def h200_early_runs() -> Iterator[Run]:
-    with tarfile.open(H200 / "tune/tune-results.tar.gz") as tar:
-        files = {m.name: tar.extractfile(m) for m in tar.getmembers() if m.isfile()}
-        ab = json.load(files["tune/ab-agents.json"])  # type: ignore[arg-type]
-        args = {s["profile"]: s["engine_args"] for s in ab["samples"]}
-        for name in sorted(files):
-            found = re.match(r"tune/(?:sweep/(.+)-agents-\d+|ab-agents/(.+)-rep\d)\.json$",
-                             name)
-            if found is None or files[name] is None:
-                continue
-            arm = found[1] or found[2]
-            yield Run("H200", f"{arm} (12-02)", name.split("/", 1)[1],
-                      json.load(files[name]), _args_knobs(args[arm]), None)  # type: ignore[arg-type]
-    ab = _gz(H200 / "agents/ab-agents.json.gz")
-    args = {s["profile"]: s["engine_args"] for s in ab["samples"]}
-    for path in sorted((H200 / "agents").glob("*.json.gz")):
-        arm = H200_AGENTS_ALONE.get(path.name) or path.name.rsplit("-rep", 1)[0]
-        if arm in args:
-            yield Run("H200", f"{arm} (12-01)", path.name, _gz(path), _args_knobs(args[arm]),
-                      None)
-
-
-def cpu_runs() -> Iterator[Run]:
-    for folder in sorted((CPU / "capacity").iterdir()):
-        budget = CPU_AGENT_BUDGET if folder.name == "gauges" else CPU_CLIFF_BUDGET
-        for path in sorted(folder.glob("*-agents-*.json.gz")):
-            data = _gz(path)
-            v = _verdict(data)
-            seqs = v.get("max_num_seqs") or (16 if folder.name != "gauges" else None)
-            yield Run("CPU", folder.name, path.name, data, Knobs(seqs, budget, None),
-                      Pool(v["pool_tokens"], 128, "the run's verdict") if v.get("pool_tokens")
-                      else None)
 
 
 def knee_rate(knee: dict[str, Any], first_prompt: float) -> tuple[float, int]:
@@ -163,7 +64,8 @@ def knee_rate(knee: dict[str, Any], first_prompt: float) -> tuple[float, int]:
     return row["median"], row["step"]
 
 
-def rate_for(run: Run, first_prompt: float, knees: dict[str, dict[str, Any]]) -> FreshRate:
+def rate_for(run: CommittedRun, first_prompt: float,
+             knees: dict[str, dict[str, Any]]) -> FreshRate:
     knee = knees["CPU" if run.card == "CPU" else "H200"]
     tok_s, step = knee_rate(knee, first_prompt)
     where = ("the CPU testbed's tune knee, another day" if run.card == "CPU" else
@@ -173,7 +75,7 @@ def rate_for(run: Run, first_prompt: float, knees: dict[str, dict[str, Any]]) ->
 
 @dataclass(frozen=True)
 class Row:
-    run: Run
+    run: CommittedRun
     agents: int
     slots: int
     measured: int | None  # cold-start misses; None: not modelled
@@ -191,7 +93,7 @@ class Row:
     shape: SessionShape | None = None  # as judged: the first prompt the run's turns counted
 
 
-def evaluate(run: Run, knees: dict[str, dict[str, Any]]) -> Row | None:
+def evaluate(run: CommittedRun, knees: dict[str, dict[str, Any]]) -> Row | None:
     data = run.data
     samples = data["samples"]
     config = next(s for s in samples if s["kind"] == "config")
@@ -292,7 +194,7 @@ def main() -> None:
         handle = tar.extractfile(H200_KNEE[1])
         assert handle is not None
         knees = {"H200": json.load(handle), "CPU": json.loads(CPU_KNEE.read_text())}
-    rows = [row for run in [*h100_runs(), *h200_tune_runs(), *h200_early_runs(), *cpu_runs()]
+    rows = [row for run in all_runs()
             if (row := evaluate(run, knees)) is not None]
     for rate in sorted({r.inputs.rate for r in rows if r.inputs is not None},
                        key=lambda x: x.source):

@@ -70,7 +70,10 @@ def test_the_h200_misses_name_admission_kv_and_the_step_budget():
         kv = _verdict_h200(load("chunk-4096-agents-40"), pool)
         step = _verdict_h200(load("agent-admission-agents-28"), pool)
     assert admission.resource == "admission during the long prefill"
-    assert kv.resource == "KV" and "a turn's reuse fell to 30%" in kv.line
+    # 20 of its 36 misses re-prefilled their whole context: vLLM reported no cached count
+    # for them (it leaves the detail out where nothing was cached), read as 0 (turn_cached)
+    assert kv.resource == "KV" and "reuse fell to 83% (expected 97%)" in kv.line, kv.line
+    assert kv.miss_causes is not None and kv.miss_causes["evicted"] == 20
     assert step.resource == "step budget"
     assert kv.predicted is None  # no pool in the file: the prediction is not known
 
@@ -335,6 +338,27 @@ def test_without_a_long_job_the_cold_start_is_while_a_first_turn_runs():
     found = evidence(run, summary, None, 300, 2.0, block_size=16)
     assert found.miss_causes == {MissCause.EVICTED: 1, MissCause.COLD_START: 1,
                                  MissCause.QUEUED: 2}
+
+
+def test_a_turn_that_cached_nothing_and_says_no_count_is_an_evicted_one():
+    """vLLM leaves usage.prompt_tokens_details out of a reply whose prompt found nothing
+    cached: agent 2's third turn (t=12, inside the window) re-prefilled its whole context and
+    recorded no count. The run's other turns have counts, so it cached 0: evicted, the first
+    cause it met. Where no turn of a run has a count (the engine reports none), not known."""
+    from sm121.bench.scenarios.agents.capacity import evidence, turn_cached, turn_reuse
+    from sm121.memory.verdict import MissCause
+
+    run, summary = _cold_run((10.0, 13.0))
+    blank = {"cached_tokens": None, "reuse": None}
+    run = run.model_copy(update={"turns": [
+        t.model_copy(update=blank) if (t.agent, t.turn) == (2, 2) else t for t in run.turns]})
+    found = evidence(run, summary, None, 300, 2.0, block_size=16)
+    assert found.miss_causes == {MissCause.EVICTED: 2, MissCause.COLD_START: 1,
+                                 MissCause.QUEUED: 1}
+    assert found.worst_turn_reuse == 0.0
+    silent = run.model_copy(update={"turns": [t.model_copy(update=blank) for t in run.turns]})
+    assert turn_cached(silent.turns[-1], reported=False) is None
+    assert turn_reuse(silent, silent.turns, 16, 0.9) == []
 
 
 def test_the_verdict_record_keeps_the_miss_causes_and_an_older_one_loads():
