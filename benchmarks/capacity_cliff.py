@@ -39,8 +39,9 @@ from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
 from sm121.engines.client import kv_pool, max_model_len
 from sm121.engines.client_sync import SyncEngineClient
-from sm121.memory.capacity import Knobs, Pool, predict
-from sm121.memory.verdict import GOODPUT_TARGET
+from sm121.memory.capacity import predict
+from sm121.memory.capacity_types import Knobs, Pool
+from sm121.memory.goodput import GOODPUT_TARGET
 from sm121.paths import runs_dir
 
 HERE = Path(__file__).resolve().parent

@@ -25,7 +25,7 @@ from committed_runs import read_results
 from sm121.bench.scenarios.agents.capacity import judge_run, session_shape
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
-from sm121.memory.capacity import Knobs, Pool
+from sm121.memory.capacity_types import Knobs, Pool
 
 
 def main() -> None:

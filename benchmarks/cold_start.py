@@ -43,13 +43,10 @@ from committed_runs import CPU, H200, CommittedRun, all_runs
 from sm121.bench.scenarios.agents.capacity import judge_run, slo_ttft
 from sm121.bench.scenarios.agents.models import AgentsSummary, WorkloadRef, read_run
 from sm121.bench.scenarios.agents.workload import Workload
-from sm121.memory.capacity import (
-    Capacity,
-    SessionShape,
-    cold_start_inputs,
-    predict,
-)
+from sm121.memory.capacity import Capacity, predict
+from sm121.memory.capacity_types import SessionShape
 from sm121.memory.cold_start import ColdStartInputs, FreshRate, binds_from, cost
+from sm121.memory.cold_start_allowance import cold_start_inputs
 from sm121.memory.verdict import MissCause
 
 H200_KNEE = (H200 / "tune-capacity/tune-results.tar.gz", "tune/knee.json")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sm121.memory.capacity import Knobs, Pool
+from sm121.memory.capacity_types import Knobs, Pool
 
 ROOT = Path(__file__).resolve().parents[1]
 H100 = ROOT / "docs/results/gpu-h100/capacity"

@@ -42,8 +42,9 @@ from sm121.bench.scenarios.agents.capacity import (
 )
 from sm121.bench.scenarios.agents.models import AgentsRun, TurnSample, WorkloadRef, read_run
 from sm121.bench.scenarios.agents.workload import Workload
-from sm121.memory.capacity import Pool, window_inputs
+from sm121.memory.capacity_types import Pool
 from sm121.memory.long_job_window import JobRate, binds_from, cost
+from sm121.memory.long_job_window_allowance import window_inputs
 
 WORKLOAD = "coding-agent-with-batch"
 # A 100K-token prefill beside one decode stream on the H200 (vLLM 0.21.0, the random-weight

@@ -12,7 +12,8 @@ import typer
 
 from sm121.cli.output import console
 from sm121.errors import Sm121Error
-from sm121.memory.capacity import Capacity, Knobs, Pool, SessionShape, Throughput
+from sm121.memory.capacity import Capacity
+from sm121.memory.capacity_types import Knobs, Pool, SessionShape, Throughput
 from sm121.memory.cold_start import FreshRate
 from sm121.memory.long_job_window import JobRate
 

@@ -14,7 +14,7 @@ from sm121.display import plain
 from sm121.errors import Sm121Error
 from sm121.findings import errors
 from sm121.memory.budget import GIB
-from sm121.memory.capacity import Pool, Throughput
+from sm121.memory.capacity_types import Pool, Throughput
 from sm121.memory.cold_start import FreshRate
 from sm121.memory.long_job_window import JobRate
 from sm121.memory.model import GB10_ASSUMED, MemoryPlan, NodeMemory

@@ -139,7 +139,7 @@ def _plan_capacity(name: str, profile: str | None, cluster: str | None,
     cap.print_capacity(capacity)
     tuned = both.serve_plan.measured_on if both.serve_plan else None
     if tuned is not None and capacity.pool is not None:
-        from sm121.memory.capacity import smaller_pool
+        from sm121.memory.kv_levers import smaller_pool
 
         if line := smaller_pool(tuned.pool_tokens, tuned.device, tuned.agents,
                                 capacity.pool.tokens):

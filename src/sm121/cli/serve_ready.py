@@ -60,7 +60,7 @@ def admission_verdict(url: str, wait_s: float = 3.0) -> str:
 
 def warn_smaller_pool(run: RunInfo, plan: ServePlan) -> None:
     """A tuned profile on a smaller pool than it was measured on holds fewer agents."""
-    from sm121.memory.capacity import smaller_pool
+    from sm121.memory.kv_levers import smaller_pool
 
     tuned, pool = plan.measured_on, run.boot.kv_pool_tokens
     if tuned is None or pool is None:

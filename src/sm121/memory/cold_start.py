@@ -39,7 +39,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-GOODPUT_TARGET = 0.95  # the share of judged turns that must meet the SLO (as the verdict's)
+from sm121.memory.goodput import GOODPUT_TARGET, goodput_of
+
 MOST_AGENTS = 100_000  # binds_from looks no further
 
 
@@ -121,7 +122,7 @@ class ColdStartCost:
 
     @property
     def goodput(self) -> float:
-        return 1 - self.misses / self.judged if self.judged else 1.0
+        return goodput_of(self.misses, self.judged)
 
 
 def _below(x: float, lo: float, hi: float) -> float:

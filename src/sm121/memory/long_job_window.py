@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-GOODPUT_TARGET = 0.95  # the share of judged turns that must meet the SLO (as the verdict's)
+from sm121.memory.goodput import GOODPUT_TARGET, goodput_of
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class WindowCost:
 
     @property
     def goodput(self) -> float:
-        return 1 - self.misses / self.judged if self.judged else 1.0
+        return goodput_of(self.misses, self.judged)
 
 
 def evicts_past(w: WindowInputs) -> int:

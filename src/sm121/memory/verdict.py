@@ -25,9 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sm121.memory.capacity import Capacity, Resource
+from sm121.memory.capacity import Capacity
+from sm121.memory.capacity_types import Resource
+from sm121.memory.goodput import GOODPUT_TARGET
 
-GOODPUT_TARGET = 0.95  # the cliff: the smallest N with goodput under 95%
 REUSE_DROP = 0.10  # mean reuse this far under the expected one: prefixes were evicted
 TURN_REUSE_DROP = 0.25  # one turn's reuse this far under its own: part of a prefix was evicted
 

@@ -21,7 +21,7 @@ from sm121.bench.scenarios.agents.capacity import (
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
 from sm121.engines.client import block_size_of
-from sm121.memory.capacity import Knobs
+from sm121.memory.capacity_types import Knobs
 
 ROOT = Path(__file__).resolve().parents[3]
 CPU = ROOT / "docs" / "results" / "cpu-testbed" / "capacity" / "blocks-724"
@@ -102,7 +102,8 @@ def test_the_shape_of_a_preset_and_what_it_reuses():
 
 
 def test_the_long_session_preset_binds_on_kv_at_a_few_agents():
-    from sm121.memory.capacity import Pool, Resource, predict
+    from sm121.memory.capacity import predict
+    from sm121.memory.capacity_types import Pool, Resource
 
     shape = load_shape("long-session", 6, 131072)  # unscaled in a 128K context
     assert shape.last_context_tokens == 59_048  # the longest session: Claude Code sized
@@ -193,7 +194,7 @@ def test_a_verdict_judged_again_keeps_the_pool_knobs_and_gauges_it_was_judged_wi
     looser one flips met and keeps them."""
     from sm121.bench.gauges import EngineGauges
     from sm121.bench.scenarios.agents.capacity import rejudged
-    from sm121.memory.capacity import Pool
+    from sm121.memory.capacity_types import Pool
 
     data = _read(CPU / "sessions-15k-agents-7.json.gz")
     gauges = EngineGauges(interval_s=0.5, scrapes=40, kv_usage_peak=1.0, waiting_peak=0,

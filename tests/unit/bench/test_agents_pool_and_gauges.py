@@ -25,7 +25,7 @@ from sm121.bench.scenarios.agents.capacity import run_pool, run_verdict
 from sm121.bench.scenarios.agents.models import AgentsSummary, read_run
 from sm121.bench.scenarios.agents.run import AgentsRunArgs, _knobs, _pool
 from sm121.bench.scenarios.agents.workload import fit_to_server, load_workload
-from sm121.memory.capacity import Knobs, Pool
+from sm121.memory.capacity_types import Knobs, Pool
 from sm121.serving.endpoint_run import endpoint_run, run_at
 
 ROOT = Path(__file__).resolve().parents[3]

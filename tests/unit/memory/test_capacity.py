@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from sm121.memory.capacity import (
-    Knobs,
-    Pool,
-    Resource,
-    SessionShape,
-    Throughput,
-    pool_for_agents,
-    predict,
-)
+from sm121.memory.capacity import predict
+from sm121.memory.capacity_types import Knobs, Pool, Resource, SessionShape, Throughput
+from sm121.memory.kv_levers import pool_for_agents
 
 # coding-agent-with-batch at 5 turns as the CLI reads it (sessions end at 19,684 tokens at the
 # preset's largest sizes; the 98K background job; turns of about 625 new tokens).
@@ -73,15 +67,6 @@ def test_the_kv_lever_names_the_pool_a_target_needs():
     assert pool_for_agents(24, SHAPE, 16) == 24 * 1_231 * 16
     # fp8 halves a token's bytes: the same memory holds twice the tokens, so twice the agents
     assert predict(Pool(2 * 392_032, 16, "fp8"), SHAPE, TUNED).predicted == 39
-
-
-def test_a_search_tests_either_side_of_the_prediction_first():
-    from sm121.memory.capacity import first_probes
-
-    assert first_probes(19) == (17, 21)  # the H100's pool
-    assert first_probes(39, most=40) == (35, 40)  # the H200's, capped at the search's most
-    assert first_probes(5) == (4, 6)
-    assert first_probes(1) == (1, 2)
 
 
 def test_when_kv_binds_the_levers_say_what_fp8_would_hold():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sm121.memory.capacity import Knobs, Pool, Resource, SessionShape, predict
+from sm121.memory.capacity import predict
+from sm121.memory.capacity_types import Knobs, Pool, Resource, SessionShape
 from sm121.memory.verdict import (
     MissCause,
     RunEvidence,

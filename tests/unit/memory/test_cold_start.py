@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from sm121.memory.capacity import Knobs, Pool, Resource, SessionShape, predict
+from sm121.memory.capacity import predict
+from sm121.memory.capacity_types import Knobs, Pool, Resource, SessionShape
 from sm121.memory.cold_start import (
     ColdStartInputs,
     FreshRate,

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from sm121.memory.capacity import Knobs, Pool, Resource, SessionShape, predict
+from sm121.memory.capacity import predict
+from sm121.memory.capacity_types import Knobs, Pool, Resource, SessionShape
 from sm121.memory.long_job_window import JobRate, WindowInputs, binds_from, cost, evicts_past
 
 # Round numbers: a 0.1 s step (1,024 tokens at 10,240 tok/s), a 90-token reply and 1 s of

@@ -35,7 +35,7 @@ from sm121.bench.tune.request import TuneRequest, agent_params
 from sm121.bench.tune.result import ArmRow, CapacityRecord, Probe
 from sm121.bench.tune.state import TuneState
 from sm121.engines.registry import adapter_for
-from sm121.memory.capacity import Resource
+from sm121.memory.capacity_types import Resource
 from sm121.plan.effective import profile_args
 from sm121.recipes.loader import load_recipe
 from sm121.recipes.schema import EngineKind

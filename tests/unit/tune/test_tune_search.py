@@ -9,7 +9,7 @@ import pytest
 
 from sm121.bench.tune.budget import Estimates, candidate_cost, measured, plan
 from sm121.bench.tune.candidates import DEFAULTS, Candidate, arms
-from sm121.bench.tune.capacity import bracket, next_probe
+from sm121.bench.tune.capacity import bracket, first_probes, next_probe
 from sm121.bench.tune.choose import price_prefill, rank
 from sm121.bench.tune.claims import claim
 from sm121.bench.tune.report_arms import arms_section
@@ -93,6 +93,13 @@ def test_bisection_probes_the_top_then_halves_until_narrow_enough():
         outcomes.append((n, n <= 13))
     found = bracket(outcomes)
     assert found.lo == 13 and found.hi == 14 and len(outcomes) <= 7
+
+
+def test_a_search_tests_either_side_of_the_prediction_first():
+    assert first_probes(19) == (17, 21)  # the H100's pool
+    assert first_probes(39, most=40) == (35, 40)  # the H200's, capped at the search's most
+    assert first_probes(5) == (4, 6)
+    assert first_probes(1) == (1, 2)
 
 
 def test_the_plan_is_made_again_from_measured_times():

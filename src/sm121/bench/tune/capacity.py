@@ -9,11 +9,11 @@ never a point: one run per N says "met" or "missed" at that N, nothing between t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sm121.bench.tune.result import CapacityRecord
-from sm121.memory.capacity import first_probes
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,18 @@ def bracket(outcomes: Iterable[tuple[int, bool]]) -> Bracket:
     lo = max((n for n, met in tested if met and (hi is None or n < hi)), default=0)
     return Bracket(lo, hi, tested, any(met and hi is not None and n > hi
                                        for n, met in tested))
+
+
+def first_probes(predicted: int, most: int | None = None) -> tuple[int, int]:
+    """The two agent counts a capacity search tests first around a prediction of `predicted`
+    agents held: about 0.9x (which should meet) and about 1.1x, at least one past it (which
+    should miss); a search bisects only where the measurement disagrees."""
+    below = max(1, min(predicted, math.floor(0.9 * predicted)))
+    above = max(predicted + 1, math.ceil(1.1 * predicted))
+    if most is not None:
+        above = min(above, most)
+        below = min(below, max(1, above - 1))
+    return below, above
 
 
 def next_probe(outcomes: Iterable[tuple[int, bool]], largest: int, resolution: int = 1,

@@ -21,7 +21,7 @@ from sm121.bench.scenarios.agents.first_prompt import (
 )
 from sm121.engines.client import max_model_len
 from sm121.engines.client_sync import SyncEngineClient
-from sm121.memory.capacity import SessionShape
+from sm121.memory.capacity_types import SessionShape
 from sm121.open_model import Open
 
 WHERE = "the knee's engine's /tokenize"

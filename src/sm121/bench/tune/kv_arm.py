@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from sm121.bench.tune.candidates import Candidate
 from sm121.engines.adapter import EngineAdapter
 from sm121.errors import Sm121Error
-from sm121.memory.capacity import Capacity, Resource
+from sm121.memory.capacity import Capacity
+from sm121.memory.capacity_types import Resource
 from sm121.memory.kv import kv_dtype
 from sm121.recipes.schema import ArgValue
 

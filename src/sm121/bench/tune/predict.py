@@ -18,7 +18,8 @@ from sm121.bench.tune.request import TuneRequest
 from sm121.engines.adapter import EngineAdapter
 from sm121.engines.client import block_size_of, kv_pool_of
 from sm121.errors import Sm121Error
-from sm121.memory.capacity import Capacity, Pool, predict
+from sm121.memory.capacity import Capacity, predict
+from sm121.memory.capacity_types import Pool
 from sm121.memory.kv import kv_dtype
 from sm121.recipes.schema import ArgValue
 

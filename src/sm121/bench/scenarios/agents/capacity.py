@@ -29,7 +29,8 @@ from sm121.bench.scenarios.agents.workload import (
 from sm121.bench.server import preemptions, prefix_counts
 from sm121.engines.adapter import SchedulerFlags
 from sm121.engines.client import block_size_of, kv_pool_of
-from sm121.memory.capacity import Capacity, Knobs, Pool, SessionShape, predict
+from sm121.memory.capacity import Capacity, predict
+from sm121.memory.capacity_types import Knobs, Pool, SessionShape
 from sm121.memory.verdict import (
     MissCause,
     RunEvidence,

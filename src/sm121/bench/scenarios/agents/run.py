@@ -34,7 +34,7 @@ from sm121.bench.scenarios.agents.workload import Workload, fit_to_server, load_
 from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
 from sm121.engines.client import EngineClient
 from sm121.errors import Sm121Error
-from sm121.memory.capacity import Knobs, Pool
+from sm121.memory.capacity_types import Knobs, Pool
 from sm121.serving.endpoint_run import RunFacts, endpoint_run
 
 
