@@ -43,6 +43,7 @@ from typing import Any
 import aiohttp
 
 from sm121 import paths
+from sm121.bench.scenarios.agents.reused import counted_cached
 from sm121.free_ports import free_port
 from sm121.protocols.sse import SSEParser
 
@@ -217,19 +218,27 @@ def pct(values: list[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
+def reused(turn: Turn, reported: bool) -> float | None:
+    """A turn's reuse as the bench reads it (reused.counted_cached: a turn with no count,
+    where others have one, cached nothing: vLLM leaves the count out where it is 0)."""
+    cached = counted_cached(turn.cached_tokens, turn.prompt_tokens, reported)
+    return None if cached is None or not turn.prompt_tokens else cached / turn.prompt_tokens
+
+
 def summary(chat: Chat, wall_s: float, upstreams: dict[str, Any]) -> dict[str, Any]:
     ok = [t for t in chat.turns_log if t.outcome == "ok"]
-    later = [t for t in ok if t.turn > 0 and t.reuse is not None]
+    reported = any(t.cached_tokens is not None for t in ok)
+    later = [(t, r) for t in ok if t.turn > 0 and (r := reused(t, reported)) is not None]
     per_turn = {}
     for n in range(1, chat.turns):
-        values = [t.reuse for t in later if t.turn == n and t.reuse is not None]
+        values = [r for t, r in later if t.turn == n]
         per_turn[n] = sum(values) / len(values) if values else None
     ttft = [t.ttft_s for t in ok if t.ttft_s is not None]
-    ttft_later = [t.ttft_s for t in later if t.ttft_s is not None]
+    ttft_later = [t.ttft_s for t, _ in later if t.ttft_s is not None]
     return {
         "turns_ok": len(ok), "turns_failed": len(chat.turns_log) - len(ok), "wall_s": wall_s,
-        "reuse_mean_turn2on": sum(t.reuse or 0 for t in later) / len(later) if later else None,
-        "reuse_min_turn2on": min((t.reuse or 0 for t in later), default=None),
+        "reuse_mean_turn2on": sum(r for _, r in later) / len(later) if later else None,
+        "reuse_min_turn2on": min((r for _, r in later), default=None),
         "reuse_per_turn": per_turn,
         "ttft_p50_s": pct(ttft, 50), "ttft_p95_s": pct(ttft, 95),
         "ttft_p50_turn2on_s": pct(ttft_later, 50), "ttft_p95_turn2on_s": pct(ttft_later, 95),

@@ -4,7 +4,8 @@
 
 Per arm: turns judged (turn >= 1, the bench's own rule), good turns (the bench's own SLO
 judgement), the run's window (first submit to last finish) and good turns per minute of it,
-prefix reuse of the judged turns (the engine's cached_tokens / prompt_tokens), the engine's
+prefix reuse of the judged turns (the engine's cached_tokens / prompt_tokens, read as the
+bench reads it: reused.turn_reused; "-" where the engine reports no count), the engine's
 prefix-cache hit rate and preemptions over the run (its /metrics before and after). Per
 session: its first turn's wait (turn 0 TTFT, which holds the gateway's wait), its judged
 goodput and reuse. And the check that no turn of an active session queued behind a new
@@ -25,6 +26,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from sm121.bench.scenarios.agents.models import TurnSample
+from sm121.bench.scenarios.agents.reused import reports_cached, turn_reused
 from sm121.display_markdown import inert
 
 
@@ -45,12 +48,25 @@ def delta(out: Path, name: str, metric: str) -> float:
     return after.get(metric, 0.0) - before.get(metric, 0.0)
 
 
+def mean_reuse(turns: list[dict[str, Any]], reported: bool) -> float | None:
+    """The turns' mean reuse (a turn with no count, where the run's engine reports them, at 0);
+    None where none is known."""
+    known = [v for t in turns if (v := turn_reused(TurnSample.model_validate(t), reported))
+             is not None]
+    return statistics.mean(known) if known else None
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
 def arm(out: Path, name: str) -> dict[str, Any]:
     path = out / f"{name}.json"
     zipped = path.with_name(path.name + ".gz")
     data = json.loads(gzip.decompress(zipped.read_bytes()) if zipped.exists()
                       else path.read_text())
     turns = [s for s in data["samples"] if s.get("kind") == "turn"]
+    reported = reports_cached(TurnSample.model_validate(t) for t in turns)
     slo = data["summary"]["slo"]
     threshold = slo["terms"][0]["threshold"]
     judged = [t for t in turns if t["turn"] >= 1]
@@ -68,12 +84,12 @@ def arm(out: Path, name: str) -> dict[str, Any]:
             "agent": agent, "first_ttft": first["ttft_s"],
             "good": sum(t["ttft_s"] is not None and t["ttft_s"] <= threshold for t in later),
             "judged": len(later),
-            "reuse": statistics.mean(t["reuse"] or 0.0 for t in later) if later else None,
+            "reuse": mean_reuse(later, reported),
             "ttft_max": max(t["ttft_s"] or 0.0 for t in later) if later else None})
     queries = delta(out, name, "vllm:prefix_cache_queries_total")
     return {"name": name, "slo": slo["slo"], "judged": slo["turns"],
             "good": slo["good_turns"], "window": end - start,
-            "reuse": statistics.mean(t["reuse"] or 0.0 for t in judged),
+            "reuse": mean_reuse(judged, reported),
             "ttft_p95": data["summary"]["ttft_judged"]["p95"],
             "hit_rate": delta(out, name, "vllm:prefix_cache_hits_total") / queries
             if queries else None,
@@ -92,7 +108,7 @@ def main(out: Path) -> None:
     for a in arms:
         hit = "-" if a["hit_rate"] is None else f"{a['hit_rate']:.1%}"
         print(f"| {inert(a['name'])} | {inert(a['judged'])} | {inert(a['good'])} | {a['window']:.1f} | "
-              f"{a['good'] / a['window'] * 60:.1f} | {a['ttft_p95']:.2f} s | {a['reuse']:.1%} | "
+              f"{a['good'] / a['window'] * 60:.1f} | {a['ttft_p95']:.2f} s | {pct(a['reuse'])} | "
               f"{hit} | {a['preemptions']:.0f} |")
     print()
     for a in arms:
@@ -103,7 +119,7 @@ def main(out: Path) -> None:
         print("|---|---|---|---|---|")
         for s in a["sessions"]:
             print(f"| {inert(s['agent'])} | {s['first_ttft']:.2f} s | {s['good']} / {s['judged']} | "
-                  f"{s['reuse']:.1%} | {s['ttft_max']:.2f} s |")
+                  f"{pct(s['reuse'])} | {s['ttft_max']:.2f} s |")
         behind = a["behind"]
         print()
         print(f"Turns >= 1 that started while a session waited for its first token: "

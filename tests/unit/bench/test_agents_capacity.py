@@ -346,7 +346,8 @@ def test_a_turn_that_cached_nothing_and_says_no_count_is_an_evicted_one():
     cached: agent 2's third turn (t=12, inside the window) re-prefilled its whole context and
     recorded no count. The run's other turns have counts, so it cached 0: evicted, the first
     cause it met. Where no turn of a run has a count (the engine reports none), not known."""
-    from sm121.bench.scenarios.agents.capacity import evidence, turn_cached, turn_reuse
+    from sm121.bench.scenarios.agents.capacity import evidence, turn_reuse
+    from sm121.bench.scenarios.agents.reused import turn_cached
     from sm121.memory.verdict import MissCause
 
     run, summary = _cold_run((10.0, 13.0))

@@ -1,6 +1,9 @@
 """Every committed results file under docs/results loads through its scenario's models and
 renders, with this sm121, exactly the Markdown `sm121 bench report` gave before the bench
-refactor (tests/fixtures/report-golden, written by the code of that time).
+refactor (tests/fixtures/report-golden, written by the code of that time). Four were written
+again (`sm121 bench report FILE --out DIR`, its report.md) when a turn with no cached count, in a
+run whose other turns have one, came to read as cached 0 (reused.turn_reused): the H200
+agents runs and agent-check's chat run, whose first turns' reuse reads 0.0% where it read "-".
 
 Most files render without plots (drawing is most of the time); a few, one per kind of
 section, render with them, so the image lines and the PNG names are checked too."""

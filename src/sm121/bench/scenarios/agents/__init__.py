@@ -5,7 +5,8 @@ their results files."""
 
 # The modules other packages may import (tests/unit/architecture/test_wings.py holds it);
 # the rest are this package's own.
-PUBLIC = ("apis", "capacity", "first_prompt", "models", "params", "scenario", "sessions",
-          "slo", "sweep", "texts")
+PUBLIC = ("apis", "capacity", "first_prompt", "models", "params", "reused", "scenario",
+          "sessions", "slo", "sweep", "texts")
 # capacity: the run's verdict and the workload's numbers (cli, tune); first_prompt: a
-# session's first prompt and turn as an engine renders them (the cli's --engine-url)
+# session's first prompt and turn as an engine renders them (the cli's --engine-url);
+# reused: what a request's prompt found cached (trace reads its usage counts by it)

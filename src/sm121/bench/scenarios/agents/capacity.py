@@ -18,6 +18,7 @@ from sm121.bench.scenarios.agents.models import (
     TurnSample,
     WorkloadRef,
 )
+from sm121.bench.scenarios.agents.reused import reports_cached, turn_cached, turn_reused
 from sm121.bench.scenarios.agents.slo import parse_slo
 from sm121.bench.scenarios.agents.summary import summarize_run
 from sm121.bench.scenarios.agents.workload import (
@@ -173,36 +174,17 @@ class TurnReuse:
         return self.expected is not None and lost_prefix(self.reuse, self.expected)
 
 
-def reports_cached(run: AgentsRun) -> bool:
-    """The engine reports prefix-cache hits per request: some turn of the run says how many of
-    its prompt's tokens were cached."""
-    return any(t.cached_tokens is not None for t in run.turns)
-
-
-def turn_cached(t: TurnSample, reported: bool) -> int | None:
-    """How many of a turn's prompt tokens the engine found cached. A turn that says none, in a
-    run whose engine reports them (`reported`: reports_cached), cached nothing: vLLM leaves
-    usage.prompt_tokens_details out of a reply whose prompt found no cached token
-    (`if enable_prompt_tokens_details and num_cached_tokens`), so a turn whose whole prefix
-    was evicted records no count at all. None: not known."""
-    if t.cached_tokens is not None:
-        return t.cached_tokens
-    return 0 if reported and t.prompt_tokens else None
-
-
 def turn_reuse(run: AgentsRun, judged: list[TurnSample], block_size: int,
                fallback: float | None) -> list[TurnReuse]:
-    """Each judged turn after its session's first: what it reused (turn_cached over its
-    prompt: a turn that reused nothing counts, at 0), and what it reuses when nothing is
+    """Each judged turn after its session's first: what it reused (reused.turn_reused: a turn
+    that reused nothing counts, at 0), and what it reuses when nothing is
     evicted, from its own prompt and its session's previous one (turn_expected_reuse), else
     `fallback` (the workload's, where the previous turn recorded no prompt)."""
     prompts = {(t.agent, t.conversation, t.turn): t.prompt_tokens for t in run.turns}
-    reported = reports_cached(run)
+    reported = reports_cached(run.turns)
     found: list[TurnReuse] = []
     for t in judged:
-        cached = turn_cached(t, reported)
-        reuse = t.reuse if t.reuse is not None or cached is None or not t.prompt_tokens \
-            else cached / t.prompt_tokens
+        reuse = turn_reused(t, reported)
         if reuse is None or t.turn < 1:
             continue
         previous = prompts.get((t.agent, t.conversation, t.turn - 1))
@@ -264,7 +246,7 @@ def evidence(run: AgentsRun, summary: AgentsSummary, expected: float | None,
     # reuse (a large append on a short context reuses little without any eviction)
     worst = max(held, key=lambda t: (t.expected or 0.0) - t.reuse, default=None)
     new = [t.new_tokens for t in turns if t.new_tokens is not None]
-    reported = reports_cached(run)
+    reported = reports_cached(run.turns)
     reprefill = [t.prompt_tokens - cached for t in judged
                  if t.prompt_tokens is not None and (cached := turn_cached(t, reported)) is not None]
     misses = during = causes = None

@@ -1,6 +1,7 @@
 """What an agents run measured, from its raw turn records (pure, so `bench report` and `ab`
 recompute it from any results file): TTFT overall and by turn, per-agent decode, prefix reuse
-per turn, goodput against the SLO, turns during the background job, the client's own CPU."""
+per turn (reused.turn_reused, the verdict's reading), goodput against the SLO, turns during
+the background job, the client's own CPU."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from sm121.bench.scenarios.agents.models import (
     TurnRow,
     TurnSample,
 )
+from sm121.bench.scenarios.agents.reused import reports_cached, turn_reused
 from sm121.bench.scenarios.agents.slo import Term, evaluate, parse_slo
 from sm121.bench.stats import percentile
 
@@ -51,14 +53,23 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def by_turn(turns: list[TurnSample]) -> list[TurnRow]:
+def _reused(turns: list[TurnSample], reported: bool) -> list[float]:
+    """What each turn reused (reused.turn_reused: a turn with no count, in a run whose engine
+    reports them, at 0); the turns whose reuse is not known left out."""
+    return [v for t in turns if (v := turn_reused(t, reported)) is not None]
+
+
+def by_turn(turns: list[TurnSample], reported: bool | None = None) -> list[TurnRow]:
+    """Turn index by turn index over the sessions; `reported`: whether the run's engine
+    reports cached counts (None: some turn of `turns` has one, reused.reports_cached)."""
+    known = reports_cached(turns) if reported is None else reported
     groups: dict[int, list[TurnSample]] = defaultdict(list)
     for t in turns:
         groups[t.turn].append(t)
     rows = []
     for index in sorted(groups):
         group = groups[index]
-        reuse = _values(group, "reuse")
+        reuse = _reused(group, known)
         ttft = _pcts(_values(group, "ttft_s"))
         rows.append(TurnRow(turn=index, n=len(group), ttft_p50_s=ttft.p50, ttft_p95_s=ttft.p95,
                             ttft_p99_s=ttft.p99, reuse_mean=_mean(reuse),
@@ -125,7 +136,8 @@ def summarize_run(run: AgentsRun, slo: str | None = None) -> AgentsSummary:
     config, turns = run.config, run.turns
     first_judged = config.first_judged_turn()
     judged = [t for t in turns if t.turn >= first_judged]
-    reuse_later = _values([t for t in turns if t.turn > 0], "reuse")
+    reported = reports_cached(turns)
+    reuse_later = _reused([t for t in turns if t.turn > 0], reported)
     waits = _values(turns, "queue_wait_s")
     cpu = _values(turns, "client_cpu_share")
     checked_events = [t.events_match_usage for t in turns if t.events_match_usage is not None]
@@ -138,7 +150,7 @@ def summarize_run(run: AgentsRun, slo: str | None = None) -> AgentsSummary:
         events_match_usage=sum(checked_events) if checked_events else None,
         ttft=_pcts(_values(turns, "ttft_s")),
         judged_from_turn=first_judged, ttft_judged=_pcts(_values(judged, "ttft_s")),
-        by_turn=by_turn(turns),
+        by_turn=by_turn(turns, reported),
         reuse_after_first=Reuse(mean=_mean(reuse_later),
                                 min=min(reuse_later) if reuse_later else None),
         per_agent=per_agent(turns),

@@ -14,6 +14,7 @@ from sm121.bench.client import StreamRecord
 from sm121.bench.context import Context
 from sm121.bench.prompts import filler
 from sm121.bench.runner import first_error
+from sm121.bench.scenarios.agents.reused import counted_cached
 from sm121.bench.scenarios.agents.slo import evaluate, parse_slo
 from sm121.bench.scenarios.trace.blocks import (
     BlockTokens,
@@ -159,12 +160,20 @@ def _percentiles(values: list[float | None]) -> Percentiles:
                        max=_round(max(known)) if known else None)
 
 
+def usage_hits(samples: list[TraceSample]) -> int | None:
+    """The requests' cached prompt tokens as their usage says, summed (reused.counted_cached,
+    the agents' reading: a request with no count, where others have one, cached nothing:
+    vLLM leaves the count out where it is 0); None where no request says one."""
+    known = any(s.cached_tokens is not None for s in samples)
+    counted = [counted_cached(s.cached_tokens, s.prompt_tokens, known) for s in samples]
+    return sum(c for c in counted if c is not None) if known else None
+
+
 def _cache_hits(samples: list[TraceSample], deltas: dict[str, float],
                 block_reuse: float) -> CacheHits:
     prompt = sum(s.prompt_tokens or 0 for s in samples)
     implied = sum(s.implied_cached for s in samples)
-    reported = [s.cached_tokens for s in samples if s.cached_tokens is not None]
-    usage = sum(reported) if len(reported) == len(samples) else None
+    usage = usage_hits(samples)
     names = metric_names()
     queries = names.queries_in(deltas)
     hits = next((deltas[n] for n in names.prefix_hits if n in deltas), None)

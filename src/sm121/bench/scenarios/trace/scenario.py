@@ -14,7 +14,7 @@ from sm121.bench.scenarios.trace.models import (
     TraceSample,
     TraceSummary,
 )
-from sm121.bench.scenarios.trace.run import load, settings, trace
+from sm121.bench.scenarios.trace.run import load, settings, trace, usage_hits
 from sm121.bench.stats import percentile
 from sm121.display_markdown import inert
 
@@ -52,10 +52,10 @@ class Trace(Scenario[TraceSample, TraceSummary]):
             return None
         ttft = [s.ttft_s for s in samples if s.ttft_s is not None]
         prompt = sum(s.prompt_tokens or 0 for s in samples)
-        cached = [s.cached_tokens for s in samples if s.cached_tokens is not None]
+        cached = usage_hits(samples)
         return TraceHeadline(
             ttft_p50_s=percentile(ttft, 50), ttft_p95_s=percentile(ttft, 95),
-            hit_share=sum(cached) / prompt if prompt and len(cached) == len(samples) else None,
+            hit_share=cached / prompt if prompt and cached is not None else None,
             lag_p95_s=percentile([s.lag_s for s in samples], 95))
 
     def section(self, results: Results, files: list[Path]) -> list[str] | None:
