@@ -48,11 +48,16 @@ def delta(out: Path, name: str, metric: str) -> float:
     return after.get(metric, 0.0) - before.get(metric, 0.0)
 
 
+def counts(turn: dict[str, Any]) -> TurnSample:
+    """What the reuse of a turn reads (the rest of a results folder's record is not read)."""
+    return TurnSample.model_validate({k: turn.get(k)
+                                      for k in ("prompt_tokens", "cached_tokens", "reuse")})
+
+
 def mean_reuse(turns: list[dict[str, Any]], reported: bool) -> float | None:
     """The turns' mean reuse (a turn with no count, where the run's engine reports them, at 0);
     None where none is known."""
-    known = [v for t in turns if (v := turn_reused(TurnSample.model_validate(t), reported))
-             is not None]
+    known = [v for t in turns if (v := turn_reused(counts(t), reported)) is not None]
     return statistics.mean(known) if known else None
 
 
@@ -66,7 +71,7 @@ def arm(out: Path, name: str) -> dict[str, Any]:
     data = json.loads(gzip.decompress(zipped.read_bytes()) if zipped.exists()
                       else path.read_text())
     turns = [s for s in data["samples"] if s.get("kind") == "turn"]
-    reported = reports_cached(TurnSample.model_validate(t) for t in turns)
+    reported = reports_cached(counts(t) for t in turns)
     slo = data["summary"]["slo"]
     threshold = slo["terms"][0]["threshold"]
     judged = [t for t in turns if t["turn"] >= 1]

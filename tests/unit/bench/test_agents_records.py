@@ -34,10 +34,29 @@ def test_a_committed_run_round_trips_through_the_models(path: Path):
     # a float's last bits, where a recompute differs from the stored file on main as well)
     recomputed = summarize_run(read_run(data["samples"])).model_dump(exclude_unset=True)
     assert set(recomputed) <= set(data["summary"])
-    stored = {k: v for k, v in data["summary"].items() if k in recomputed}
-    _same(json.loads(json.dumps(recomputed)), stored)
+    stored = json.loads(json.dumps({k: v for k, v in data["summary"].items()
+                                    if k in recomputed}))
+    recomputed = json.loads(json.dumps(recomputed))
+    for found in (recomputed, stored):
+        _without_uncounted_reuse(found, run.turns)
+    _same(recomputed, stored)
     # and the stored summary as a whole reads into the one summary model and back
     assert AgentsSummary.model_validate(data["summary"]).to_json() == data["summary"]
+
+
+def _without_uncounted_reuse(summary: dict, turns: list[TurnSample]) -> None:
+    """The reuse figures over turns that said no cached count, left out: a summary stored
+    before reused.turn_reused skipped those turns, where this sm121 counts them at 0
+    (tests/unit/bench/test_agents_reused.py); the file keeps the figures it was written with."""
+    if not any(t.cached_tokens is not None for t in turns):
+        return
+    uncounted = {t.turn for t in turns if t.cached_tokens is None}
+    for row in summary.get("by_turn", []):
+        if row["turn"] in uncounted:
+            row.pop("reuse_mean", None)
+            row.pop("reuse_min", None)
+    if uncounted - {0}:
+        summary.pop("reuse_after_first", None)
 
 
 def _same(a: object, b: object) -> None:
