@@ -43,7 +43,7 @@ from typing import Any
 import aiohttp
 
 from sm121 import paths
-from sm121.bench.scenarios.agents.reused import counted_cached
+from sm121.bench.cached import cached_share, counts_reported
 from sm121.free_ports import free_port
 from sm121.protocols.sse import SSEParser
 
@@ -219,15 +219,14 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def reused(turn: Turn, reported: bool) -> float | None:
-    """A turn's reuse as the bench reads it (reused.counted_cached: a turn with no count,
-    where others have one, cached nothing: vLLM leaves the count out where it is 0)."""
-    cached = counted_cached(turn.cached_tokens, turn.prompt_tokens, reported)
-    return None if cached is None or not turn.prompt_tokens else cached / turn.prompt_tokens
+    """A turn's reuse as the bench reads it (cached.cached_share: a turn with no count, where
+    others have one, cached nothing: vLLM leaves the count out where it is 0)."""
+    return cached_share(turn.cached_tokens, turn.prompt_tokens, reported)
 
 
 def summary(chat: Chat, wall_s: float, upstreams: dict[str, Any]) -> dict[str, Any]:
     ok = [t for t in chat.turns_log if t.outcome == "ok"]
-    reported = any(t.cached_tokens is not None for t in ok)
+    reported = counts_reported(t.cached_tokens for t in ok)
     later = [(t, r) for t in ok if t.turn > 0 and (r := reused(t, reported)) is not None]
     per_turn = {}
     for n in range(1, chat.turns):

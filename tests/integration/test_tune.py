@@ -32,6 +32,7 @@ def test_knee_measures_both_windows_per_step_and_drops_steps_above_the_budget(kn
         assert sample["prompt_tokens"] == sample["step"]  # one exact prompt per step
         assert sample["cached_tokens"] == 0  # salted: nothing from the prefix cache
         assert sample["engine_s"] and sample["engine_s"] <= sample["client_s"]
+    assert data["summary"]["prefill_cached"] == 0  # the salt checked: the engine counts
     engine = data["summary"]["engine"]
     assert engine["knee"]["knee_at"] in {128, 512, 2048}
     assert [r["n"] for r in engine["prefill"]] == [2, 2, 2]

@@ -1,8 +1,10 @@
-"""What a turn reused, read one way by the summary, the report and the verdict (reused.py):
+"""What a turn reused, read one way by the summary, the report and the verdict (reused.py, on
+bench/cached.py's rule):
 vLLM leaves usage.prompt_tokens_details out of a reply whose prompt found nothing cached, so
 the turns whose whole prefix was evicted record no count. In a run whose other turns have
 one they reused 0, and the summary's reuse counts them so; in a run where no turn has one
-(llama-server, vLLM without --enable-prompt-tokens-details) reuse is not measured, never 0.
+(vLLM without --enable-prompt-tokens-details; llama-server sends one on every reply) reuse is
+not measured, never 0.
 The results file keeps what the server sent."""
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from sm121.bench.cached import counted_cached
 from sm121.bench.report.markdown import render_report
 from sm121.bench.results import ResultsFile
 from sm121.bench.scenarios.agents.capacity import evidence
 from sm121.bench.scenarios.agents.models import read_run
-from sm121.bench.scenarios.agents.reused import counted_cached, reports_cached, turn_reused
+from sm121.bench.scenarios.agents.reused import reports_cached, turn_reused
 from sm121.bench.scenarios.agents.summary import headline, summarize_run
 from sm121.bench.scenarios.trace.models import TraceSample
 from sm121.bench.scenarios.trace.run import usage_hits

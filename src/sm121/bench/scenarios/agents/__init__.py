@@ -9,4 +9,4 @@ PUBLIC = ("apis", "capacity", "first_prompt", "models", "params", "reused", "sce
           "sessions", "slo", "sweep", "texts")
 # capacity: the run's verdict and the workload's numbers (cli, tune); first_prompt: a
 # session's first prompt and turn as an engine renders them (the cli's --engine-url);
-# reused: what a request's prompt found cached (trace reads its usage counts by it)
+# reused: what a turn found cached (bench/cached.py's rule over an agents run's turns)

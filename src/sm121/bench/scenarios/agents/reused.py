@@ -1,34 +1,24 @@
-"""What a turn reused: the one reading of the engine's per-request prefix-cache count that the
-run's summary, its report and its verdict share (imports only the records' models).
+"""What a turn reused: bench/cached.py's reading of the engine's per-request prefix-cache count,
+over an agents run's turns, as the run's summary, its report and its verdict share it (imports
+only the records' models and that rule).
 
-vLLM leaves usage.prompt_tokens_details out of a reply whose prompt found no cached token
-(`if enable_prompt_tokens_details and num_cached_tokens`), so a turn whose whole prefix was
-evicted, or a session's first turn, records no count at all. Where some other request of the
-run says its count, the engine reports them, and a request that says none cached nothing.
-Where none does (llama-server, vLLM without --enable-prompt-tokens-details), the reuse is not
-measured: None, never 0. A results file keeps what the server sent (`cached_tokens` None stays
-None); only the figures derived from it read it this way."""
+A turn that says no count cached nothing where some other turn of the run says one (vLLM
+leaves the count out where it is 0), and is not measured (None, never 0) where none does. A
+results file keeps what the server sent (`cached_tokens` None stays None); only the figures
+derived from it read it this way."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sm121.bench.cached import cached_share, counted_cached, counts_reported
 from sm121.bench.scenarios.agents.models import TurnSample
 
 
 def reports_cached(turns: Iterable[TurnSample]) -> bool:
     """The engine reports prefix-cache hits per request: some turn of the run says how many of
-    its prompt's tokens were cached."""
-    return any(t.cached_tokens is not None for t in turns)
-
-
-def counted_cached(cached: int | None, prompt: int | None, reported: bool) -> int | None:
-    """How many of a request's prompt tokens the engine found cached: its count; else 0 where
-    the engine reports counts (`reported`) and the request has a prompt; else None (not
-    known)."""
-    if cached is not None:
-        return cached
-    return 0 if reported and prompt else None
+    its prompt's tokens were cached (cached.counts_reported over the turns)."""
+    return counts_reported(t.cached_tokens for t in turns)
 
 
 def turn_cached(t: TurnSample, reported: bool) -> int | None:
@@ -38,8 +28,8 @@ def turn_cached(t: TurnSample, reported: bool) -> int | None:
 
 def turn_reused(t: TurnSample, reported: bool) -> float | None:
     """The share of a turn's prompt it found cached: its recorded `reuse`, else turn_cached
-    over its prompt (a turn that reused nothing counts, at 0); None: not known."""
+    over its prompt (cached.cached_share: a turn that reused nothing counts, at 0); None: not
+    known."""
     if t.reuse is not None:
         return t.reuse
-    cached = turn_cached(t, reported)
-    return None if cached is None or not t.prompt_tokens else cached / t.prompt_tokens
+    return cached_share(t.cached_tokens, t.prompt_tokens, reported)

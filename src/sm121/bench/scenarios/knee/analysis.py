@@ -13,6 +13,7 @@ import math
 from collections import defaultdict
 from typing import Literal
 
+from sm121.bench.cached import counts_reported, summed_cached
 from sm121.bench.scenarios.knee.models import (
     TOLERANCE,
     BatchRate,
@@ -101,7 +102,18 @@ def _window(samples: list[KneeSample], window: str, tolerance: float) -> KneeWin
                       decode=decode, decode_saturation=saturation)
 
 
+def prefill_cached(samples: list[KneeSample]) -> int | None:
+    """The prompt tokens the salted prefill prompts (warm-ups too) found cached, summed by
+    bench/cached.py's rule: a prompt with no count, where another says one, found none; None
+    where none says one (the engine sends no count: the salt is not checked, never "0")."""
+    counts = [(getattr(s, "cached_tokens", None), getattr(s, "prompt_tokens", None))
+              for s in samples if s.kind == "prefill"]
+    return summed_cached(counts, counts_reported(cached for cached, _ in counts))
+
+
 def summarize_knee(samples: list[KneeSample], tolerance: float = TOLERANCE) -> KneeSummary:
-    """Both curves in both windows, the knee and the decode saturation point of each."""
+    """Both curves in both windows, the knee and the decode saturation point of each, and
+    what the salted prompts found cached."""
     return KneeSummary(tolerance=tolerance, engine=_window(samples, "engine", tolerance),
-                       client=_window(samples, "client", tolerance))
+                       client=_window(samples, "client", tolerance),
+                       prefill_cached=prefill_cached(samples))

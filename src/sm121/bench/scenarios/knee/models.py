@@ -43,7 +43,7 @@ class PrefillStep(KneeSample):
     kind: Literal["prefill"] = "prefill"
     step: int
     prompt_tokens: int | None = None
-    cached_tokens: int = 0
+    cached_tokens: int | None = None  # as the server sent it: None, it sent no count
     engine_s: Number | None = None
     client_s: Number | None = None
     engine_tok_s: Number | None = None
@@ -107,6 +107,10 @@ class KneeSummary(Open):
     engine: KneeWindow | None = None
     client: KneeWindow | None = None
     reps: int | None = None
+    # The salt's check: the prompt tokens every salted prefill prompt found cached, summed by
+    # bench/cached.py's rule; 0: the engine counted nothing cached; None: it sends no count, so
+    # nothing was checked (files written before the check lack the key: console says nothing)
+    prefill_cached: int | None = None
 
 
 class KneeHeadline(BaseModel):

@@ -117,11 +117,14 @@ async def prefill_step(ctx: Context, ids: list[int], step: int, rep: int) -> Pre
     engine_s = (after.get(PREFILL_SUM, 0.0) - before.get(PREFILL_SUM, 0.0)) if counted == 1 \
         else None
     client_s = record.ttft or ((record.finished or record.submitted) - record.submitted)
-    cached = record.cached_tokens or 0
+    cached = record.cached_tokens  # as sent: the summary's prefill_cached checks the salt
+    # The rates count the tokens the step computed: the step less what the engine says it
+    # found cached; with no count, the whole step (the salt makes every block new)
+    computed = step - (cached if cached is not None else 0)
     return PrefillStep(kind="prefill", step=step, rep=rep, prompt_tokens=record.prompt_tokens,
                        cached_tokens=cached, engine_s=engine_s, client_s=client_s,
-                       engine_tok_s=_rate(step - cached, engine_s),
-                       client_tok_s=_rate(step - cached, client_s))
+                       engine_tok_s=_rate(computed, engine_s),
+                       client_tok_s=_rate(computed, client_s))
 
 
 async def decode_batch(ctx: Context, batch: int, tokens: int, rep: int) -> DecodeBatch:

@@ -8,12 +8,11 @@ from __future__ import annotations
 from sm121.bench.context import Context
 from sm121.bench.prompts import filler
 from sm121.bench.scenarios.locality.models import (
-    LocalityReading,
     LocalitySample,
     LocalitySettings,
     LocalitySummary,
-    LocalityTurn,
 )
+from sm121.bench.scenarios.locality.summary import summarize_locality
 from sm121.bench.server import counter_deltas, prefix_reuse, read_counters
 
 
@@ -34,12 +33,11 @@ def place(placement: str, head: str, body: str, stamp: str) -> str:
 
 
 async def locality(ctx: Context, p: LocalitySettings) -> LocalitySummary:
-    runs: dict[str, list[LocalitySample]] = {}
+    samples: list[LocalitySample] = []
     for index, placement in enumerate(p.placements):
         ctx.progress(f"locality {placement}", index, len(p.placements))
-        runs[placement] = await _conversation(ctx, p, placement)
-    return LocalitySummary(placements={name: _summary(turns, runs.get("clean"))
-                                       for name, turns in runs.items()})
+        samples += await _conversation(ctx, p, placement)
+    return summarize_locality(samples)
 
 
 async def _conversation(ctx: Context, p: LocalitySettings, placement: str
@@ -52,24 +50,16 @@ async def _conversation(ctx: Context, p: LocalitySettings, placement: str
         record = await client.complete(prompt, p.max_tokens, f"{placement}-{turn}",
                                        salt=False, extra=client.cache_salt_field(tag))
         deltas = counter_deltas(before, await read_counters(client))
+        # the turn as the server said it: no count stays None (not 0); the summary reads it
+        # by the run's rule, once every turn of the run is in (summary.py)
+        cached, tokens = record.cached_tokens, record.prompt_tokens
         row = LocalitySample(
-            placement=placement, turn=turn, ttft_s=record.ttft,
-            prompt_tokens=record.prompt_tokens, cached_tokens=record.cached_tokens,
-            reuse_usage=(record.cached_tokens or 0) / record.prompt_tokens
-            if record.prompt_tokens else None, reuse_metrics=prefix_reuse(deltas),
-            request=record.to_json(ctx.t0))
+            placement=placement, turn=turn, ttft_s=record.ttft, prompt_tokens=tokens,
+            cached_tokens=cached,
+            reuse_usage=cached / tokens if cached is not None and tokens else None,
+            reuse_metrics=prefix_reuse(deltas), request=record.to_json(ctx.t0))
         ctx.add(row)
         turns.append(row)
         body += " " + filler(p.append_words, seed=100 + turn)  # append-only growth
     return turns
 
-
-def _summary(turns: list[LocalitySample], clean: list[LocalitySample] | None
-             ) -> list[LocalityTurn]:
-    rows = []
-    for row in turns:
-        base = clean[row.turn].ttft_s if clean and row.turn < len(clean) else None
-        reading = {name: getattr(row, name) for name in LocalityReading.model_fields}
-        ratio = row.ttft_s / base if base and row.ttft_s is not None else None
-        rows.append(LocalityTurn(**reading, ratio_to_clean=ratio))
-    return rows

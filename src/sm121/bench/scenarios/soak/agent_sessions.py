@@ -74,7 +74,7 @@ class AgentSessions:
             message = exc.message if isinstance(exc, Sm121Error) else repr(exc)
             return TurnOutcome(False, latency_s=time.monotonic() - started, error=message[:300])
         return TurnOutcome(True, record.tokens, record.prompt_tokens or 0,
-                           record.cached_tokens or 0, time.monotonic() - started)
+                           record.cached_tokens, time.monotonic() - started)
 
     async def _conversation(self, client: BenchClient, agent: int) -> Conversation:
         """The agent's conversation, or its next one once this one has used its turns (a

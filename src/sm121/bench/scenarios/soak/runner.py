@@ -67,6 +67,7 @@ class SoakFile:
 
     def __init__(self, request: SoakRequest) -> None:
         self.path, self.done_s, self.restarts = request.out, 0.0, 0
+        self.reported = False  # some turn of the soak said its cached count (resumed ones too)
         if request.out.exists() and not request.resume:
             raise Sm121Error(f"{request.out} already exists",
                              "pass --resume to continue that soak, or --out NEW.jsonl")
@@ -93,6 +94,7 @@ class SoakFile:
         intervals = [SoakInterval.model_validate(r) for r in rows if r.get("kind") == "soak"]
         self.done_s = float(intervals[-1].elapsed_s) if intervals else 0.0
         self.restarts = intervals[-1].engine_restarts if intervals else 0
+        self.reported = any(i.cached_tokens is not None for i in intervals)
 
     def write(self, record: SoakRecord) -> None:
         self.handle.write(json.dumps(record.to_json()) + "\n")
@@ -123,6 +125,7 @@ class _Reporter:
         self.request, self.file = request, file
         self.started_at: float | None = None  # the engine's process start time
         self.restarts = file.restarts
+        self.reported = file.reported  # the cached-count rule reads the whole soak so far
 
     def report(self, interval: Interval, elapsed_s: float, seconds: float) -> SoakInterval:
         engine = engine_state(self.request.metrics_url or self.request.url, self.request.pgid())
@@ -134,15 +137,29 @@ class _Reporter:
                                           elapsed_s=round(elapsed_s, 1), time=_now()))
             self.started_at = started
         host = local_host()
+        summary = interval.summary(seconds, self.reported)
+        self.reported = self.reported or summary.cached_tokens is not None
         row = SoakInterval(
             kind="soak", time=_now(), elapsed_s=round(elapsed_s, 1),
-            interval_s=round(seconds, 1), **asdict(interval.summary(seconds)),
+            interval_s=round(seconds, 1), **asdict(summary),
             engine_up=engine.engine_up, kv_usage_pct=engine.kv_usage_pct,
             engine_rss_gib=engine.engine_rss_gib, engine_restarts=self.restarts,
             mem_available_gib=host["mem_available_gib"], mem_free_gib=host["mem_free_gib"],
             page_cache_gib=host["page_cache_gib"], swap_used_gib=host["swap_used_gib"])
         self.file.write(row)
         return row
+
+
+def interval_line(row: SoakInterval) -> str:
+    """The terminal's line for one interval; its prefix reuse (cached over prompt tokens of
+    its turns) says "not reported" where no turn of the soak so far said a cached count."""
+    if row.cached_tokens is None:
+        reuse = "not reported"
+    else:
+        reuse = f"{row.cached_tokens / row.prompt_tokens:.1%}" if row.prompt_tokens else "-"
+    return (f"{row.elapsed_s:.0f} s: goodput {row.goodput_tok_s} tok/s, {row.requests_ok} ok, "
+            f"{row.errors} errors, restarts {row.engine_restarts}, KV {row.kv_usage_pct} %, "
+            f"prefix reuse {reuse}")
 
 
 @dataclass
@@ -183,9 +200,7 @@ async def run_soak(request: SoakRequest, say: Say) -> SoakSummary:
                 row = reporter.report(done, file.done_s + now - begun, now - last)
                 last = now
                 totals.add(row)
-                say(f"{row.elapsed_s:.0f} s: goodput {row.goodput_tok_s} tok/s, "
-                    f"{row.requests_ok} ok, {row.errors} errors, restarts "
-                    f"{row.engine_restarts}, KV {row.kv_usage_pct} %")
+                say(interval_line(row))
             stop.set()
             for task in agents:  # turns still in flight count in no interval
                 task.cancel()

@@ -15,7 +15,7 @@ class TurnOutcome:
     ok: bool
     completion_tokens: int = 0
     prompt_tokens: int = 0
-    cached_tokens: int = 0
+    cached_tokens: int | None = None  # as the reply said it: None, it carried no count
     latency_s: float = 0.0
     error: str | None = None
 

@@ -73,7 +73,7 @@ class ChatLoop:
         if prompt > self.session_tokens:
             self._sessions.pop(agent)
         details = usage.prompt_tokens_details
-        cached = (details.cached_tokens if details else None) or 0
+        cached = details.cached_tokens if details else None  # None: the reply said no count
         return TurnOutcome(True, usage.completion_tokens or 0, prompt, cached, latency)
 
 

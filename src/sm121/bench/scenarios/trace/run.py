@@ -10,11 +10,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from sm121.bench.cached import counted_cached, counts_reported, summed_cached
 from sm121.bench.client import StreamRecord
 from sm121.bench.context import Context
 from sm121.bench.prompts import filler
 from sm121.bench.runner import first_error
-from sm121.bench.scenarios.agents.reused import counted_cached
 from sm121.bench.scenarios.agents.slo import evaluate, parse_slo
 from sm121.bench.scenarios.trace.blocks import (
     BlockTokens,
@@ -161,12 +161,23 @@ def _percentiles(values: list[float | None]) -> Percentiles:
 
 
 def usage_hits(samples: list[TraceSample]) -> int | None:
-    """The requests' cached prompt tokens as their usage says, summed (reused.counted_cached,
-    the agents' reading: a request with no count, where others have one, cached nothing:
-    vLLM leaves the count out where it is 0); None where no request says one."""
-    known = any(s.cached_tokens is not None for s in samples)
-    counted = [counted_cached(s.cached_tokens, s.prompt_tokens, known) for s in samples]
-    return sum(c for c in counted if c is not None) if known else None
+    """The requests' cached prompt tokens as their usage says, summed (cached.summed_cached: a
+    request with no count, where others have one, cached nothing: vLLM leaves the count out
+    where it is 0); None where no request says one."""
+    return summed_cached(((s.cached_tokens, s.prompt_tokens) for s in samples),
+                         counts_reported(s.cached_tokens for s in samples))
+
+
+def short_requests(samples: list[TraceSample]) -> int | None:
+    """How many requests found fewer tokens cached than the trace implies, each read by
+    cached.counted_cached (a request with no count, where others have one, found none; one
+    with no prompt count, a request that failed, is not known); None where no request says
+    a count."""
+    reported = counts_reported(s.cached_tokens for s in samples)
+    if not reported:
+        return None
+    return sum(c < s.implied_cached for s in samples
+               if (c := counted_cached(s.cached_tokens, s.prompt_tokens, reported)) is not None)
 
 
 def _cache_hits(samples: list[TraceSample], deltas: dict[str, float],
@@ -177,10 +188,9 @@ def _cache_hits(samples: list[TraceSample], deltas: dict[str, float],
     names = metric_names()
     queries = names.queries_in(deltas)
     hits = next((deltas[n] for n in names.prefix_hits if n in deltas), None)
-    short = None if usage is None else sum(
-        (s.cached_tokens or 0) < s.implied_cached for s in samples)
     return CacheHits(prompt_tokens=prompt, implied=implied, usage=usage,
-                     usage_vs_implied=_ratio(usage, implied), short_requests=short,
+                     usage_vs_implied=_ratio(usage, implied),
+                     short_requests=short_requests(samples),
                      engine_queries=queries,
                      engine_hits=hits, engine_vs_implied=_ratio(hits, implied),
                      trace_block_reuse=_round(block_reuse))
