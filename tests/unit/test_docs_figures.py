@@ -164,6 +164,21 @@ def tune_fp8_rows(tune: dict[str, Any]) -> list[str]:
     return out
 
 
+def cold_start_brackets(tune: dict[str, Any]) -> list[str]:
+    """docs/capacity.md, "The cold start": the H200 tune's brackets beside the cold start's
+    bound, the arms named together where their brackets are one."""
+    rows = {row["name"]: row["capacity"]["text"] for row in tune["result"]["table"]}
+
+    def named(arms: list[str]) -> str:
+        assert len({rows[a] for a in arms}) == 1, {a: rows[a] for a in arms}
+        return ", ".join(arms[:-1]) + f" and {arms[-1]}"
+
+    threshold_arms, chunk_arms = ["agent-admission", "seqs-82", "lpt-512"], ["chunk-4096",
+                                                                             "chunk-8192"]
+    return [f"for {named(threshold_arms)}, where they measured {rows['agent-admission']}",
+            f"for {named(chunk_arms)} ({rows['chunk-4096']})"]
+
+
 @dataclass(frozen=True)
 class Figure:
     doc: str
@@ -176,6 +191,7 @@ FIGURES = [
     Figure("README.md", TUNE_H200, tune_chosen),
     Figure("docs/tune.md", TUNE_H200, tune_costs),
     Figure("docs/capacity.md", TUNE_H200, tune_brackets_beside_predictions),
+    Figure("docs/capacity.md", TUNE_H200, cold_start_brackets),
     Figure("docs/capacity.md", CLIFF_CPU, cliff_rows),
     Figure("docs/capacity.md", GAUGES_CPU, gauges_console),
     Figure("docs/capacity.md", TUNE_FP8_CPU, tune_fp8_rows),
