@@ -43,6 +43,8 @@ from committed_runs import CPU, H200, CommittedRun, all_runs
 from sm121.bench.scenarios.agents.capacity import judge_run, slo_ttft
 from sm121.bench.scenarios.agents.models import AgentsSummary, WorkloadRef, read_run
 from sm121.bench.scenarios.agents.workload import Workload
+from sm121.bench.scenarios.knee.models import KneeSummary
+from sm121.bench.scenarios.knee.nearest_step import nearest_step
 from sm121.memory.capacity import Capacity, predict
 from sm121.memory.capacity_types import SessionShape
 from sm121.memory.cold_start import ColdStartInputs, FreshRate, binds_from, cost
@@ -53,18 +55,15 @@ H200_KNEE = (H200 / "tune-capacity/tune-results.tar.gz", "tune/knee.json")
 CPU_KNEE = CPU / "tune/knee.json"
 
 
-def knee_rate(knee: dict[str, Any], first_prompt: float) -> tuple[float, int]:
-    """The knee's engine-window prefill rate (median) at the step nearest `first_prompt`: one
-    fresh prompt of that many tokens in one step."""
-    rows = knee["summary"]["engine"]["prefill"]
-    row = min(rows, key=lambda r: abs(r["step"] - first_prompt))
-    return row["median"], row["step"]
-
-
 def rate_for(run: CommittedRun, first_prompt: float,
              knees: dict[str, dict[str, Any]]) -> FreshRate:
+    """The knee's engine-window prefill rate at the step nearest `first_prompt` (the rule tune's
+    predictions take it by: bench/scenarios/knee/nearest_step.py)."""
     knee = knees["CPU" if run.card == "CPU" else "H200"]
-    tok_s, step = knee_rate(knee, first_prompt)
+    found = nearest_step(KneeSummary.model_validate(knee["summary"]), first_prompt)
+    if isinstance(found, str):
+        raise SystemExit(f"{run.card} {run.arm}: {found}")
+    tok_s, step = found.tok_s, found.step
     where = ("the CPU testbed's tune knee, another day" if run.card == "CPU" else
              "measured on the H200's knee" if run.card == "H200" else "assumed from the H200's knee")
     return FreshRate(tok_s, f"{where}: a fresh {step:,}-token prompt")

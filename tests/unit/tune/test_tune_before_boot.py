@@ -224,7 +224,8 @@ def test_a_dropped_arm_is_said_in_the_console_and_the_report(tmp_path):
                                  if r.name != "vllm-defaults"]
     report = "\n".join(section(state.record, AbFile.model_validate(results.data)))
     assert ("| vllm-defaults | 12 agents (KV binds); pool 400,000 from given | the longest "
-            "session, 19,684 tokens (a bound) | - | not measured | - | dropped: predicted 12 "
+            "session, 19,684 tokens (a bound) | not recorded | - | not measured | - | dropped: "
+            "predicted 12 "
             "agents (KV binds), below the target 16; the budget ran out |") in report
     assert "Working set: the longest session (every turn at its largest" in report
     said = console(state.record, None)
@@ -275,8 +276,8 @@ def test_the_report_holds_each_prediction_against_its_bracket():
     assert "fp8 KV arm kv-fp8: KV binds for agent (predicted 39)." in text
     # a tune.json from before the working set was kept says so in its column; the bracket's
     # text is made from its numbers (the one tune.json keeps is a stranger's)
-    assert "| agent | 39 agents (KV binds); pool 0 from None | working set not recorded | 39 " \
-           "agents (KV binds) | 28 <= N* < 40 | inside | measured |" in text
+    assert "| agent | 39 agents (KV binds); pool 0 from None | working set not recorded | not " \
+           "recorded | 39 agents (KV binds) | 28 <= N* < 40 | inside | measured |" in text
     assert f"| {FP8_ARM} | 78 agents (KV binds)" in text
     assert "| dropped: predicted 12 agents (KV binds), below the target 16; --max-candidates " \
         "2 |" in text

@@ -22,6 +22,7 @@ from sm121.bench.tune.request import TuneRequest, agent_params
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import run_point
 from sm121.errors import Sm121Error
+from sm121.memory.cold_start import FreshRate
 from sm121.progress import Say
 from sm121.recipes.loader import load_recipe
 from sm121.safe_paths import file_under
@@ -38,24 +39,27 @@ def exclusive(request: TuneRequest, state: TuneState, boot: Boot, name: str,
 
 def exclusive_then_bisection(request: TuneRequest, state: TuneState, results: ResultsFile,
                              name: str, probes: int, say: Say,
-                             counted: CountedPrompt | None) -> Callable[[Boot], None]:
+                             counted: CountedPrompt | None,
+                             fresh: FreshRate | None = None) -> Callable[[Boot], None]:
     """What an arm's boot runs after its runs at the target N: its exclusive long prefill,
     then at most `probes` capacity probes."""
     def after(boot: Boot) -> None:
         exclusive(request, state, boot, name, say)
-        bisect(request, state, results, boot, name, probes, say, counted)
+        bisect(request, state, results, boot, name, probes, say, counted, fresh)
 
     return after
 
 
 def bisect(request: TuneRequest, state: TuneState, results: ResultsFile, boot: Boot,
-           name: str, probes: int, say: Say, counted: CountedPrompt | None = None) -> None:
+           name: str, probes: int, say: Say, counted: CountedPrompt | None = None,
+           fresh: FreshRate | None = None) -> None:
     """The capacity bisection on this boot: one agents run per N, at most `probes` of them,
     each only when the budget still holds it; about 0.9x and 1.1x of the arm's predicted
-    capacity first (bench/tune/predict.py), when its pool is known."""
+    capacity first (bench/tune/predict.py; `counted` and `fresh`: the knee's first prompt and
+    its rate), when its pool is known."""
     engine = engine_of(load_recipe(request.recipe).recipe.engine.kind)
     pred = predicted_for(request, AbFile.model_validate(results.data).samples, name, engine,
-                         counted)
+                         counted, fresh)
     if pred is not None:
         say(f"  {name}: predicted: {pred.headline()}")
     for _ in range(probes):

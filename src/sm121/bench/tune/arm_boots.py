@@ -74,7 +74,7 @@ def measure_arm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
         f"(boot {est.boot_s:.0f} s, run {est.rep_s:.0f} s measured so far)")
     arm_request = replace(ab_request, reps=chosen.reps, reps_per_boot=chosen.reps)
     after = exclusive_then_bisection(request, state, results, name, chosen.sweep_points, say,
-                                     knee.first_prompt)
+                                     knee.first_prompt, knee.fresh)
     boot_and_measure(arm_request, results, index, name, list(range(chosen.reps)), say,
                      after=after)
     state.save()
@@ -105,7 +105,7 @@ def finish_bisection(request: TuneRequest, ab_request: AbRequest, state: TuneSta
     say(f"arm {index + 1} of {len(arms)}: {name}: its bisection was cut by the end of a call; "
         f"booting it again for {probes} probe(s)")
     after = exclusive_then_bisection(request, state, results, name, probes, say,
-                                     knee.first_prompt)
+                                     knee.first_prompt, knee.fresh)
     boot_and_measure(ab_request, results, index, name, [], say, after=after)
     state.save()
     return True

@@ -5,7 +5,8 @@ target: an arm predicted to hold fewer agents than the target is measured after 
 predicted to hold it (or not known), in its priority order, so when the budget runs short it
 is the one left out ("dropped"), and tune says which and why. The working set is the expected
 session where the knee's engine counted the workload's first prompt, else the longest one
-(tune/first_prompt.py); tune says which. Made once, with the arms, and kept in tune.json: a
+(tune/first_prompt.py), and the cold start takes the knee's rate for a fresh prompt of that
+length (tune/cold_rate.py); tune says which, and why not. Made once, with the arms, and kept in tune.json: a
 resume keeps the order."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sm121.bench.tune.candidates import Candidate, merged_args
+from sm121.bench.tune.cold_rate import cold_rate
+from sm121.bench.tune.cold_rate import said as said_rate
 from sm121.bench.tune.files import KneeFile
 from sm121.bench.tune.first_prompt import said
 from sm121.bench.tune.kv_arm import fp8_arm
@@ -23,6 +26,8 @@ from sm121.bench.tune.result import PredictionRecord
 from sm121.engines.adapter import EngineAdapter
 from sm121.engines.client import block_size_of
 from sm121.memory.capacity import Capacity
+from sm121.memory.capacity_types import Resource
+from sm121.memory.cold_start import FreshRate
 from sm121.plan.effective import profile_args, profile_env
 from sm121.recipes.schema import Recipe
 
@@ -49,7 +54,18 @@ def knee_pool(knee: KneeFile, recipe: Recipe) -> MeasuredPool | None:
         env=profile_env(recipe, boot.profile), max_model_len=knee.server.max_model_len)
 
 
-def record(capacity: Capacity | None, target: int) -> PredictionRecord:
+def _cold_start(capacity: Capacity) -> str | None:
+    """What the cold start allows, in a few words (None: the model had no such resource)."""
+    found = next((a for a in capacity.allowances if a.resource is Resource.COLD_START), None)
+    if found is None:
+        return None
+    return ("no limit of its own" if not found.limits else "not known" if found.agents is None
+            else f"allows {found.agents}")
+
+
+def record(capacity: Capacity | None, target: int,
+           fresh: FreshRate | None = None) -> PredictionRecord:
+    """`fresh`: the rate the prediction took for the cold start (None: none)."""
     if capacity is None or capacity.predicted is None:
         return PredictionRecord(line="not known before its boot: no boot measured its "
                                 "memory settings")
@@ -61,6 +77,8 @@ def record(capacity: Capacity | None, target: int) -> PredictionRecord:
         pool_source=capacity.pool.source if capacity.pool else None,
         working_set_tokens=capacity.working_set_tokens,
         first_prompt_tokens=capacity.first_prompt_tokens, prefix_source=capacity.prefix_source,
+        cold_start=_cold_start(capacity),
+        cold_prefill_tok_s=fresh.tok_s if fresh is not None else None,
         line=capacity.headline())
     if capacity.predicted < target:
         found.below = f"predicted {found.text()}, below the target {target}"
@@ -91,10 +109,12 @@ def before_boot(request: TuneRequest, recipe: Recipe, engine: EngineAdapter,
     """The arms predicted, the fp8 KV arm added where it applies, and ordered."""
     pools = [p for p in [knee_pool(knee, recipe) if knee else None] if p is not None]
     counted = knee.first_prompt if knee else None
+    rate = cold_rate(knee)
+    fresh = rate.rate()
 
     def predicted(arm: Candidate) -> Capacity | None:
         return predict_before_boot(request, merged_args(recipe, arm),
-                                   profile_env(recipe, arm.base), pools, engine, counted)
+                                   profile_env(recipe, arm.base), pools, engine, counted, fresh)
 
     capacities = {a.name: predicted(a) for a in arms}
     baseline = next((a for a in arms if "baseline" in a.role), arms[0] if arms else None)
@@ -109,9 +129,9 @@ def before_boot(request: TuneRequest, recipe: Recipe, engine: EngineAdapter,
                      default=len(arms))
             arms = [*arms[:at], kv, *arms[at:]]
             capacities[kv.name] = predicted(kv)
-    predictions = {a.name: record(capacities[a.name], request.agents) for a in arms}
+    predictions = {a.name: record(capacities[a.name], request.agents, fresh) for a in arms}
     found = ordered(arms, predictions)
-    lines = [said(counted)] if pools else []
+    lines = [said(counted), said_rate(rate)] if pools else []
     lines += [f"predicted before its boot: {a.name}: {_short(predictions[a.name])}"
               for a in found]
     lines.append(note)

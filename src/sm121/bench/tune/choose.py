@@ -24,6 +24,7 @@ from sm121.bench.tune.request import TuneRequest
 from sm121.bench.tune.result import ArmRow, Probe, SittingRecord, TuneResult
 from sm121.bench.tune.state import TuneState
 from sm121.bench.tune.sweep import met_at_target
+from sm121.memory.cold_start import FreshRate
 from sm121.recipes.loader import load_recipe
 
 
@@ -137,11 +138,13 @@ def _boot_values(row: ArmRow, entries: list[AgentsAbEntry], target: int,
 
 def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
            ab: AbFile, engine: str, sitting: SittingRecord,
-           counted: CountedPrompt | None = None) -> TuneResult:
+           counted: CountedPrompt | None = None,
+           fresh: FreshRate | None = None) -> TuneResult:
     """`ab`: the A/B of the arms; `engine`: the engine and version the sitting measured
     (conditions.engine_version of the knee's server); `sitting`: its device and date;
     `counted`: the first prompt the knee's engine counted (each arm's prediction from its own
-    boot takes its working set from it)."""
+    boot takes its working set from it); `fresh`: the knee's rate for a fresh prompt of that
+    length (the same predictions' cold start)."""
     samples = ab.samples
     recipe = load_recipe(request.recipe).recipe
     adapter = engine_of(recipe.engine.kind)
@@ -158,7 +161,8 @@ def choose(request: TuneRequest, state: TuneState, found: list[Candidate],
     for r in table:
         c = by_name[r.name]
         r.kv_tokens, r.differs, r.role = kv.get(r.name), list(c.differs), list(c.role)
-        if (pred := predicted_for(request, samples, r.name, adapter, counted)) is not None:
+        if (pred := predicted_for(request, samples, r.name, adapter, counted,
+                                  fresh)) is not None:
             r.predicted = pred.predicted
             r.predicted_binding = pred.binding.value if pred.binding else None
         r.source, r.step = c.source, effective_step(merged_args(recipe, c), knobs)

@@ -39,7 +39,7 @@ def confirm(request: TuneRequest, ab_request: AbRequest, state: TuneState,
     if request.boots <= 1:
         return
     result = choose(request, state, arms, AbFile.model_validate(results.data), knee.engine,
-                    sitting, knee.first_prompt)
+                    sitting, knee.first_prompt, knee.fresh)
     defaults = {c.name for c in arms if "defaults" in c.role}
     pair = finalists(result.ranking, result.baseline, defaults)
     if len(pair) < 2:

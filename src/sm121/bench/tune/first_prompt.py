@@ -67,7 +67,7 @@ def count_on(url: str, workload: str, turns: int) -> CountedPrompt:
                                     "turn_template_tokens": rendered.turn_template_tokens})
 
 
-def _uncounted(counted: CountedPrompt | None) -> str | None:
+def uncounted(counted: CountedPrompt | None) -> str | None:
     """Why the knee's file holds no count (None: it holds one)."""
     if counted is None:
         return ("the knee's file holds no count (a knee measured before tune counted it, or "
@@ -80,7 +80,7 @@ def _uncounted(counted: CountedPrompt | None) -> str | None:
 def not_applied(counted: CountedPrompt | None, workload: str, turns: int,
                 context: int) -> str | None:
     """Why the knee's count does not hold for an arm of context `context` (None: it does)."""
-    if (why := _uncounted(counted)) is not None or counted is None:
+    if (why := uncounted(counted)) is not None or counted is None:
         return why
     if counted.workload != workload:
         return f"the knee's engine counted another workload ({counted.workload})"
@@ -106,7 +106,7 @@ def said(counted: CountedPrompt | None) -> str:
     """tune's line on the working set its predictions use."""
     rendered = counted.counted() if counted is not None else None
     if rendered is None:
-        return f"working set: the longest session, a bound that errs low: {_uncounted(counted)}"
+        return f"working set: the longest session, a bound that errs low: {uncounted(counted)}"
     return (f"working set: the expected session, its first prompt counted on {WHERE}: "
             f"{rendered.first_prompt_tokens:,} tokens (system prompt, tools, task), "
             f"{rendered.turn_template_tokens} template tokens a turn")

@@ -7,15 +7,18 @@ one boot of the recipe as it is, made once, before any arm exists."""
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sm121.bench.results import load_results
 from sm121.bench.scenarios.knee.on_recipe import knee_on_recipe
 from sm121.bench.tune import conditions
+from sm121.bench.tune.cold_rate import cold_rate
 from sm121.bench.tune.files import KneeFile
 from sm121.bench.tune.first_prompt import CountedPrompt, count_on, said
 from sm121.bench.tune.request import TuneRequest
+from sm121.bench.tune.result import ColdRateRecord
 from sm121.bench.tune.state import TuneState
+from sm121.memory.cold_start import FreshRate
 from sm121.progress import Say
 from sm121.safe_paths import file_under
 
@@ -50,16 +53,22 @@ def measured_knee(request: TuneRequest, state: TuneState, base: str, say: Say) -
 @dataclass(frozen=True)
 class KneeFacts:
     """What the arms' search reads of the knee's results file: its boot's time to a first
-    generation (the boot estimate before an arm has booted), the engine it measured and the
-    first prompt its engine counted (the predictions' working set)."""
+    generation (the boot estimate before an arm has booted), the engine it measured, the
+    first prompt its engine counted (the predictions' working set) and the rate of a fresh
+    prompt of that length it measured (the predictions' cold start, tune/cold_rate.py)."""
 
     boot_s: float | None
     engine: str
     first_prompt: CountedPrompt | None = None
+    cold_rate: ColdRateRecord = field(default_factory=lambda: cold_rate(None))
+
+    @property
+    def fresh(self) -> FreshRate | None:
+        return self.cold_rate.rate()
 
     @staticmethod
     def of(knee: KneeFile, engine: str) -> KneeFacts:
         """`engine`: the recipe's engine, as its adapter names it."""
         boot = knee.boot.timings.first_generation_s if knee.boot else None
         return KneeFacts(boot, conditions.engine_version(knee.server.version, engine),
-                         knee.first_prompt)
+                         knee.first_prompt, cold_rate(knee))

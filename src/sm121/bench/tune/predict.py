@@ -4,7 +4,8 @@ arm's, so tune can order its arms and add the fp8 KV arm; and after its boot, fr
 pool, so its search tests about 0.9x and 1.1x of that first and bisects only where the
 measurement disagrees (memory/capacity.py is the model). Both take the expected session where
 the knee's engine counted the workload's first prompt, else the longest one
-(tune/first_prompt.py)."""
+(tune/first_prompt.py), and the cold start at the knee's rate for a fresh prompt of that length
+where it measured one (tune/cold_rate.py; else the cold start is not known)."""
 
 from __future__ import annotations
 
@@ -20,15 +21,18 @@ from sm121.engines.client import block_size_of, kv_pool_of
 from sm121.errors import Sm121Error
 from sm121.memory.capacity import Capacity, predict
 from sm121.memory.capacity_types import Pool
+from sm121.memory.cold_start import FreshRate
 from sm121.memory.kv import kv_dtype
 from sm121.recipes.schema import ArgValue
 
 
 def arm_prediction(request: TuneRequest, entry: AbEntry, engine: EngineAdapter,
-                   counted: CountedPrompt | None = None) -> Capacity | None:
+                   counted: CountedPrompt | None = None, fresh: FreshRate | None = None
+                   ) -> Capacity | None:
     """The prediction for the arm `entry` measured (its boot's pool, its engine args, read by
-    `engine`, the recipe's; `counted`: the knee engine's count of the first prompt); None when
-    its boot logged no pool or the server no context length."""
+    `engine`, the recipe's; `counted`: the knee engine's count of the first prompt; `fresh`:
+    the knee's rate for a fresh prompt of that length); None when its boot logged no pool or
+    the server no context length."""
     labels = entry.server.cache_config or {}
     block = block_size_of(labels) or 16
     logged = getattr(entry.boot, "kv_pool_tokens", None)
@@ -40,15 +44,15 @@ def arm_prediction(request: TuneRequest, entry: AbEntry, engine: EngineAdapter,
     knobs = knobs_from_args(entry.engine_args, engine.scheduler, engine.memory.kv_cache_dtype)
     shape = working_session(request.workload, request.turns or 6, int(max_len), counted)
     return predict(Pool(tokens, block, "the arm's boot"), shape, knobs,
-                   slo_ttft_s=slo_ttft(request.slo), agents=request.agents)
+                   slo_ttft_s=slo_ttft(request.slo), agents=request.agents, fresh_rate=fresh)
 
 
 def predicted_for(request: TuneRequest, entries: Sequence[AbEntry], arm: str,
-                  engine: EngineAdapter, counted: CountedPrompt | None = None
-                  ) -> Capacity | None:
+                  engine: EngineAdapter, counted: CountedPrompt | None = None,
+                  fresh: FreshRate | None = None) -> Capacity | None:
     """The prediction for arm `arm` from its first measured run (None: not known)."""
     first = next((e for e in entries if e.profile == arm and not e.error), None)
-    return None if first is None else arm_prediction(request, first, engine, counted)
+    return None if first is None else arm_prediction(request, first, engine, counted, fresh)
 
 
 # --- before a boot ---------------------------------------------------------------------------
@@ -167,11 +171,12 @@ def pool_before_boot(args: Mapping[str, ArgValue], env: Mapping[str, str],
 
 def predict_before_boot(request: TuneRequest, args: Mapping[str, ArgValue],
                         env: Mapping[str, str], measured: Sequence[MeasuredPool],
-                        engine: EngineAdapter, counted: CountedPrompt | None = None
-                        ) -> Capacity | None:
+                        engine: EngineAdapter, counted: CountedPrompt | None = None,
+                        fresh: FreshRate | None = None) -> Capacity | None:
     """An arm's prediction before its boot (`counted`: the knee engine's count of the first
-    prompt, else the longest session); None when no boot measured its memory settings or its
-    context is not known."""
+    prompt, else the longest session; `fresh`: the knee's rate for a fresh prompt of that
+    length, else the cold start is not known); None when no boot measured its memory settings
+    or its context is not known."""
     found = pool_before_boot(args, env, measured, engine)
     if found is None:
         return None
@@ -182,4 +187,5 @@ def predict_before_boot(request: TuneRequest, args: Mapping[str, ArgValue],
         return None
     knobs = knobs_from_args(_set(args), engine.scheduler, engine.memory.kv_cache_dtype)
     shape = working_session(request.workload, request.turns or 6, max_len, counted)
-    return predict(pool, shape, knobs, slo_ttft_s=slo_ttft(request.slo), agents=request.agents)
+    return predict(pool, shape, knobs, slo_ttft_s=slo_ttft(request.slo), agents=request.agents,
+                   fresh_rate=fresh)

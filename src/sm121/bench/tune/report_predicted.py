@@ -2,9 +2,11 @@
 for report.md and the console: per arm, what the capacity model said before its boot (from
 the knee's pool) and from its own boot's pool, the working set a session took before the boot
 (the expected session where the knee's engine counted the first prompt, else the longest
-one), the bracket measured, whether the prediction lies inside it, and what tune did with
-the arm (measured; measured last, being predicted below the target; dropped when the budget
-ran out; its boot failed, with the engine's reason).
+one), what the cold start allowed and at which rate (the knee's for a fresh prompt of the
+first prompt's length, its source said once above the table), the bracket measured, whether
+the prediction lies inside it, and what tune did with the arm (measured; measured last, being
+predicted below the target; dropped when the budget ran out; its boot failed, with the
+engine's reason).
 
 In report.md every string read from tune.json or the A/B's file (an arm's name, a pool's
 source, the engine's own error line) enters through `display_markdown.inert`; the console
@@ -104,6 +106,25 @@ def _source(found: PredictionRecord) -> str:
             f"{inert(found.prefix_source)}.")
 
 
+def _cold_start(found: PredictionRecord | None) -> str:
+    """What the cold start allowed before the arm's boot, and at which rate."""
+    if found is None or found.predicted is None:
+        return "-"
+    if found.cold_start is None:
+        return "not recorded"
+    rate = (f" at {found.cold_prefill_tok_s:,.0f} tok/s" if found.cold_prefill_tok_s
+            else " (no rate)" if found.cold_start == "not known" else "")
+    return f"{inert(found.cold_start)}{rate}"
+
+
+def _rate(state: TuneRecord) -> list[str]:
+    """The cold start's rate and its source, or why there is none (tune/cold_rate.py)."""
+    if state.cold_rate is None:
+        return []
+    return [f"The cold start's rate (a fresh first prompt's prefill): "
+            f"{inert(state.cold_rate.text())}.", ""]
+
+
 def _own(row: ArmRow | None, show: Callable[[str], str] = str) -> str:
     if row is None or row.predicted is None:
         return "-"
@@ -124,20 +145,26 @@ def section(state: TuneRecord, ab: AbFile | None) -> list[str]:
              "first left out when the budget runs short. A session's working set is the "
              "expected session where the knee's engine counted the workload's first prompt "
              "(its tools as the chat template renders them), else the longest session, a bound "
-             "that errs low. After its boot, each arm's own pool predicts again (its search's "
-             "first probes). docs/capacity.md has the model.", ""]
+             "that errs low. The cold start (every session's first prompt at once, second "
+             "turns queued behind them) takes the knee's prefill rate at the prompt length "
+             "nearest the first prompt it counted; without both it is not known. After its "
+             "boot, each arm's own pool predicts again with the same (its search's first "
+             "probes). docs/capacity.md has the model.", ""]
     if state.kv_arm:
         lines += [f"{inert(state.kv_arm)}.", ""]
     sources = dict.fromkeys(_source(p) for p in state.predictions.values() if p.prefix_source)
     lines += [*sources, ""] if sources else []
-    lines += ["| arm | predicted before its boot | working set | predicted from its own boot | "
-              "measured capacity | the prediction against it | what tune did |",
-              "|---|---|---|---|---|---|---|"]
+    lines += _rate(state)
+    lines += ["| arm | predicted before its boot | working set | the cold start before its "
+              "boot | predicted from its own boot | measured capacity | the prediction "
+              "against it | what tune did |",
+              "|---|---|---|---|---|---|---|---|"]
     for c in state.candidates or []:
         row = rows.get(c.name)
         found = state.predictions.get(c.name)
         lines.append(f"| {inert(c.name)} | {_before(found)} | {_working_set(found)} | "
-                     f"{_own(row, inert)} | {text_of(row.capacity) if row else 'not measured'} | "
+                     f"{_cold_start(found)} | {_own(row, inert)} | "
+                     f"{text_of(row.capacity) if row else 'not measured'} | "
                      f"{against(_best(row, found), row)} | "
                      f"{outcome(c.name, state, row, refused, inert)} |")
     return lines + [""]

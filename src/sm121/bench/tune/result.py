@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sm121.errors import Sm121Error
+from sm121.memory.cold_start import FreshRate
 from sm121.names import ProfileName
 from sm121.open_model import Open
 from sm121.recipes.schema import ArgName, ArgValue, one_spelling
@@ -225,6 +226,31 @@ class CandidateRecord(BaseModel):
         return value
 
 
+class ColdRateRecord(BaseModel):
+    """The prefill rate of a fresh first prompt that tune's predictions take for the cold start
+    (tune/cold_rate.py), as tune.json keeps it: the knee's engine-window rate at the step
+    nearest the first prompt its engine counted, said with its source; `why` where there is
+    none (nothing counted, or no step near it), and the cold start is then not known."""
+
+    tok_s: float | None = None
+    step: int | None = None  # the knee's prompt it was measured at
+    first_prompt_tokens: int | None = None  # as the knee's engine counted it
+    source: str | None = None
+    why: str | None = None
+
+    def rate(self) -> FreshRate | None:
+        if self.tok_s is None or self.tok_s <= 0:
+            return None
+        return FreshRate(self.tok_s, self.source or "tune's knee")
+
+    def text(self) -> str:
+        """The rate and its source in a few words, or why there is none."""
+        if self.rate() is None:
+            return f"not known: {self.why or 'no rate recorded'}"
+        return (f"{self.tok_s or 0:,.0f} tok/s, {self.source} (the step nearest the first "
+                f"prompt's {self.first_prompt_tokens or 0:,} tokens)")
+
+
 class PredictionRecord(BaseModel):
     """An arm's capacity predicted before its boot (bench/tune/predict.py), as tune.json keeps
     it: the agents, the binding resource, the pool it came from, the working set a session
@@ -240,6 +266,10 @@ class PredictionRecord(BaseModel):
     working_set_tokens: int | None = None  # None: a tune.json from before it was kept
     first_prompt_tokens: int | None = None  # None: the longest session (nothing counted)
     prefix_source: str | None = None  # how the first prompt was counted, or why it was not
+    # what the cold start allows ("allows 23", "no limit of its own", "not known"; None: a
+    # tune.json from before it was kept) and the rate it took (None: none)
+    cold_start: str | None = None
+    cold_prefill_tok_s: float | None = None
     line: str = ""
     below: str | None = None
 
@@ -277,6 +307,9 @@ class TuneRecord(Open):
     # why not), made with the arms (bench/tune/before_boot.py)
     predictions: dict[ProfileName, PredictionRecord] = Field(default_factory=dict)
     kv_arm: str | None = None
+    # the cold start's rate every prediction of this invocation takes, from the knee (None: a
+    # tune.json from before it was kept)
+    cold_rate: ColdRateRecord | None = None
     plans: list[PlanRecord] = Field(default_factory=list)
     skipped: list[ProfileName] = Field(default_factory=list)
     sweeps: dict[ProfileName, list[Probe]] = Field(default_factory=dict)

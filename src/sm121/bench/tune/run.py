@@ -23,6 +23,7 @@ from sm121.bench.tune import conditions
 from sm121.bench.tune.arm_boots import measure_arm, reference_alone
 from sm121.bench.tune.before_boot import before_boot
 from sm121.bench.tune.choose import choose
+from sm121.bench.tune.cold_rate import said as said_rate
 from sm121.bench.tune.confirm_boots import confirm
 from sm121.bench.tune.files import AbFile
 from sm121.bench.tune.knee_step import KneeFacts, measured_knee
@@ -77,6 +78,9 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
     knee = measured_knee(request, state, base, say)
     engine = engine_of(recipe.engine.kind)
     facts = KneeFacts.of(knee, engine.label)
+    # made from the knee at every invocation, so a tune.json from before it was kept gets it
+    state.record.cold_rate = facts.cold_rate
+    state.changed("cold_rate")
     if state.record.candidates is None:
         found_arms, dropped = cands.arms(
             names[0], {n: profile_args(recipe, n) for n in dict.fromkeys(names)},
@@ -91,11 +95,14 @@ def _tune(request: TuneRequest, state: TuneState, say: Say) -> None:
         state.record.predictions = planned.predictions
         state.record.kv_arm = planned.kv_arm
         state.changed("predictions", "kv_arm")
+    else:  # resumed: the predictions from here on (each arm's own) take the knee's rate
+        say(said_rate(facts.cold_rate))
     found = [cands.Candidate.from_json(c) for c in state.record.candidates]
     say(f"candidates: {', '.join(c.name for c in found)}")
     ab = _measure_arms(request, state, found, facts, sitting, say)
     arms = AbFile.model_validate(ab.data)
-    result = choose(request, state, found, arms, facts.engine, sitting, knee.first_prompt)
+    result = choose(request, state, found, arms, facts.engine, sitting, knee.first_prompt,
+                    facts.fresh)
     state.record.result = result
     state.save()
     if not request.write:  # a profile an earlier invocation wrote is not this pick's

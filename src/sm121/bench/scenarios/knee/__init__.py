@@ -2,4 +2,4 @@
 
 # The modules other packages may import (tests/unit/architecture/test_wings.py holds it);
 # the rest are this package's own.
-PUBLIC = ("models", "on_recipe", "scenario")
+PUBLIC = ("models", "nearest_step", "on_recipe", "scenario")
