@@ -52,6 +52,9 @@ def test_a_tiny_tune_boots_a_candidate_picks_reports_and_writes_the_tuned_profil
         result = invoke_cli(*args)
         state = json.loads((out / "tune.json").read_text())
         assert state["status"] == "complete"
+        # the committed knee counted no first prompt: the cold start is not known, and why
+        assert state["cold_rate"]["why"].startswith("no first prompt counted: the knee's file "
+                                                    "holds no count")
         arms = [Candidate.from_json(c) for c in state["candidates"]]
         assert arms[0].name == "agent" and arms[0].role == ("baseline",)
         assert arms[1].name == "chunk-8192" and arms[1].role == ("reference",)

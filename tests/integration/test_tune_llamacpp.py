@@ -100,6 +100,14 @@ def test_tune_searches_llama_cpps_own_knobs_and_keeps_each_agents_window(
         assert "working set: the expected session" in result.stdout + result.stderr
         assert before["agent"]["first_prompt_tokens"] == counted["first_prompt_tokens"]
         assert "counted on the knee's engine" in (out / "report.md").read_text()
+        # The cold start's rate is the knee's engine window's (tune/cold_rate.py): llama-server
+        # has none, so the cold start stays not known, said in tune.json and the report.
+        why = "the knee measured no prefill rate in the engine's window"
+        assert state["cold_rate"] == {"first_prompt_tokens": counted["first_prompt_tokens"],
+                                      "why": why}
+        assert {p["cold_start"] for p in before.values() if p.get("predicted")} == {"not known"}
+        assert f"The cold start's rate (a fresh first prompt's prefill): not known: {why}." in \
+            (out / "report.md").read_text()
         rows = {r["name"]: r for r in state["result"]["table"]}
         assert set(rows) == set(list(arms)[:5])
         assert all([n for n, _ in r["capacity"]["tested"]] == [1, 2] for r in rows.values())

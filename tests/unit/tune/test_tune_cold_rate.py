@@ -77,6 +77,7 @@ def test_the_rate_is_the_knees_at_the_step_nearest_the_first_prompt(knee):
     found = nearest_step(summary, 17_747)
     assert isinstance(found, NearestStep) and found.step == 16_384
     assert round(found.tok_s) == 34_602
+    assert round(getattr(nearest_step(summary, 8_192), "tok_s", 0)) == 39_543  # one doubling
     assert nearest_step(summary, 5_000) == NearestStep(4_096, pytest.approx(44_460, abs=1))
     # near: within a factor of 2 of a step, either way; one doubling past the largest step
     assert isinstance(nearest_step(summary, 32_768), NearestStep)
@@ -153,7 +154,10 @@ def test_tune_says_the_rate_before_its_arms_and_tune_json_keeps_it(knee):
     assert (base.text(), base.cold_start) == ("at most 23 agents (the cold start binds)",
                                               "allows 23")
     assert base.cold_prefill_tok_s is not None and round(base.cold_prefill_tok_s) == 34_602
-    assert planned.predictions["chunk-4096"].text() == "at most 37 agents (KV binds)"
+    for arm in ("seqs-82", "lpt-512"):  # the chunk-2048 arms, as the baseline
+        assert planned.predictions[arm].text() == "at most 23 agents (the cold start binds)"
+    for arm in ("chunk-4096", "chunk-8192"):  # the cold start binds from more agents than KV
+        assert planned.predictions[arm].text() == "at most 37 agents (KV binds)"
     # the cold start binds for the baseline, not KV: fp8 KV would add no agent
     assert planned.kv_arm == ("no fp8 KV arm: KV does not bind for agent-admission "
                               "(predicted 23: the cold start binds)")
