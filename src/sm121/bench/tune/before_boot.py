@@ -6,8 +6,8 @@ predicted to hold it (or not known), in its priority order, so when the budget r
 is the one left out ("dropped"), and tune says which and why. The working set is the expected
 session where the knee's engine counted the workload's first prompt, else the longest one
 (tune/first_prompt.py), and the cold start takes the knee's rate for a fresh prompt of that
-length (tune/cold_rate.py); tune says which, and why not. Made once, with the arms, and kept in tune.json: a
-resume keeps the order."""
+length (tune/cold_rate.py); tune says which, and why not. Made once, with the arms, and kept
+in tune.json: a resume keeps the order."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def _cold_start(capacity: Capacity) -> str | None:
 
 def record(capacity: Capacity | None, target: int,
            fresh: FreshRate | None = None) -> PredictionRecord:
-    """`fresh`: the rate the prediction took for the cold start (None: none)."""
+    """`fresh`: the rate the prediction was given for the cold start (kept where the cold start
+    took it: a first prompt counted for the arm, a step budget, a judged second turn)."""
     if capacity is None or capacity.predicted is None:
         return PredictionRecord(line="not known before its boot: no boot measured its "
                                 "memory settings")
@@ -78,7 +79,8 @@ def record(capacity: Capacity | None, target: int,
         working_set_tokens=capacity.working_set_tokens,
         first_prompt_tokens=capacity.first_prompt_tokens, prefix_source=capacity.prefix_source,
         cold_start=_cold_start(capacity),
-        cold_prefill_tok_s=fresh.tok_s if fresh is not None else None,
+        cold_prefill_tok_s=fresh.tok_s if fresh is not None and capacity.cold_start_arithmetic
+        else None,
         line=capacity.headline())
     if capacity.predicted < target:
         found.below = f"predicted {found.text()}, below the target {target}"

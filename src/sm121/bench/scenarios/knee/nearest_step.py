@@ -18,6 +18,7 @@ without prefill histograms (llama-server) gives none."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sm121.bench.scenarios.knee.models import KneeSummary
@@ -34,7 +35,8 @@ class NearestStep:
 def nearest_step(summary: KneeSummary, prompt_tokens: float) -> NearestStep | str:
     """The knee's engine-window rate at the step nearest `prompt_tokens`, or why none is near
     it (a sentence)."""
-    rows = [r for r in (summary.engine.prefill if summary.engine else []) if r.median]
+    rows = [r for r in (summary.engine.prefill if summary.engine else [])
+            if r.median is not None and math.isfinite(r.median) and r.median > 0]
     if not rows:
         return "the knee measured no prefill rate in the engine's window"
     row = min(rows, key=lambda r: abs(r.step - prompt_tokens))
