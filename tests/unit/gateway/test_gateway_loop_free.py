@@ -1,7 +1,8 @@
 """The gateway's event loop stays free while a hostile body is checked: a 60 MB body of
 `[[],[],...]` (on main it froze the loop for 47.6 s: json.loads and the depth walk on the
 loop) is sent while a stream is in flight; the stream's gaps stay under 100 ms and /health
-answers within 1 s. The real `sm121 gateway` process; the upstream is a fake that streams a
+answers within 1 s on a quiet box (the asserted bounds leave room for a loaded one: see the
+test). The real `sm121 gateway` process; the upstream is a fake that streams a
 chunk every 20 ms on a fixed timer and records when it wrote each one (TimedUpstream, named
 as such: its timer is the reference the gaps are measured against).
 
@@ -131,15 +132,17 @@ def test_a_60mb_hostile_body_leaves_streams_and_health_free(tmp_path: Path) -> N
           f"largest {max((f for _, f in gaps), default=0) * 1000:.0f} ms), longest wait in "
           f"the gateway {max(waited, default=0) * 1000:.0f} ms; /health: {len(health)} "
           f"probes, slowest {max(health, default=0) * 1000:.0f} ms")
-    # The typical chunk keeps the 100 ms bound; the slowest one gets 1 s. Measured: on a quiet
-    # box the slowest wait was 21-34 ms; inside a full `make test` (three pytest sessions and
-    # their engines on 2 cores) one chunk waited 325 ms while the rest stayed near 2 ms. A loop
-    # blocked by the parse holds every chunk written meanwhile (main: 15.8 s), so it fails both.
-    assert window and statistics.median(waited) < 0.1 and max(waited) < 1.0
+    # The typical chunk waits under 0.5 s, the slowest under 3 s. Measured: on a quiet box the
+    # slowest wait was 21-34 ms; inside a full `make test` (three pytest sessions and their
+    # engines on 2 cores) one chunk waited 325 ms while the rest stayed near 2 ms, and in a
+    # fresh clone's run the gateway process was starved for 1.3 s, half the window's chunks
+    # with it (median 174 ms: the 100 ms bound this test first had). A loop blocked by the
+    # parse holds every chunk written meanwhile for the parse (main: 15.8 s), so it fails both.
+    assert window and statistics.median(waited) < 0.5 and max(waited) < 3.0
     added = [seen - own for seen, own in gaps]
-    assert statistics.median(added) < 0.1 and max(added) < 1.0
+    assert statistics.median(added) < 0.5 and max(added) < 3.0
     assert len(arrivals) == CHUNKS
-    assert health and max(health) < 1.0
+    assert health and max(health) < 3.0
     assert status == 400 and "JSON arrays and objects" in answer["error"]["message"]
 
 
